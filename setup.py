@@ -1,0 +1,134 @@
+"""Build fastplan's Cython extensions; all metadata lives in pyproject.toml.
+
+Environment (a switch is on when set to anything but empty or ``0``):
+
+* ``FASTPLAN_NO_EXTENSIONS``      build nothing: fastplan runs its pure-Python fallback.
+* ``FASTPLAN_REQUIRE_EXTENSIONS`` a missing Cython or C compiler, or a failed build, is fatal.
+* ``FASTPLAN_CYTHON_DEBUG``       boundscheck and initializedcheck on, plus annotated HTML.
+"""
+
+import os
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, ExecError, PlatformError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# fastplan modules that are compiled, by basename (fastplan/<name>.pyx).
+MODULES = ["opinfo"]
+
+
+def _flag(name):
+    return os.environ.get(name, "") not in ("", "0")
+
+
+NO_EXTENSIONS = _flag("FASTPLAN_NO_EXTENSIONS")
+REQUIRE_EXTENSIONS = _flag("FASTPLAN_REQUIRE_EXTENSIONS")
+DEBUG = _flag("FASTPLAN_CYTHON_DEBUG")
+
+# The only place compiler directives are set (every .pyx carries just language_level).
+DIRECTIVES = {
+    "language_level": 3,
+    "binding": True,
+    "embedsignature": True,
+    "boundscheck": DEBUG,
+    "wraparound": False,
+    "initializedcheck": DEBUG,
+    # refimpl uses Python's // and % (floor) semantics; C division truncates.
+    "cdivision": False,
+}
+
+
+def _warn(lines):
+    """Print a boxed message to stderr."""
+    width = max(len(line) for line in lines)
+    rule = "*" * (width + 4)
+    body = "\n".join(f"* {line.ljust(width)} *" for line in lines)
+    print(f"\n{rule}\n{body}\n{rule}\n", file=sys.stderr)
+
+
+def _fallback(reason):
+    """Report that fastplan will run pure Python; fatal under FASTPLAN_REQUIRE_EXTENSIONS."""
+    lines = [
+        "WARNING: fastplan's compiled extensions were not built.",
+        f"Reason: {reason}",
+        "fastplan falls back to its pure-Python modules (same results, slower).",
+        "To build them: install Cython>=3.1 and a C compiler, then run `make build`.",
+    ]
+    if REQUIRE_EXTENSIONS:
+        lines[0] = "ERROR: fastplan's compiled extensions could not be built."
+        lines[2] = "FASTPLAN_REQUIRE_EXTENSIONS is set, so this is fatal."
+        _warn(lines)
+        raise SystemExit(1)
+    _warn(lines)
+
+
+# Which mode (debug or not) the extensions in place were last built in.
+MODE_FILE = os.path.join(HERE, "build", "fastplan-build-mode")
+
+
+class optional_build_ext(build_ext):
+    """build_ext that turns a compiler failure into a warning, unless extensions are required.
+
+    It also rebuilds everything when the debug switch changed since the last build, since the
+    up-to-date check compares only file times.
+    """
+
+    def run(self):
+        mode = "debug" if DEBUG else "release"
+        self.force = self.force or _read(MODE_FILE) != mode
+        try:
+            super().run()
+        except (PlatformError, ExecError, CCompilerError) as exc:
+            _fallback(f"{type(exc).__name__}: {exc}")
+            return
+        if self.extensions:
+            os.makedirs(os.path.dirname(MODE_FILE), exist_ok=True)
+            with open(MODE_FILE, "w") as f:
+                f.write(mode)
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except (CCompilerError, ExecError, PlatformError) as exc:
+            self._discard(ext)
+            _fallback(f"{ext.name}: {type(exc).__name__}: {exc}")
+
+    def _discard(self, ext):
+        """Drop a module that failed to build: no stale copy may be imported in its place."""
+        ext.optional = True  # copy_extensions_to_source skips optional modules not built
+        for path in (self.get_ext_fullpath(ext.name), self.get_ext_filename(ext.name)):
+            path = os.path.join(HERE, path)
+            if os.path.exists(path):
+                os.remove(path)
+
+
+def _read(path):
+    """The text of ``path``, or None if there is no such file."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return f.read()
+
+
+def _ext_modules():
+    if NO_EXTENSIONS:
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        _fallback("Cython is not installed")
+        return []
+    extensions = [Extension(f"fastplan.{m}", [f"fastplan/{m}.pyx"]) for m in MODULES]
+    return cythonize(
+        extensions,
+        compiler_directives=DIRECTIVES,
+        annotate=DEBUG,
+        # one C file per mode, so that switching modes never reuses the other's
+        build_dir="build/cython-debug" if DEBUG else "build/cython",
+    )
+
+
+setup(ext_modules=_ext_modules(), cmdclass={"build_ext": optional_build_ext})

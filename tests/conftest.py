@@ -1,0 +1,71 @@
+"""Shared test configuration: hypothesis profiles, the report header, GPU gating.
+
+Environment:
+
+* ``HYPOTHESIS_PROFILE=dev|ci|thorough`` (default ``dev``).
+* ``GPU_REQUIRED=1``: a missing WebGPU adapter fails the tests that need one instead of skipping.
+* ``FASTPLAN_NO_EXTENSIONS=1``: fastplan uses its pure-Python fallback (see fastplan/__init__.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+from hypothesis import settings
+
+import fastplan
+from tools.check_adapter import find_adapter
+
+# --- hypothesis profiles ---------------------------------------------------------------------
+# deadline=None everywhere: Cython builds and GPU dispatch make per-example timing noisy.
+settings.register_profile("dev", max_examples=50, deadline=None)
+# CI runs in a fresh clone: a fixed seed sequence and no example database, and a failing
+# example prints the blob that reproduces it.
+settings.register_profile(
+    "ci", max_examples=200, deadline=None, derandomize=True, database=None, print_blob=True
+)
+settings.register_profile("thorough", max_examples=5000, deadline=None)
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "dev")
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+GPU_REQUIRED = os.environ.get("GPU_REQUIRED", "") not in ("", "0")
+
+
+# --- GPU adapter -----------------------------------------------------------------------------
+# One request per session, shared with ``make vulkan`` (tools/check_adapter.py).
+_find_adapter = functools.cache(find_adapter)
+
+
+@pytest.fixture(scope="session")
+def gpu_adapter():
+    """The session's WebGPU adapter; skips without one, fails instead when GPU_REQUIRED=1."""
+    adapter, summary = _find_adapter()
+    if adapter is None:
+        message = f"WebGPU adapter needed: {summary}"
+        if GPU_REQUIRED:
+            pytest.fail(f"{message} (GPU_REQUIRED=1)")
+        pytest.skip(message)
+    return adapter
+
+
+# --- planner twins ---------------------------------------------------------------------------
+# The ``planner_impl`` fixture goes here once refimpl's planner and its fastplan twin exist: it
+# is parametrized over both (ids "refimpl" and "fastplan", the latter marked ``compiled``), so
+# that every test in tests/planner runs on both implementations.
+
+
+# --- report header ---------------------------------------------------------------------------
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Say which fastplan, which hypothesis profile and which GPU adapter this run uses."""
+    build = "compiled" if fastplan.COMPILED else "pure Python"
+    if fastplan.NO_EXTENSIONS:
+        build += " (FASTPLAN_NO_EXTENSIONS)"
+    _, adapter = _find_adapter()
+    gpu = adapter + (" [GPU_REQUIRED]" if GPU_REQUIRED else "")
+    return [
+        f"fastplan: COMPILED={fastplan.COMPILED} ({build})",
+        f"hypothesis profile: {HYPOTHESIS_PROFILE}",
+        f"wgpu adapter: {gpu}",
+    ]
