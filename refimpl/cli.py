@@ -215,3 +215,4 @@ register_command("validate", "check a stream file and report its size",
 register_command("run", "execute a stream and save the synced tensors",
                  _run_arguments, _run)
 register_backend("eager", _eager_runner)
+import refimpl.planner.cli_plan  # noqa: E402,F401  (registers "plan")

@@ -1,0 +1,62 @@
+"""refimpl's planner: ``plan(stream, device)`` → the ``Plan`` burn's fusion would execute.
+
+burn counterpart: the path a stream takes through ``burn-fusion`` (``MultiStream::register`` /
+``drain`` → ``Processor`` → ``StreamOptimizer``) with the fusers ``burn-cubecl``'s registry
+builds for a device (``fusion/registry.rs``); notes §9.
+
+``plan`` is a straight line of named steps:
+
+1. ``resolve_device`` — a ``DeviceProfile`` (``"metal"``, ``"webgpu-default"``, ... or one
+   given) fixes ``max_bindings``;
+2. ``registry.fusers(profile)`` — the five built-in fusers in ``BUILTIN_NAMES`` order (plus
+   any registered custom fuser);
+3. ``StreamPlanner.run(stream)`` — every item fed in order: ops registered lazily, syncs
+   drain, the end of the stream drains;
+4. the executed steps become the ``Plan``.
+
+The fusers' modules are imported inside ``plan`` (not at package import): they import
+``refimpl.planner.*`` themselves, and importing them here would make every
+``import refimpl.planner.x`` load all five fusers first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from refimpl.planner.log import FusionLog
+from refimpl.planner.plan import Plan, PlanBlock, PlanStep, plan_from_json, plan_to_json
+from refimpl.planner.processor import StreamPlanner
+from refimpl.stream import Stream
+
+__all__ = [
+    "plan",
+    "resolve_device",
+    "Plan",
+    "PlanStep",
+    "PlanBlock",
+    "plan_to_json",
+    "plan_from_json",
+    "StreamPlanner",
+]
+
+
+def resolve_device(device: Any) -> Any:
+    """A ``DeviceProfile``: a name is looked up with ``devices.profile_named``."""
+    from refimpl.devices import profile_named
+
+    return profile_named(device) if isinstance(device, str) else device
+
+
+def plan(stream: Stream, device: Any = "metal", registry: Any = None,
+         log: FusionLog | None = None) -> Plan:
+    """The plan for one pass over ``stream`` on ``device`` (a profile or its name).
+
+    ``registry`` defaults to a fresh ``FusionRegistry`` (the five built-in fusers); ``log``
+    to what ``FUSELAB_LOG`` asks for."""
+    from refimpl.planner.registry import FusionRegistry
+
+    profile = resolve_device(device)
+    fusers = (registry if registry is not None else FusionRegistry()).fusers(profile)
+    planner = StreamPlanner(fusers, log=log if log is not None else FusionLog.from_env())
+    steps = planner.run(stream)
+    return Plan(profile.name, tuple(steps))

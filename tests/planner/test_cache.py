@@ -1,0 +1,316 @@
+"""The plan cache: relative keys, the plan index, the policy, and reuse across iterations.
+
+burn counterparts: ``stream/context.rs`` tests (relative ids and shapes, scalars),
+``stream/store/index.rs`` tests, ``stream/execution/policy.rs`` tests (notes §2.4, §9.4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from refimpl.devices import profile_named
+from refimpl.dtypes import DType
+from refimpl.ir import BinaryOpIr, OperationIr, ScalarOpIr, Sync, TensorIr, TensorStatus, UnaryOpIr
+from refimpl.ops import op_named
+from refimpl.planner.cache import (
+    Always,
+    Defer,
+    Execute,
+    ExecutionMode,
+    ExecutionPlan,
+    ExecutionPlanStore,
+    Explore,
+    OnOperations,
+    Policy,
+)
+from refimpl.planner.processor import StreamPlanner
+from refimpl.planner.registry import FusionRegistry
+from refimpl.planner.relative import OperationConverter, to_relative
+from refimpl.planner.strategy import BlockOptimization, Operations, Optimization
+from refimpl.seed import SEED_STREAMS
+from refimpl.stream import InputSpec, Stream
+from tests.planner.burn_mocks import TestOptimizationBuilder, operation_1, operation_2, operation_3
+
+RO, RW, NEW = TensorStatus.ReadOnly, TensorStatus.ReadWrite, TensorStatus.NotInit
+
+
+def _t(tid: int, shape, status=RO) -> TensorIr:
+    return TensorIr(tid, tuple(shape), DType.F32, status)
+
+
+def _mul(a, b, out, shape) -> OperationIr:
+    return OperationIr(op_named("NumericFloat.Mul"),
+                       BinaryOpIr(_t(a, shape, RW), _t(b, shape, RW), _t(out, shape, NEW)))
+
+
+def _add_scalar(a, value, out, shape) -> OperationIr:
+    return OperationIr(op_named("NumericFloat.AddScalar"),
+                       ScalarOpIr(_t(a, shape, RW), value, _t(out, shape, NEW)))
+
+
+def _exp(a, out, shape) -> OperationIr:
+    return OperationIr(op_named("Float.Exp"), UnaryOpIr(_t(a, shape, RW), _t(out, shape, NEW)))
+
+
+def _expression(base: int, shape, scalar: float) -> Stream:
+    """``((a * b) + scalar).exp()`` then a read, with tensor ids starting at ``base``."""
+    a, b, m, s, e = base, base + 1, base + 2, base + 3, base + 4
+    items = (_mul(a, b, m, shape), _add_scalar(m, scalar, s, shape), _exp(s, e, shape),
+             Sync((e,)))
+    inputs = {a: InputSpec(tuple(shape), DType.F32, random=1),
+              b: InputSpec(tuple(shape), DType.F32, random=2)}
+    return Stream(inputs, items)
+
+
+def _relative(stream: Stream) -> list[OperationIr]:
+    converter = OperationConverter()
+    return [to_relative(op, converter) for op in stream.ops]
+
+
+def _planner_for(stream: Stream) -> StreamPlanner:
+    """A planner whose single mock fuser is ready on exactly this stream's relative ops."""
+    return StreamPlanner([TestOptimizationBuilder(0, _relative(stream))])
+
+
+# --- relative form (stream/context.rs tests) -------------------------------------------------
+
+
+def test_cache_relative_ids_by_first_appearance_and_shape_ids():
+    converter = OperationConverter()
+    first = converter.tensor(_t(500, (512, 32, 2048)))
+    second = converter.tensor(_t(501, (512, 128, 2048)))
+    assert first == _t(0, (1, 2, 3))
+    assert second == _t(1, (1, 4, 3))
+
+
+def test_cache_relative_size_one_is_shape_id_zero():
+    converter = OperationConverter()
+    assert converter.tensor(_t(9, (1, 8))).shape == (0, 1)
+    assert converter.tensor(_t(4, (8, 1, 1))).shape == (1, 0, 0)
+
+
+def test_cache_relative_scalars_become_placeholders():
+    converter = OperationConverter()
+    first = to_relative(_add_scalar(3, 1.0, 4, (2, 2)), converter)
+    second = to_relative(_add_scalar(4, 7, 5, (2, 2)), converter)
+    assert (first.desc.rhs, second.desc.rhs) == (0, 1)
+    assert converter.scalars == [1.0, 7]
+
+
+def test_cache_relative_key_ignores_ids_sizes_and_scalars():
+    assert _relative(_expression(0, (4, 6), 2.0)) == _relative(_expression(70, (8, 16), -1.5))
+    assert _relative(_expression(0, (4, 6), 2.0)) != _relative(_expression(0, (1, 6), 2.0))
+
+
+# --- reuse across iterations -----------------------------------------------------------------
+
+
+def test_cache_repeated_iteration_is_a_cache_hit_without_new_exploration():
+    stream = _expression(0, (4, 6), 2.0)
+    planner = _planner_for(stream)
+    first = planner.run(stream)
+    assert (planner.num_explorations, planner.num_cache_hits) == (1, 0)
+    second = planner.run(stream)
+    assert (planner.num_explorations, planner.num_cache_hits) == (1, 1)
+    assert first == second
+    assert [step.kind for step in first] == ["fused"] and first[0].ops == (0, 1, 2)
+    assert len(planner.store) == 1
+
+
+def test_cache_same_relative_stream_with_other_ids_shapes_scalars_hits():
+    planner = _planner_for(_expression(0, (4, 6), 2.0))
+    planner.run(_expression(0, (4, 6), 2.0))
+    steps = planner.run(_expression(70, (8, 16), -1.5))
+    assert (planner.num_explorations, planner.num_cache_hits) == (1, 1)
+    assert steps[0].ops == (0, 1, 2)
+
+
+def test_cache_different_relative_shape_is_a_miss():
+    planner = _planner_for(_expression(0, (4, 6), 2.0))
+    planner.run(_expression(0, (4, 6), 2.0))
+    steps = planner.run(_expression(0, (1, 6), 2.0))
+    # The mock closes on the first op (its relative shape differs): each op is explored and
+    # run on its own, and nothing comes from the cache.
+    assert (planner.num_explorations, planner.num_cache_hits) == (4, 0)
+    assert [(step.kind, step.ops) for step in steps] == [
+        ("unfused", (0,)), ("unfused", (1,)), ("unfused", (2,))]
+
+
+def test_cache_sync_of_materialised_tensor_does_not_drain():
+    stream = _expression(0, (4, 6), 2.0)
+    items = (Sync((0,)),) + stream.items[:1] + (Sync((1,)),) + stream.items[1:]
+    planner = _planner_for(stream)
+    steps = planner.run(Stream(stream.inputs, items))
+    assert [step.ops for step in steps] == [(1, 3, 4)]
+
+
+def test_cache_sync_of_pending_result_splits_the_stream():
+    stream = _expression(0, (4, 6), 2.0)
+    items = stream.items[:1] + (Sync((2,)),) + stream.items[1:]
+    steps = _planner_for(stream).run(Stream(stream.inputs, items))
+    assert [(step.kind, step.ops) for step in steps] == [
+        ("unfused", (0,)), ("unfused", (2,)), ("unfused", (3,))]
+
+
+@dataclass(frozen=True)
+class _ShapeIdOptimization:
+    """An optimization naming relative shape id ``shape_id`` (burn #5400 guard)."""
+
+    shape_id: int
+    name: str = "Probe"
+
+    def len(self) -> int:
+        return 1
+
+    def max_relative_shape_id(self) -> int:
+        return self.shape_id
+
+    def global_inputs(self):
+        return ()
+
+    def global_outputs(self):
+        return ()
+
+    def block_op_names(self):
+        return ()
+
+
+def test_cache_plan_naming_unassigned_shape_id_runs_unfused():
+    planner = StreamPlanner([])
+    op = _exp(0, 1, (4, 6))  # assigns shape ids 0 (size 1), 1 and 2
+    planner.queue.add(0, op)
+    for shape_id, kind in ((2, "fused"), (3, "unfused")):
+        strategy = Optimization(_ShapeIdOptimization(shape_id), (0,), 10)
+        plan_id = planner.store.add(ExecutionPlan((to_relative(op, OperationConverter()),),
+                                                  [Always()], BlockOptimization(strategy, (0,))))
+        planner.queue.execute(plan_id, planner.store)
+        assert planner.queue.steps[-1].kind == kind
+        planner.queue.add(0, op)
+
+
+# --- plan index (stream/store/index.rs tests) ------------------------------------------------
+
+
+def _plan(ops) -> ExecutionPlan:
+    ordering = tuple(range(len(ops)))
+    return ExecutionPlan(tuple(ops), [], BlockOptimization(Operations(ordering), ordering))
+
+
+def test_cache_index_finds_plans_by_first_operation():
+    store = ExecutionPlanStore()
+    o1, o2, o3 = operation_1(), operation_2(), operation_3()
+    first = store.add(_plan([o1, o2, o1]))
+    second = store.add(_plan([o1, o1, o2]))
+    third = store.add(_plan([o3, o1]))
+    assert store.find(o1) == [first, second]
+    assert store.find(o3) == [third]
+    assert store.find(o2) == []
+
+
+def test_cache_add_trigger_records_each_trigger_once():
+    store = ExecutionPlanStore()
+    plan_id = store.add(_plan([operation_1()]))
+    for trigger in (Always(), OnOperations((operation_2(),)), Always()):
+        store.add_trigger(plan_id, trigger)
+    assert store.get(plan_id).triggers == [Always(), OnOperations((operation_2(),))]
+
+
+# --- policy (stream/execution/policy.rs tests) -----------------------------------------------
+
+
+def _log_chain(out_ids) -> list[OperationIr]:
+    """burn's policy ``TestStream``: ``Float.Log`` ops chained from tensor 0, shape [32,32,1]."""
+    ops, previous = [], 0
+    for out in out_ids:
+        ops.append(OperationIr(op_named("Float.Log"), UnaryOpIr(
+            _t(previous, (32, 32, 1), NEW), _t(out, (32, 32, 1), NEW))))
+        previous = out
+    return ops
+
+
+def _feed(policy: Policy, store, ops, start, stop, expected) -> None:
+    for i in range(start, stop):
+        policy.update(store, ops[i])
+        assert policy.action(store, ops[:i], ExecutionMode.Lazy) == expected
+
+
+def test_cache_policy_explores_without_plans():
+    ops = _log_chain([1, 2, 3])
+    _feed(Policy(), ExecutionPlanStore(), ops, 0, 3, Explore())
+
+
+def test_cache_policy_sync_executes_the_plan_as_long_as_the_queue():
+    ops = _log_chain([1, 2, 3])
+    store = ExecutionPlanStore()
+    short = store.add(_plan(ops[:2]))
+    store.add(_plan(ops[:3]))
+    policy = Policy()
+    _feed(policy, store, ops, 0, 2, Defer())
+    assert policy.action(store, ops[:2], ExecutionMode.Sync) == Execute(short)
+
+
+def test_cache_policy_never_executes_a_plan_longer_than_the_segment():
+    ops = _log_chain([1, 2, 3])
+    store = ExecutionPlanStore()
+    plan = _plan(ops)
+    plan.triggers.append(Always())
+    plan_id = store.add(plan)
+    policy = Policy()
+    for op in ops:
+        policy.update(store, op)
+    assert policy.action(store, ops, ExecutionMode.Lazy) == Execute(plan_id)
+    assert policy.action(store, ops[:1], ExecutionMode.Lazy) != Execute(plan_id)
+
+
+def test_cache_policy_executes_when_a_trigger_matches():
+    ops = _log_chain([1, 2, 3])
+    store = ExecutionPlanStore()
+    plan = _plan(ops[:2])
+    plan.triggers.append(OnOperations((ops[2],)))
+    plan_id = store.add(plan)
+    policy = Policy()
+    _feed(policy, store, ops, 0, 2, Defer())
+    _feed(policy, store, ops, 2, 3, Execute(plan_id))
+
+
+def test_cache_policy_supports_multiple_triggers_and_selects_the_right_plan():
+    first, second = _log_chain([1, 2, 5]), _log_chain([1, 2, 6])
+    store = ExecutionPlanStore()
+    plan = _plan(first[:2])
+    plan.triggers.extend([OnOperations((first[2],)), OnOperations((second[2],))])
+    plan_id = store.add(plan)
+    for ops in (first, second):
+        policy = Policy()
+        _feed(policy, store, ops, 0, 2, Defer())
+        _feed(policy, store, ops, 2, 3, Execute(plan_id))
+
+
+def test_cache_policy_invalidates_wrong_plans():
+    reference, other = _log_chain([1, 2, 3, 4]), _log_chain([1, 2, 6, 7])
+    store = ExecutionPlanStore()
+    plan = _plan(reference[:3])
+    plan.triggers.append(OnOperations((reference[3],)))
+    store.add(plan)
+    policy = Policy()
+    _feed(policy, store, other, 0, 2, Defer())
+    _feed(policy, store, other, 2, 4, Explore())
+
+
+# --- with the real fusers --------------------------------------------------------------------
+
+
+def _real_planner(device: str = "metal") -> StreamPlanner:
+    return StreamPlanner(FusionRegistry().fusers(profile_named(device)))
+
+
+def test_cache_repeated_chain_replays_both_plans_from_the_cache():
+    stream = SEED_STREAMS["chain"]()
+    planner = _real_planner()
+    first = planner.run(stream)
+    explored = planner.num_explorations
+    second = planner.run(stream)
+    assert first == second
+    assert planner.num_explorations == explored
+    assert planner.num_cache_hits >= 2  # the 65-op plan (OnOperations) and the 35-op one (OnSync)
+    triggers = [type(trigger).__name__ for p in planner.store.plans for trigger in p.triggers]
+    assert "OnOperations" in triggers and "OnSync" in triggers
