@@ -215,4 +215,6 @@ register_command("validate", "check a stream file and report its size",
 register_command("run", "execute a stream and save the synced tensors",
                  _run_arguments, _run)
 register_backend("eager", _eager_runner)
+# refimpl's own subcommands register themselves on import (after the registry exists).
+import refimpl.demo  # noqa: E402,F401  (registers "demo")
 import refimpl.planner.cli_plan  # noqa: E402,F401  (registers "plan")

@@ -1,0 +1,247 @@
+"""``fuselab demo``: the seed page (burn 0.22.1, "生成融合内核"), run live.
+
+burn counterpart: none; this is the seed page's experiments, each re-run here from a stream the
+lazy frontend records, planned by refimpl's planner, executed by every registered executor and
+checked against the eager oracle. Each section prints what it ran and a line per fact of the
+seed page with ``ok`` or ``FAIL``; the command exits 1 if any fact fails.
+
+Sections are plain functions registered in ``SECTIONS`` (``register_section``); executors that
+can run a whole stream (``interp`` from refimpl, ``gpu`` from the gpu package) register in
+``EXECUTORS`` (``register_executor``) and are compared with the eager oracle in every section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+
+from refimpl import eager
+from refimpl.cli import register_command
+from refimpl.errors import ServiceRunning
+from refimpl.planner import Plan, plan, resolve_device
+from refimpl.planner.registry import BUILTIN_NAMES, FusionRegistry
+from refimpl.seed import SEED_DESCRIPTIONS, SEED_STREAMS
+from refimpl.stream import Stream
+
+__all__ = ["Report", "SECTIONS", "EXECUTORS", "register_section", "register_executor", "run_demo"]
+
+# An executor runs a stream on a device profile and returns every synced tensor by id.
+Executor = Callable[[Stream, str], Mapping[int, np.ndarray]]
+
+
+@dataclass
+class Report:
+    """What the demo printed and which facts held."""
+
+    device: str
+    lines: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def say(self, text: str = "") -> None:
+        self.lines.append(text)
+        print(text, flush=True)
+
+    def check(self, fact: str, ok: bool, detail: str = "") -> bool:
+        """Print one fact of the seed page with its verdict."""
+        suffix = f"  ({detail})" if detail else ""
+        self.say(f"    [{'ok' if ok else 'FAIL'}] {fact}{suffix}")
+        if not ok:
+            self.failures.append(fact)
+        return ok
+
+
+SECTIONS: list[Callable[[Report], None]] = []
+EXECUTORS: dict[str, Executor] = {}
+
+
+def register_section(section: Callable[[Report], None]) -> Callable[[Report], None]:
+    """Append a section to the demo (usable as a decorator)."""
+    SECTIONS.append(section)
+    return section
+
+
+def register_executor(name: str, executor: Executor) -> None:
+    """Compare ``executor`` with the eager oracle in every section that runs a stream."""
+    EXECUTORS[name] = executor
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _brief(items: list, limit: int = 8) -> str:
+    """A list, or its first entries and its length when it is long."""
+    if len(items) <= limit:
+        return "[" + ", ".join(str(i) for i in items) + "]"
+    return "[" + ", ".join(str(i) for i in items[:limit - 2]) + f", ... ({len(items)} in all)]"
+
+
+def _indices(ops: tuple[int, ...]) -> str:
+    if len(ops) > 3 and list(ops) == list(range(ops[0], ops[-1] + 1)):
+        return f"ops {ops[0]}..{ops[-1]} ({len(ops)})"
+    return f"ops {_brief(list(ops))}"
+
+
+def describe_step(stream: Stream, step) -> str:
+    """One line per plan step: fused steps with their fuser, FuseOps, width and aliases."""
+    if not step.fused:
+        return f"unfused  {_indices(step.ops)}: " + _brief([stream.items[i].name for i in step.ops])
+    blocks = " | ".join(
+        _brief(list(block.ops)) + (f" width {block.width}" if block.width else "")
+        for block in step.blocks
+    )
+    aliases = ", ".join(f"t{out} into t{inp}" for out, inp in step.aliases)
+    text = (f"fused    {step.fuser} {_indices(step.ops)} score {step.score}: {blocks}; "
+            f"reads {_brief(list(step.inputs))} writes {_brief(list(step.outputs))}")
+    return text + (f"; in place: {aliases}" if aliases else "")
+
+
+def show_plan(report: Report, stream: Stream, result: Plan) -> None:
+    for step in result.steps:
+        report.say(f"    {describe_step(stream, step)}")
+
+
+def check_oracle(report: Report, name: str, stream: Stream) -> None:
+    """Every registered executor must reproduce the eager oracle's synced tensors."""
+    expected = eager.run_stream(stream)
+    for executor_name, executor in EXECUTORS.items():
+        started = time.perf_counter()
+        got = executor(stream, report.device)
+        elapsed = (time.perf_counter() - started) * 1e3
+        same = set(got) == set(expected) and all(
+            got[k].dtype == expected[k].dtype and got[k].shape == expected[k].shape
+            and np.array_equal(got[k], expected[k], equal_nan=expected[k].dtype.kind == "f")
+            for k in expected
+        )
+        report.check(f"{executor_name} reproduces the eager oracle on {name}", same,
+                     f"{len(expected)} synced tensor(s), {elapsed:.1f} ms")
+
+
+def seed_case(report: Report, name: str, device: str | None = None) -> tuple[Stream, Plan]:
+    """Record seed stream ``name``, plan it, print the plan and compare every executor."""
+    stream = SEED_STREAMS[name]()
+    result = plan(stream, device or report.device)
+    report.say(f"  {name}: {SEED_DESCRIPTIONS[name]}")
+    show_plan(report, stream, result)
+    check_oracle(report, name, stream)
+    return stream, result
+
+
+def fused(result: Plan):
+    return result.fused_steps()
+
+
+# --- sections -----------------------------------------------------------------------------------
+
+
+@register_section
+def five_fusers(report: Report) -> None:
+    report.say("1. The five built-in fusers, and the registry")
+    registry = FusionRegistry()
+    report.check("BUILTIN_NAMES is ElementWise, Matmul, Reduce, ReduceBroadcasted, NHWCRelayout",
+                 tuple(BUILTIN_NAMES) == ("ElementWise", "Matmul", "Reduce",
+                                          "ReduceBroadcasted", "NHWCRelayout"))
+    registry.fusers(resolve_device(report.device))  # the first stream seals the registry
+    try:
+        registry.remove("Matmul")
+        message = ""
+    except ServiceRunning as error:
+        message = str(error)
+    report.check("register/remove after the first op fails with ServiceRunning",
+                 "register or remove fusion optimizations at the start of your program"
+                 in message, message)
+
+
+@register_section
+def mul_add_exp(report: Report) -> None:
+    report.say("2. (a * b + c).exp(): one ElementWise kernel, intermediates stay in registers")
+    stream, result = seed_case(report, "mul_add_exp")
+    steps = fused(result)
+    report.check("one fused ElementWise step with FuseOps [Mul, Add, Exp]",
+                 len(result.steps) == 1 and len(steps) == 1 and steps[0].fuser == "ElementWise"
+                 and steps[0].blocks[0].ops == ("Mul", "Add", "Exp"))
+    report.check("it reads a, b, c and writes only the result (a*b and +c are block locals)",
+                 len(steps[0].inputs) == 3 and len(steps[0].outputs) == 1)
+    report.check("1 kernel instead of 3", result.num_kernels() == 1,
+                 f"{result.num_kernels()} vs {len(stream.ops)} unfused")
+
+
+@register_section
+def chain(report: Report) -> None:
+    report.say("3. A 100-op element-wise chain: max_ops = 64 checked with '>' gives 65 + 35")
+    _, result = seed_case(report, "chain")
+    sizes = [len(step.ops) for step in result.steps]
+    report.check("two fused kernels of 65 and 35 ops",
+                 sizes == [65, 35] and all(s.fused for s in result.steps), f"{sizes}")
+
+
+@register_section
+def matmul_and_reduce(report: Report) -> None:
+    report.say("4. Matmul and reductions carry their element-wise neighbours")
+    _, result = seed_case(report, "matmul_add_exp")
+    report.check("(a.matmul(b) + c).exp() is one Matmul step of 3 ops",
+                 [(s.fuser, len(s.ops)) for s in result.steps] == [("Matmul", 3)])
+    _, result = seed_case(report, "mul_sum_dim_exp")
+    report.check("(a * b).sum_dim(1).exp() is one Reduce step of 3 ops",
+                 [(s.fuser, len(s.ops)) for s in result.steps] == [("Reduce", 3)])
+    _, result = seed_case(report, "full_sum_plus_one")
+    report.check("a full sum() is not fused, nor the + 1 after it",
+                 not fused(result) and result.num_kernels() == 2)
+
+
+@register_section
+def independent(report: Report) -> None:
+    report.say("5. Five independent expressions before one sync")
+    _, result = seed_case(report, "independent")
+    steps = fused(result)
+    report.check("one kernel with five outputs (metal, 28 bindings)",
+                 len(result.steps) == 1 and len(steps[0].outputs) == 5,
+                 f"{len(steps[0].inputs)} inputs + {len(steps[0].outputs)} outputs + 1")
+    _, small = seed_case(report, "independent", "webgpu-default")
+    report.check("five kernels under WebGPU's default limit (7 bindings)",
+                 [s.fuser for s in small.steps] == ["ElementWise"] * 5)
+
+
+@register_section
+def syncs_and_views(report: Report) -> None:
+    report.say("6. What splits or stays out of a kernel")
+    _, result = seed_case(report, "sync_between")
+    report.check("a sync between a + b and .exp() splits them", len(result.steps) == 2)
+    stream, result = seed_case(report, "lone_view")
+    view_ops = {i for i, item in enumerate(stream.items)
+                if getattr(item, "name", "").endswith("SwapDims")}
+    report.check("a lone swap_dims is not fused (burn #5134)",
+                 all(not (view_ops & set(s.ops)) for s in fused(result)))
+
+
+# --- command ------------------------------------------------------------------------------------
+
+
+def run_demo(device: str = "metal") -> Report:
+    """Run every section on ``device``; the report lists the facts that failed."""
+    report = Report(device)
+    report.say(f"fuselab demo: burn 0.22.1 fused-kernel generation, planned for '{device}', "
+               f"checked against the eager oracle and {', '.join(EXECUTORS) or 'no executor'}")
+    for section in SECTIONS:
+        report.say()
+        section(report)
+    report.say()
+    total = sum(1 for line in report.lines if line.startswith("    [")
+                and not line.startswith("    [FAIL"))
+    report.say(f"demo: {total} facts ok, {len(report.failures)} failed")
+    return report
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", default="metal",
+                        help="device profile to plan for (default metal, as on the seed page)")
+
+
+def _demo(args: argparse.Namespace) -> int:
+    return 1 if run_demo(args.device).failures else 0
+
+
+register_command("demo", "the seed page run live, checked against the oracle", _arguments, _demo)
