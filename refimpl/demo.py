@@ -13,6 +13,7 @@ can run a whole stream (``interp`` from refimpl, ``gpu`` from the gpu package) r
 from __future__ import annotations
 
 import argparse
+import io
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -22,7 +23,9 @@ import numpy as np
 from refimpl import eager
 from refimpl.cli import register_command
 from refimpl.errors import ServiceRunning
+from refimpl.frontend import Session, cat
 from refimpl.planner import Plan, plan, resolve_device
+from refimpl.planner.log import FusionLog, LogLevel
 from refimpl.planner.registry import BUILTIN_NAMES, FusionRegistry
 from refimpl.seed import SEED_DESCRIPTIONS, SEED_STREAMS
 from refimpl.stream import Stream
@@ -167,6 +170,11 @@ def mul_add_exp(report: Report) -> None:
                  len(steps[0].inputs) == 3 and len(steps[0].outputs) == 1)
     report.check("1 kernel instead of 3", result.num_kernels() == 1,
                  f"{result.num_kernels()} vs {len(stream.ops)} unfused")
+    report.say("    FUSELAB_LOG=basic says why (every fuser of the block, est_bindings=k/max):")
+    text = io.StringIO()
+    plan(stream, report.device, log=FusionLog(LogLevel.BASIC, text))
+    for line in text.getvalue().splitlines():
+        report.say(f"      {line}")
 
 
 @register_section
@@ -215,6 +223,26 @@ def syncs_and_views(report: Report) -> None:
                 if getattr(item, "name", "").endswith("SwapDims")}
     report.check("a lone swap_dims is not fused (burn #5134)",
                  all(not (view_ops & set(s.ops)) for s in fused(result)))
+
+
+@register_section
+def first_op_bindings(report: Report) -> None:
+    report.say("7. The binding limit applies to the first op too (burn #6049 / #6053, in 0.22.1)")
+    session = Session(executor=None)
+    parts = [session.random((2, 4), seed=k) for k in range(8)]
+    out = cat(parts, 0) * 2
+    session.sync(out)
+    stream = session.stream
+    for device in ("metal", "webgpu-default"):
+        result = plan(stream, device)
+        report.say(f"  cat of 8 inputs, * 2, on {device}:")
+        show_plan(report, stream, result)
+    small = plan(stream, "webgpu-default")
+    report.check("on webgpu-default (7 bindings) a Cat of 8 inputs is not made a kernel: "
+                 "8 inputs + 1 output + 1 > 7", not small.fused_steps())
+    report.check("on metal (28 bindings) the same Cat fuses with the * 2",
+                 [s.fuser for s in plan(stream, "metal").steps] == ["ElementWise"])
+    check_oracle(report, "cat of 8 inputs", stream)
 
 
 # --- command ------------------------------------------------------------------------------------
