@@ -58,6 +58,7 @@ exactly once, in stream order; an executor may defer work until it receives a ``
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 import numbers
 import sys
@@ -1019,6 +1020,16 @@ def _calibrate() -> None:
         _MEASURED[path] = (counts[0], counts[1])
         _TEMPORARY[path] = counts[0] if counts[1] > counts[0] else None
     probe.close()
+
+
+def _calibrated() -> None:
+    """Calibrate; an interpreter event during import (a tracer, a collection) can blur one
+    measurement, so a blind path is measured again before giving up on it."""
+    for _ in range(3):
+        _calibrate()
+        if all(limit is not None for limit in _TEMPORARY.values()):
+            return
+        gc.collect()
     blind = [path for path, limit in _TEMPORARY.items() if limit is None]
     if blind:
         warnings.warn(f"refimpl.frontend: reference counts cannot tell temporaries on this "
@@ -1026,4 +1037,4 @@ def _calibrate() -> None:
                       RuntimeWarning, stacklevel=2)
 
 
-_calibrate()
+_calibrated()
