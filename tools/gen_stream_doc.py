@@ -50,11 +50,18 @@ def render_tables() -> str:
              "| struct | fields |", "|---|---|"]
     lines += [f"| `{s.__name__}` | {_fields(s)} |" for s in OP_IR_STRUCTS]
     lines += ["", f"#### Ops ({len(OPS)})", "",
-              "| `\"op\"` | struct | family | out dtype | shape rule |", "|---|---|---|---|---|"]
+              "`kind` is the planner's class of the op (`refimpl.ops.OpKind`): `ELEMENTWISE` and "
+              "`INDEXED` ops are what the element-wise trace fuser takes, emitting the `FuseOp` "
+              "named in the last column; `VIEW`s are fused only as a second view of a block "
+              "input; `REDUCE_DIM` ops belong to the Reduce fuser, `MATMUL` to the Matmul "
+              "fuser, `MODULE` ops end an NHWCRelayout plan; everything else runs unfused.", "",
+              "| `\"op\"` | struct | family | out dtype | shape rule | kind | FuseOp |",
+              "|---|---|---|---|---|---|---|"]
     for op in OPS:
         family = op.family.value if op.family else "any"
         lines.append(f"| `{op.name}` | `{op.struct.__name__}` | {family} | "
-                     f"{op.out_dtype.value} | {op.shape.value} |")
+                     f"{op.out_dtype.value} | {op.shape.value} | {op.kind.name} | "
+                     f"{op.fuse or '—'} |")
     return "\n".join(lines) + "\n"
 
 
