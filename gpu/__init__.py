@@ -1,0 +1,17 @@
+"""fuselab's GPU package: WGSL kernels run through wgpu-py on any WebGPU adapter.
+
+burn counterpart: ``burn-cubecl`` + ``cubecl-wgpu`` (device, runtime, kernels) and, for the
+fused kernels, ``burn-cubecl-fusion``'s code generation.
+
+* ``gpu.device`` — adapter/device acquisition (``request_device``, ``default_device``,
+  ``is_available``), limits and features (``max_bindings``, ``shader-f16``).
+* ``gpu.runtime`` — buffers, the pipeline cache keyed by WGSL source, dispatch, readback.
+* ``gpu.wgsl`` — WGSL types, the expression table (``WGSL_EXPR``/``FUSE_EXPR``), skeletons.
+* ``gpu.kernels`` + ``gpu.unfused`` — one kernel per op (``run_op``): fusion off.
+* ``gpu.tolerance`` — per-op ULP bounds from the WGSL accuracy rules; ``python -m
+  gpu.accuracy`` measures an adapter against them.
+"""
+
+from gpu.device import GpuDevice, default_device, is_available, request_device
+
+__all__ = ["GpuDevice", "default_device", "is_available", "request_device"]

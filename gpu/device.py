@@ -1,0 +1,265 @@
+"""Adapter and device acquisition: which WebGPU adapter runs the kernels, with which limits.
+
+burn counterpart: cubecl-wgpu's ``runtime.rs`` (``init_setup``/``create_client``: adapter
+selection by ``WgpuDevice``, device requested with the adapter's limits, ``max_bindings`` from
+``max_storage_buffers_per_shader_stage``) and the device properties burn-cubecl-fusion reads
+(``FuseSettings`` / ``TraceOperationFuser::max_bindings``).
+
+Adapter choice: ``FUSELAB_ADAPTER=<substring>`` forces the first adapter whose name contains
+the substring (case-insensitive, e.g. ``llvmpipe`` or ``H200``); otherwise the
+high-performance adapter, which on a CPU-only machine is Mesa's lavapipe (llvmpipe) through
+Vulkan. An OpenGL fallback adapter is only taken when forced: the kernels target the native
+backends (Vulkan, Metal, D3D12).
+
+Limits: by default the device is requested with the adapter's own limits (what cubecl does,
+and what wgpu-py does when given none). ``portable=True`` requests WebGPU's default limits
+instead (8 storage buffers per stage, 256 invocations per workgroup, ...), so that code paths
+meant for browsers can be tested on any machine.
+"""
+
+from __future__ import annotations
+
+import os
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from refimpl.devices import DeviceProfile, profile_from_wgpu_limits
+from refimpl.dtypes import DType
+from gpu.errors import NoAdapterError, UnsupportedDTypeError
+from gpu.wgsl.types import UNSUPPORTED_REASON, WGSL_TYPE
+
+__all__ = [
+    "ADAPTER_ENV",
+    "NATIVE_BACKENDS",
+    "WEBGPU_DEFAULT_LIMITS",
+    "GpuDevice",
+    "request_device",
+    "default_device",
+    "is_available",
+    "adapter_names",
+]
+
+ADAPTER_ENV = "FUSELAB_ADAPTER"
+NATIVE_BACKENDS = ("Vulkan", "Metal", "D3D12")
+
+# WebGPU's default limits (gpuweb spec, "Limits"): what every conforming implementation
+# offers. Alignment limits ("min-...") are better when smaller; all others when larger.
+WEBGPU_DEFAULT_LIMITS: Mapping[str, int] = MappingProxyType({
+    "max-bind-groups": 4,
+    "max-bindings-per-bind-group": 1000,
+    "max-buffer-size": 268435456,
+    "max-compute-invocations-per-workgroup": 256,
+    "max-compute-workgroup-size-x": 256,
+    "max-compute-workgroup-size-y": 256,
+    "max-compute-workgroup-size-z": 64,
+    "max-compute-workgroup-storage-size": 16384,
+    "max-compute-workgroups-per-dimension": 65535,
+    "max-dynamic-storage-buffers-per-pipeline-layout": 4,
+    "max-dynamic-uniform-buffers-per-pipeline-layout": 8,
+    "max-storage-buffer-binding-size": 134217728,
+    "max-storage-buffers-per-shader-stage": 8,
+    "max-uniform-buffer-binding-size": 65536,
+    "max-uniform-buffers-per-shader-stage": 12,
+    "min-storage-buffer-offset-alignment": 256,
+    "min-uniform-buffer-offset-alignment": 256,
+})
+
+# Optional features fuselab asks for when the adapter has them.
+_WANTED_FEATURES = ("shader-f16", "timestamp-query")
+
+
+def _portable_limits(adapter_limits: Mapping[str, int]) -> dict[str, int]:
+    """WebGPU defaults, never beyond what the adapter offers."""
+    limits = {}
+    for key, default in WEBGPU_DEFAULT_LIMITS.items():
+        have = adapter_limits.get(key, default)
+        limits[key] = max(default, have) if key.startswith("min-") else min(default, have)
+    return limits
+
+
+class GpuDevice:
+    """A WebGPU adapter plus the device requested from it, with the facts kernels need.
+
+    ``max_bindings`` is the fusion planner's binding budget: storage buffers per shader stage
+    minus one (the metadata buffer), as in cubecl-wgpu. ``runtime`` is the device's
+    ``gpu.runtime.Runtime`` (buffers, pipeline cache, dispatch).
+    """
+
+    def __init__(self, adapter: Any, device: Any, *, portable: bool, limits: Mapping[str, int],
+                 features: frozenset[str]) -> None:
+        from gpu.runtime import Runtime  # the runtime needs the finished device
+
+        self.adapter = adapter
+        self.device = device
+        self.portable = portable
+        self.limits = limits
+        self.features = features
+        self.runtime = Runtime(self)
+
+    def __repr__(self) -> str:
+        return f"GpuDevice({self.summary()!r})"
+
+    @property
+    def queue(self) -> Any:
+        return self.device.queue
+
+    @property
+    def name(self) -> str:
+        """The adapter's device name (``"llvmpipe (LLVM 15.0.6, 256 bits)"``)."""
+        return str(self.adapter.info.get("device", "?"))
+
+    @property
+    def backend(self) -> str:
+        return str(self.adapter.info.get("backend_type", "?"))
+
+    @property
+    def is_cpu(self) -> bool:
+        """A software adapter (lavapipe / llvmpipe)."""
+        return self.adapter.info.get("adapter_type") == "CPU"
+
+    @property
+    def max_bindings(self) -> int:
+        """Storage buffers per shader stage − 1 (burn-cubecl-fusion's binding limit)."""
+        return int(self.limits["max-storage-buffers-per-shader-stage"]) - 1
+
+    @property
+    def max_storage_buffers(self) -> int:
+        return int(self.limits["max-storage-buffers-per-shader-stage"])
+
+    @property
+    def max_workgroup_size(self) -> int:
+        """Largest 1-D workgroup: the smaller of the x size and the invocation limit."""
+        return min(int(self.limits["max-compute-workgroup-size-x"]),
+                   int(self.limits["max-compute-invocations-per-workgroup"]))
+
+    @property
+    def has_f16(self) -> bool:
+        return "shader-f16" in self.features
+
+    def supports(self, dtype: DType) -> bool:
+        """True when kernels on this device can hold ``dtype``."""
+        if dtype is DType.F16:
+            return self.has_f16
+        return dtype in WGSL_TYPE
+
+    def check_dtype(self, dtype: DType, what: str = "tensor") -> None:
+        """Raise ``UnsupportedDTypeError`` naming ``what`` when ``dtype`` cannot run here."""
+        if self.supports(dtype):
+            return
+        reason = UNSUPPORTED_REASON.get(dtype, "the device lacks the shader-f16 feature")
+        raise UnsupportedDTypeError(f"{what}: dtype {dtype.value} is not supported on "
+                                    f"{self.name}: {reason}")
+
+    def supported_dtypes(self) -> tuple[DType, ...]:
+        """The dtypes this device runs, in ``DType`` order."""
+        return tuple(d for d in DType if self.supports(d))
+
+    def profile(self) -> DeviceProfile:
+        """The planner's ``DeviceProfile`` for this device (its own limits, portable or not)."""
+        return profile_from_wgpu_limits(self.limits, self.name)
+
+    def info(self) -> dict[str, Any]:
+        """A JSON-able summary: adapter, backend, limits that matter, features, max_bindings."""
+        keys = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-size",
+                "max-buffer-size", "max-compute-invocations-per-workgroup",
+                "max-compute-workgroup-size-x", "max-compute-workgroup-storage-size",
+                "max-compute-workgroups-per-dimension")
+        return {
+            "name": self.name,
+            "vendor": str(self.adapter.info.get("vendor", "")),
+            "backend": self.backend,
+            "adapter_type": str(self.adapter.info.get("adapter_type", "")),
+            "description": str(self.adapter.info.get("description", "")),
+            "portable": self.portable,
+            "max_bindings": self.max_bindings,
+            "limits": {k: int(self.limits[k]) for k in keys if k in self.limits},
+            "features": sorted(self.features),
+            "dtypes": [d.value for d in self.supported_dtypes()],
+        }
+
+    def summary(self) -> str:
+        """One line: ``llvmpipe (LLVM 15.0.6, 256 bits) (CPU, Vulkan) max_bindings=31``."""
+        kind = self.adapter.info.get("adapter_type", "?")
+        mode = " portable" if self.portable else ""
+        return f"{self.name} ({kind}, {self.backend}){mode} max_bindings={self.max_bindings}"
+
+
+def _wgpu():
+    try:
+        import wgpu
+    except ImportError as exc:
+        raise NoAdapterError(f"wgpu is not installed ({exc}); pip install 'wgpu>=0.32'") from None
+    return wgpu
+
+
+def _adapter_label(adapter: Any) -> str:
+    info = adapter.info
+    kind, backend = info.get("adapter_type", "?"), info.get("backend_type", "?")
+    return f"{info.get('device', '?')} ({kind}, {backend})"
+
+
+def adapter_names() -> tuple[str, ...]:
+    """Every adapter wgpu can see, as ``name (type, backend)`` labels."""
+    return tuple(_adapter_label(a) for a in _wgpu().gpu.enumerate_adapters_sync())
+
+
+def _forced_adapter(wgpu: Any, wanted: str) -> Any:
+    adapters = wgpu.gpu.enumerate_adapters_sync()
+    for adapter in adapters:
+        if wanted.lower() in _adapter_label(adapter).lower():
+            return adapter
+    names = ", ".join(_adapter_label(a) for a in adapters) or "none"
+    raise NoAdapterError(f"{ADAPTER_ENV}={wanted!r} matches no adapter (have: {names})")
+
+
+def _preferred_adapter(wgpu: Any) -> Any:
+    try:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as exc:  # wgpu-native raises several types when no driver is present
+        raise NoAdapterError(f"no WebGPU adapter ({type(exc).__name__}: {exc})") from None
+    if adapter is None:
+        raise NoAdapterError("no WebGPU adapter")
+    if adapter.info.get("backend_type") not in NATIVE_BACKENDS:
+        raise NoAdapterError(f"only {_adapter_label(adapter)}: not a native backend; install "
+                             f"Mesa's Vulkan driver (lavapipe) or set {ADAPTER_ENV}")
+    return adapter
+
+
+def _choose_adapter(adapter_name: str | None) -> Any:
+    wgpu = _wgpu()
+    wanted = adapter_name if adapter_name is not None else os.environ.get(ADAPTER_ENV, "")
+    if wanted:
+        return _forced_adapter(wgpu, wanted)
+    return _preferred_adapter(wgpu)
+
+
+def request_device(*, portable: bool = False, adapter_name: str | None = None) -> GpuDevice:
+    """A new ``GpuDevice``: adapter by ``adapter_name`` / ``FUSELAB_ADAPTER`` / preference,
+    device with the adapter's limits (or WebGPU's defaults when ``portable``)."""
+    adapter = _choose_adapter(adapter_name)
+    adapter_limits = dict(adapter.limits)
+    features = [f for f in _WANTED_FEATURES if f in adapter.features]
+    limits = _portable_limits(adapter_limits) if portable else adapter_limits
+    device = adapter.request_device_sync(required_features=features, required_limits=limits)
+    return GpuDevice(adapter=adapter, device=device, portable=portable,
+                     limits=MappingProxyType(dict(device.limits)),
+                     features=frozenset(device.features))
+
+
+_DEFAULT: dict[bool, GpuDevice] = {}
+
+
+def default_device(*, portable: bool = False) -> GpuDevice:
+    """The process-wide device (one per ``portable`` flag), created on first use."""
+    if portable not in _DEFAULT:
+        _DEFAULT[portable] = request_device(portable=portable)
+    return _DEFAULT[portable]
+
+
+def is_available() -> bool:
+    """True when a usable adapter exists (honours ``FUSELAB_ADAPTER``)."""
+    try:
+        _choose_adapter(None)
+    except NoAdapterError:
+        return False
+    return True

@@ -1,0 +1,258 @@
+"""Buffers, the pipeline cache, dispatch and readback: wgpu-py's ``compute_with_buffers``
+split into cached parts.
+
+burn counterpart: cubecl-wgpu's ``compute/server.rs`` (buffer allocation, ``pipeline``
+cache keyed by the kernel id, ``launch`` → ``dispatch_workgroups``, ``read``) and cubecl's
+``CubeCount`` folding of large launches over several grid dimensions.
+
+* A ``DeviceTensor`` is a buffer plus the layout it is read through (shape, strides and
+  offset in elements, like a cubecl ``TensorHandle``). Bool is stored as ``u32`` 0/1.
+* ``pipeline_for(source, constants)`` caches compiled pipelines in an LRU dict keyed by the
+  WGSL source text and the override constants; ``compiled`` counts every compilation, so
+  tests can check that a kernel was reused. ``FUSELAB_DEBUG_LOG=stdout`` prints each
+  compiled kernel (like ``CUBECL_DEBUG_LOG``).
+* ``dispatch(source, buffers, workgroups)`` folds a linear workgroup count over a 2-D/3-D
+  grid when it passes ``max-compute-workgroups-per-dimension`` (65 535); kernels rebuild
+  the linear index from ``workgroup_id`` and ``num_workgroups``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from refimpl.data import buffer_length, contiguous_strides, read_strided
+from refimpl.dtypes import DType
+from gpu.errors import GpuLimitError
+
+if TYPE_CHECKING:
+    from gpu.device import GpuDevice
+
+__all__ = ["DeviceTensor", "Runtime", "STORAGE_NUMPY", "fold_workgroups", "DEBUG_LOG_ENV"]
+
+DEBUG_LOG_ENV = "FUSELAB_DEBUG_LOG"
+
+# The numpy dtype of a buffer's words for each dtype (bool is a u32 0/1).
+STORAGE_NUMPY: Mapping[DType, np.dtype] = {
+    DType.F32: np.dtype(np.float32),
+    DType.F16: np.dtype(np.float16),
+    DType.I32: np.dtype(np.int32),
+    DType.U32: np.dtype(np.uint32),
+    DType.BOOL: np.dtype(np.uint32),
+}
+
+# Buffers are padded to a multiple of 16 bytes: vec4 loads, and COPY_BUFFER_ALIGNMENT (4).
+_BUFFER_ALIGN = 16
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceTensor:
+    """A GPU buffer and the strided layout (in elements) a tensor is read through."""
+
+    buffer: Any
+    dtype: DType
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Row-major dense from offset 0 (size-1 dims may have any stride)."""
+        dense = contiguous_strides(self.shape)
+        return self.offset == 0 and all(
+            size == 1 or s == d for size, s, d in zip(self.shape, self.strides, dense))
+
+    def view(self, shape: Sequence[int], strides: Sequence[int], offset: int = 0) -> DeviceTensor:
+        """The same buffer read through another layout."""
+        return DeviceTensor(self.buffer, self.dtype, tuple(shape), tuple(strides), offset)
+
+
+def fold_workgroups(count: int, max_per_dim: int) -> tuple[int, int, int]:
+    """A grid of at least ``count`` workgroups with no dimension above ``max_per_dim``.
+
+    >>> fold_workgroups(10, 65535)
+    (10, 1, 1)
+    >>> fold_workgroups(65536, 65535)
+    (65535, 2, 1)
+    """
+    count = max(count, 1)
+    x = min(count, max_per_dim)
+    rest = -(-count // x)
+    y = min(rest, max_per_dim)
+    z = -(-rest // y)
+    if z > max_per_dim:
+        raise GpuLimitError(f"{count} workgroups exceed the device's 3-D dispatch limit "
+                            f"({max_per_dim}^3)")
+    return x, y, z
+
+
+def _padded(nbytes: int) -> int:
+    return max(_BUFFER_ALIGN, -(-nbytes // _BUFFER_ALIGN) * _BUFFER_ALIGN)
+
+
+class Runtime:
+    """Buffers, cached pipelines and dispatches on one ``GpuDevice``."""
+
+    def __init__(self, device: GpuDevice, cache_size: int = 512) -> None:
+        import wgpu
+
+        self._wgpu = wgpu
+        self.device = device
+        self.cache_size = cache_size
+        self.compiled = 0  # pipelines compiled so far (a cache miss each)
+        self.dispatched = 0  # dispatches submitted so far
+        # Default workgroup size: a power of two (tree reductions halve it), at most 256.
+        cap = min(256, device.max_workgroup_size)
+        self.workgroup_size = 1 << (cap.bit_length() - 1)
+        self._pipelines: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
+        self._usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
+                       | wgpu.BufferUsage.COPY_DST)
+
+    # --- buffers ----------------------------------------------------------------------------
+
+    def _check_size(self, nbytes: int, what: str) -> None:
+        limits = self.device.limits
+        cap = min(int(limits["max-buffer-size"]), int(limits["max-storage-buffer-binding-size"]))
+        if nbytes > cap:
+            raise GpuLimitError(f"{what} needs a {nbytes}-byte buffer; {self.device.name} binds "
+                                f"at most {cap} bytes (max-storage-buffer-binding-size)")
+
+    def _buffer_with(self, data: np.ndarray, what: str) -> Any:
+        raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        self._check_size(raw.size, what)
+        padded = np.zeros(_padded(raw.size), dtype=np.uint8)
+        padded[: raw.size] = raw
+        return self.device.device.create_buffer_with_data(data=padded, usage=self._usage)
+
+    def upload_buffer(self, flat: np.ndarray, dtype: DType, what: str = "tensor") -> Any:
+        """A buffer holding ``flat`` (1-D, logical values of ``dtype``) in storage form."""
+        self.device.check_dtype(dtype, what)
+        return self._buffer_with(np.asarray(flat).astype(STORAGE_NUMPY[dtype]), what)
+
+    def upload(self, values: np.ndarray, dtype: DType | None = None,
+               what: str = "tensor") -> DeviceTensor:
+        """A contiguous ``DeviceTensor`` holding ``values`` (``dtype`` defaults to theirs)."""
+        values = np.asarray(values)
+        dtype = dtype if dtype is not None else _dtype_of(values)
+        buffer = self.upload_buffer(values.reshape(-1), dtype, what)
+        shape = tuple(values.shape)
+        return DeviceTensor(buffer, dtype, shape, contiguous_strides(shape))
+
+    def upload_strided(self, flat: np.ndarray, shape: Sequence[int], strides: Sequence[int],
+                       dtype: DType, offset: int = 0) -> DeviceTensor:
+        """A ``DeviceTensor`` reading ``flat`` (a whole buffer) through ``strides``."""
+        buffer = self.upload_buffer(np.asarray(flat).reshape(-1), dtype)
+        return DeviceTensor(buffer, dtype, tuple(shape), tuple(strides), offset)
+
+    def empty(self, shape: Sequence[int], dtype: DType, what: str = "output") -> DeviceTensor:
+        """A zero-filled contiguous tensor."""
+        self.device.check_dtype(dtype, what)
+        shape = tuple(shape)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * STORAGE_NUMPY[dtype].itemsize
+        self._check_size(nbytes, what)
+        buffer = self.device.device.create_buffer(size=_padded(nbytes), usage=self._usage)
+        return DeviceTensor(buffer, dtype, shape, contiguous_strides(shape))
+
+    def words(self, words: Sequence[int]) -> Any:
+        """A metadata buffer of u32 words (ints are taken modulo 2^32)."""
+        data = np.array([int(w) & 0xFFFFFFFF for w in words] or [0], dtype=np.uint32)
+        return self._buffer_with(data, "metadata")
+
+    def read_flat(self, tensor: DeviceTensor) -> np.ndarray:
+        """The whole buffer behind ``tensor`` as storage values (1-D)."""
+        raw = self.device.queue.read_buffer(tensor.buffer)
+        return np.frombuffer(raw, dtype=STORAGE_NUMPY[tensor.dtype]).copy()
+
+    def download(self, tensor: DeviceTensor) -> np.ndarray:
+        """The tensor's logical values (contiguous, its shape and dtype)."""
+        flat = self.read_flat(tensor)
+        needed = tensor.offset + buffer_length(tensor.shape, tensor.strides)
+        values = read_strided(flat[tensor.offset:needed], tensor.shape, tensor.strides)
+        if tensor.dtype is DType.BOOL:
+            return values != 0
+        return values.astype(tensor.dtype.numpy)
+
+    # --- pipelines --------------------------------------------------------------------------
+
+    def pipeline_for(self, source: str, constants: Mapping[str, int] | None = None) -> Any:
+        """The compiled pipeline for ``source`` with override ``constants`` (LRU-cached)."""
+        key = (source, tuple(sorted((constants or {}).items())))
+        cached = self._pipelines.get(key)
+        if cached is not None:
+            self._pipelines.move_to_end(key)
+            return cached
+        entry = self._compile(source, dict(key[1]))
+        self._pipelines[key] = entry
+        if len(self._pipelines) > self.cache_size:
+            self._pipelines.popitem(last=False)
+        return entry
+
+    def _compile(self, source: str, constants: dict[str, int]) -> tuple[Any, Any]:
+        if os.environ.get(DEBUG_LOG_ENV) == "stdout":
+            print(f"[fuselab] compile kernel constants={constants}\n{source}", file=sys.stdout)
+        dev = self.device.device
+        module = dev.create_shader_module(code=source)
+        stage = {"module": module, "entry_point": "main"}
+        if constants:
+            stage["constants"] = constants
+        pipeline = dev.create_compute_pipeline(layout="auto", compute=stage)
+        self.compiled += 1
+        return pipeline, pipeline.get_bind_group_layout(0)
+
+    @property
+    def cached(self) -> int:
+        """Pipelines currently held by the cache."""
+        return len(self._pipelines)
+
+    # --- dispatch ---------------------------------------------------------------------------
+
+    def grid(self, workgroups: int) -> tuple[int, int, int]:
+        """The dispatch grid for a linear workgroup count on this device."""
+        cap = int(self.device.limits["max-compute-workgroups-per-dimension"])
+        return fold_workgroups(workgroups, cap)
+
+    def dispatch(self, source: str, buffers: Sequence[Any], workgroups: int, *,
+                 workgroup_size: int = 64) -> None:
+        """Run ``source`` over ``workgroups`` workgroups (folded to a 3-D grid) with
+        ``buffers`` bound at bindings 0..n-1 of group 0 and ``WG_SIZE = workgroup_size``."""
+        if len(buffers) > self.device.max_storage_buffers:
+            raise GpuLimitError(f"a kernel with {len(buffers)} storage buffers exceeds "
+                                f"{self.device.name}'s {self.device.max_storage_buffers} per "
+                                "shader stage")
+        if workgroup_size > self.device.max_workgroup_size:
+            raise GpuLimitError(f"workgroup size {workgroup_size} exceeds the device's "
+                                f"{self.device.max_workgroup_size}")
+        pipeline, layout = self.pipeline_for(source, {"WG_SIZE": workgroup_size})
+        entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+                   for i, b in enumerate(buffers)]
+        bind_group = self.device.device.create_bind_group(layout=layout, entries=entries)
+        encoder = self.device.device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, bind_group)
+        compute.dispatch_workgroups(*self.grid(workgroups))
+        compute.end()
+        self.device.queue.submit([encoder.finish()])
+        self.dispatched += 1
+
+    def finish(self) -> None:
+        """Wait for submitted work (a 4-byte readback; wgpu-py 0.32's
+        ``on_submitted_work_done_sync`` is broken)."""
+        marker = self.device.device.create_buffer(size=4, usage=self._usage)
+        self.device.queue.read_buffer(marker, 0, 4)
+
+
+def _dtype_of(values: np.ndarray) -> DType:
+    for dtype in DType:
+        if dtype.numpy == values.dtype:
+            return dtype
+    raise TypeError(f"no fuselab dtype holds numpy {values.dtype}")

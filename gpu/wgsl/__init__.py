@@ -1,0 +1,1 @@
+"""WGSL text generation: types (``types``), the expression table (``ops``), skeletons."""

@@ -1,0 +1,15 @@
+${enable}// fuselab kernel: ${kernel}
+override WG_SIZE: u32 = 64u;
+
+${bindings}
+${helpers}
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    // Linear position over a grid folded past 65535 workgroups per dimension.
+    let pos = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG_SIZE + lid;
+    if (pos >= info[0]) {
+        return;
+    }
+${body}
+}
