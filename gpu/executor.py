@@ -1,0 +1,390 @@
+"""``GpuExecutor``: a planned stream run on a WebGPU device, kernel by kernel, as burn would.
+
+burn counterpart: ``OperationQueue::execute`` (burn-fusion) with each optimization's
+``execute`` on cubecl-wgpu: ``optim/elemwise/optimization.rs`` (``ElemwiseRunner``: one
+``elemwise_fuse`` launch), and the fallback paths of ``optim/matmul/optimization.rs``
+(``fused_matmul_fallback``: the matmul alone, then the tail as one element-wise kernel),
+``optim/reduce/optimization.rs`` (read trace, unfused reduce, write trace),
+``optim/reduce_broadcasted`` (its per-block optimizations) and ``optim/nhwc_relayout``.
+
+It walks the same executed steps as ``refimpl.interpreter.Interpreter`` with the same
+simulated ``Memory`` (``with_values=False``: layouts and buffer identities only) and the same
+launch planning, so both make the same decisions; where the interpreter computes values on
+numpy, this one dispatches kernels on the buffers ``Memory`` names:
+
+* unfused steps: each op through ``gpu.unfused`` (its own kernel), except the metadata ops
+  burn-cubecl never launches (swap_dims, permute, expand, a reshape or an aligned slice
+  that keep the buffer: ``refimpl.handles.unfused_view``); ``Init`` uploads, ``Drop``
+  releases;
+* fused steps: each element-wise trace through the kernel ``gpu.wgsl.emit`` prints for its
+  ``FuseBlockConfig`` (``gpu.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by
+  ``config_id`` and the binding signature, never by shape; the metadata words); an in-place
+  output is the input's own buffer;
+* Matmul, Reduce, ReduceBroadcasted: always their fallback (the standalone matmul / reduce
+  kernel, then the fused tail or prologue as an emitted kernel);
+* NHWCRelayout: the trace, then the module op (which has no GPU kernel: a clear error).
+
+A synced tensor is snapshotted on the device (a buffer copy) when its producing step ends and
+read back once at the end. ``records`` counts dispatches and compilations per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from refimpl.data import contiguous_strides, logical_values, strided_buffer
+from refimpl.fused_kernel import FUSE_TYPE_DTYPE
+from refimpl.handles import Handle, Memory, unfused_view
+from refimpl.ir import OperationIr, Sync
+from refimpl.ops import OpKind
+from refimpl.planner.launch import (
+    FusedContext, Launch, LaunchPlan, config_id, context_of, plan_launch,
+)
+from refimpl.planner.plan import PlanStep
+from refimpl.planner.trace import FuseTrace
+from refimpl.semantics import scalar_value
+from refimpl.stream import Stream
+from gpu.device import GpuDevice, default_device
+from gpu.errors import UnsupportedOpError
+from gpu.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
+from gpu.kernels.common import scalar_word
+from gpu.runtime import DeviceTensor
+from gpu.unfused import execute as execute_op, launch as launch_kernel
+from gpu.wgsl.emit import FusedKernel
+
+__all__ = ["KernelCache", "KERNEL_CACHE", "GpuStepRecord", "GpuExecutor", "WgslListing",
+           "run_planned", "run_unfused", "signature_of", "launch_words"]
+
+
+# --- records ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GpuStepRecord:
+    """What one step ran: the path (``"fused"``, ``"fallback"``, ``"unfused"``), its launch
+    plans, the fused kernels it dispatched and how many dispatches and compilations it cost."""
+
+    step: PlanStep | None
+    path: str
+    launches: tuple[LaunchPlan, ...]
+    kernels: tuple[FusedKernel, ...]
+    dispatches: int
+    compiled: int
+
+    def config_ids(self) -> tuple[str, ...]:
+        return tuple(config_id(kernel.config) for kernel in self.kernels)
+
+    def aliases(self) -> tuple[tuple[int, int], ...]:
+        return tuple(sorted(pair for launch in self.launches for pair in launch.aliases))
+
+
+# --- the executor -------------------------------------------------------------------------------
+
+
+class GpuExecutor:
+    """Runs executed steps of one stream on one device (buffers named by a ``Memory``)."""
+
+    def __init__(self, stream: Stream, device: GpuDevice | None = None, profile: Any = None,
+                 kernels: KernelCache = KERNEL_CACHE,
+                 uploaded: Mapping[int, Any] | None = None) -> None:
+        self.stream = stream
+        self.kernels = kernels
+        self._attach(device, profile)
+        self.memory = Memory(with_values=False)
+        self.memory.load_inputs(stream)
+        self.buffers: dict[int, Any] = {}
+        for tensor_id in sorted(stream.inputs):
+            handle = self.memory.handles.get(tensor_id)
+            if handle is not None:
+                given = None if uploaded is None else uploaded.get(tensor_id)
+                self.buffers[handle.buffer] = given if given is not None else \
+                    self._upload(tensor_id, handle)
+        self.wanted = {tid for item in stream.items if isinstance(item, Sync)
+                       for tid in item.tensors}
+        self.snapshots: dict[int, DeviceTensor] = {}
+        self.records: list[GpuStepRecord] = []
+        self._capture(sorted(stream.inputs))
+
+    def _attach(self, device: GpuDevice | None, profile: Any) -> None:
+        self.device = device if device is not None else default_device()
+        self.profile = profile if profile is not None else self.device.profile()
+        self.rt = self.device.runtime
+        self._check_dtypes()
+
+    def _check_dtypes(self) -> None:
+        for tensor_id, spec in sorted(self.stream.inputs.items()):
+            self.device.check_dtype(spec.dtype, f"input {tensor_id}")
+        for index, item in enumerate(self.stream.items):
+            if isinstance(item, OperationIr):
+                for tensor in item.nodes():
+                    self.device.check_dtype(tensor.dtype, f"op {index} ({item.name}) tensor "
+                                                          f"{tensor.id}")
+
+    def _upload(self, tensor_id: int, handle: Handle) -> Any:
+        """An input's buffer laid out with its strides (sentinels in the gaps)."""
+        spec = self.stream.inputs[tensor_id]
+        values = logical_values(spec, tensor_id)
+        dense = spec.strides is None or tuple(spec.strides) == contiguous_strides(spec.shape)
+        flat = values.reshape(-1) if dense else strided_buffer(values, spec.strides)
+        return self.rt.upload_buffer(flat, spec.dtype, f"input {tensor_id}")
+
+    # --- driving ----------------------------------------------------------------------------
+
+    def run(self, executed: Sequence[Any], read: bool = True) -> dict[int, np.ndarray]:
+        """Execute every step; the synced tensors by id (``read=False``: wait, read nothing)."""
+        for item in executed:
+            self.execute(item)
+        return self.results() if read else self._finish()
+
+    def run_unfused(self, read: bool = True) -> dict[int, np.ndarray]:
+        """Every op of the stream as its own kernel, in stream order (fusion off)."""
+        for item in self.stream.items:
+            if isinstance(item, OperationIr):
+                self._step(None, "unfused", [item], lambda: self.unfused(item))
+        return self.results() if read else self._finish()
+
+    def execute(self, item: Any) -> None:
+        """Run one executed step (``refimpl.planner.queue.ExecutedStep``)."""
+        step = item.step
+        ops = [self.stream.items[i] for i in step.ops]
+        if not step.fused:
+            self._step(step, "unfused", ops, lambda: [self.unfused(op) for op in ops])
+            return
+        context = context_of(item.segment, item.tensors_global2relative,
+                             item.shapes_relative2global, item.scalars)
+        run = _Step(self, context, ops)
+        self._step(step, None, ops, lambda: _FUSERS[step.fuser](run, item.optimization), run)
+
+    def _counters(self) -> tuple[int, int]:
+        return self.rt.dispatched, self.rt.compiled
+
+    def _step(self, step: PlanStep | None, path: str | None, ops: list, body: Callable,
+              run: _Step | None = None) -> None:
+        dispatched, compiled = self._counters()
+        body()
+        after = self._counters()
+        self.records.append(GpuStepRecord(
+            step, path or run.path, tuple(run.launches) if run else (),
+            tuple(run.kernels) if run else (), after[0] - dispatched, after[1] - compiled))
+        self._capture([t.id for op in ops for t in op.outputs()])
+        self._release()
+
+    def results(self) -> dict[int, np.ndarray]:
+        """Read back every synced tensor captured so far."""
+        missing = sorted(self.wanted - set(self.snapshots))
+        if missing:
+            raise UnsupportedOpError(f"synced tensors {missing} were never materialised")
+        return {tid: self.rt.download(tensor) for tid, tensor in sorted(self.snapshots.items())}
+
+    def _finish(self) -> dict[int, np.ndarray]:
+        self.rt.finish()
+        return {}
+
+    # --- buffers ----------------------------------------------------------------------------
+
+    def buffer(self, handle: Handle) -> Any:
+        """The GPU buffer behind a ``Memory`` buffer (created on first use)."""
+        found = self.buffers.get(handle.buffer)
+        if found is None:
+            elements = self.memory.sizes[handle.buffer]
+            found = self.rt.empty((elements,), handle.dtype, "fused output").buffer
+            self.buffers[handle.buffer] = found
+        return found
+
+    def device_tensor(self, handle: Handle) -> DeviceTensor:
+        return DeviceTensor(self.buffer(handle), handle.dtype, handle.shape, handle.strides,
+                            handle.offset)
+
+    def _capture(self, ids: Sequence[int]) -> None:
+        """Snapshot wanted tensors now (a later in-place write may reuse their buffer)."""
+        for tid in ids:
+            if tid in self.wanted and tid in self.memory.handles:
+                tensor = self.device_tensor(self.memory.handles[tid])
+                size = tensor.buffer.size
+                copy = self.rt.device.device.create_buffer(size=size, usage=self.rt._usage)
+                encoder = self.rt.device.device.create_command_encoder()
+                encoder.copy_buffer_to_buffer(tensor.buffer, 0, copy, 0, size)
+                self.rt.device.queue.submit([encoder.finish()])
+                self.snapshots[tid] = DeviceTensor(copy, tensor.dtype, tensor.shape,
+                                                   tensor.strides, tensor.offset)
+
+    def _release(self) -> None:
+        """Forget GPU buffers no live handle uses any more."""
+        live = {h.buffer for h in self.memory.handles.values()}
+        for buffer in [b for b in self.buffers if b not in live]:
+            del self.buffers[buffer]
+
+    def launch_block(self, kernel: FusedKernel, launch: Launch, scalars: Sequence[int]) -> None:
+        """Dispatch an emitted block over its launch's buffers."""
+        words, n_pos = launch_words(kernel, launch, scalars)
+        buffers = [self.buffer((launch.input_handles if side == "in" else
+                                launch.output_handles)[k]) for side, k in kernel.bindings]
+        launch_kernel(self.rt, kernel.source, buffers, words, n_pos)
+
+    # --- unfused ops --------------------------------------------------------------------------
+
+    def unfused(self, op: OperationIr) -> None:
+        """One op as its own kernel (or none: metadata views, drops)."""
+        kind = op.op.kind
+        if kind is OpKind.DROP:
+            self.memory.run_unfused(op)
+            return
+        if kind is OpKind.INIT:
+            self.memory.run_unfused(op)
+            handle = self.memory.handle(op.desc.out.id)
+            self.buffers[handle.buffer] = self._upload(op.desc.out.id, handle)
+            return
+        handles = {t.id: self.memory.handle(t.id) for t in op.inputs()}
+        inputs = [self.device_tensor(handles[t.id]) for t in op.inputs()]
+        is_view = unfused_view(op, handles) is not None
+        self.memory.run_unfused(op)
+        if is_view:
+            return
+        handle = self.memory.handle(op.desc.out.id)
+        result = execute_op(self.device, op, inputs)
+        if result.strides != handle.strides or handle.offset:
+            raise UnsupportedOpError(f"{op.name}: the kernel's output layout differs from "
+                                     "burn-cubecl's")
+        self.buffers[handle.buffer] = result.buffer
+
+
+class _Step:
+    """One fused step being executed: its context, its global ops, what it launched."""
+
+    def __init__(self, executor: GpuExecutor, context: FusedContext,
+                 ops: list[OperationIr]) -> None:
+        self.executor, self.context, self.ops = executor, context, ops
+        self.path = "fused"
+        self.launches: list[LaunchPlan] = []
+        self.kernels: list[FusedKernel] = []
+
+    def scalar_words(self, trace: FuseTrace) -> list[int]:
+        """The trace's scalars as the interpreter computes them, one word each."""
+        words = []
+        for ty, placeholder in trace.resources.scalars:
+            value, dtype = self.context.scalars[placeholder]
+            target = FUSE_TYPE_DTYPE[ty]
+            words.append(scalar_word(np.asarray(scalar_value(value, dtype)).astype(
+                target.numpy), target))
+        return words
+
+    def run_trace(self, trace: FuseTrace) -> Launch:
+        """Launch-plan an element-wise trace and dispatch its block."""
+        ex = self.executor
+        launch = plan_launch(trace, self.context, ex.memory, ex.profile)
+        self.launches.append(launch.plan)
+        if launch.plan.skipped:
+            return launch
+        if len(launch.plan.configs) != 1:
+            raise UnsupportedOpError("a multi-block trace needs the fused reduce kernel")
+        config = launch.plan.configs[0]
+        kernel = ex.kernels.kernel(config, signature_of(launch))
+        self.kernels.append(kernel)
+        ex.launch_block(kernel, launch, self.scalar_words(trace))
+        return launch
+
+    def unfused(self, op: OperationIr) -> None:
+        self.executor.unfused(op)
+
+
+class WgslListing(GpuExecutor):
+    """The same walk without a device: plans every step and emits every fused kernel
+    (``emitted``: ``(step record index, kernel)``), dispatches and uploads nothing."""
+
+    def __init__(self, stream: Stream, profile: Any,
+                 kernels: KernelCache | None = None) -> None:
+        self.emitted: list[tuple[int, FusedKernel]] = []
+        super().__init__(stream, None, profile, kernels if kernels is not None else KernelCache())
+
+    def _attach(self, device: GpuDevice | None, profile: Any) -> None:
+        self.device, self.profile, self.rt = None, profile, None
+
+    def _upload(self, tensor_id: int, handle: Handle) -> Any:
+        return None
+
+    def _counters(self) -> tuple[int, int]:
+        return 0, 0
+
+    def _capture(self, ids: Sequence[int]) -> None:
+        return
+
+    def launch_block(self, kernel: FusedKernel, launch: Launch, scalars: Sequence[int]) -> None:
+        self.emitted.append((len(self.records), kernel))
+
+    def unfused(self, op: OperationIr) -> None:
+        self.memory.run_unfused(op)
+
+    def results(self) -> dict[int, np.ndarray]:
+        return {}
+
+
+def _elementwise(run: _Step, opt: Any) -> None:
+    run.run_trace(opt.trace)
+
+
+def _matmul(run: _Step, opt: Any) -> None:
+    """``fused_matmul_fallback``: the matmul alone, then the tail as one kernel."""
+    run.path = "fallback"
+    run.unfused(run.ops[0])
+    run.run_trace(opt.trace_fallback)
+
+
+def _reduce_ops(run: _Step, opt: Any, ops: list[OperationIr]) -> None:
+    run.path = "fallback"
+    run.run_trace(opt.trace_read_fallback)
+    run.unfused(ops[opt.num_ops_read])
+    run.run_trace(opt.trace_write_fallback)
+
+
+def _reduce(run: _Step, opt: Any) -> None:
+    _reduce_ops(run, opt, run.ops)
+
+
+def _reduce_broadcasted(run: _Step, opt: Any) -> None:
+    start = 0
+    for block in opt.fallbacks:
+        ops = run.ops[start:start + block.len()]
+        if block.name == "Reduce":
+            _reduce_ops(run, block, ops)
+        else:
+            run.run_trace(block.trace)
+        start += block.len()
+    run.path = "fallback"
+
+
+def _nhwc_relayout(run: _Step, opt: Any) -> None:
+    run.run_trace(opt.trace)
+    run.unfused(run.ops[-1])
+
+
+_FUSERS: Mapping[str, Callable[[_Step, Any], None]] = {
+    "ElementWise": _elementwise,
+    "Matmul": _matmul,
+    "Reduce": _reduce,
+    "ReduceBroadcasted": _reduce_broadcasted,
+    "NHWCRelayout": _nhwc_relayout,
+}
+
+
+# --- entry points -------------------------------------------------------------------------------
+
+
+def run_planned(stream: Stream, device: GpuDevice | None = None,
+                profile: Any = None) -> dict[int, np.ndarray]:
+    """Plan ``stream`` with refimpl's planner for ``profile`` (default: the device's own) and
+    run it on ``device``: the synced tensors by id."""
+    from refimpl.interpreter import executed_steps
+
+    device = device if device is not None else default_device()
+    profile, executed = executed_steps(stream, profile if profile is not None else
+                                       device.profile())
+    return GpuExecutor(stream, device, profile).run(executed)
+
+
+def run_unfused(stream: Stream, device: GpuDevice | None = None) -> dict[int, np.ndarray]:
+    """Run ``stream`` with fusion off: one kernel per op."""
+    return GpuExecutor(stream, device).run_unfused()
+

@@ -1,0 +1,1 @@
+// no fused kernel: every op runs unfused

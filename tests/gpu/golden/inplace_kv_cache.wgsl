@@ -1,0 +1,35 @@
+// step 0: ElementWise ops [0, 1, 2], kernel 1aa3ec06fc882542, width 4
+// fuselab elemwise_fuse: rank 1, width 4, vector axis 0
+// ops: Assign Assign Add Add Assign
+override WG_SIZE: u32 = 64u;
+
+@group(0) @binding(0) var<storage, read_write> in0: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> info: array<u32>;
+
+
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    // One vector of the reference layout per invocation, over a grid folded past 65535
+    // workgroups per dimension.
+    let pos = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG_SIZE + lid;
+    // Bounds guard, in vectors: info[0] = positions that do work.
+    if (pos >= info[0]) {
+        return;
+    }
+    // Fuse on write begin
+    let t0 = in0[info[3u] / 4u + pos];
+    let t1 = vec4<f32>(bitcast<f32>(info[9]));
+    let t2 = (t0 + t1);
+    let t3_b = vec4<f32>(bitcast<f32>(info[10]));
+    let t3 = (t2 + t3_b);
+    in0[info[6u] / 4u + pos] = t3;
+    // Fuse on write end
+}
+
+// step 1: ElementWise ops [4, 5, 6], kernel 1aa3ec06fc882542, width 4
+// (the same source as above)
+
+// step 2: ElementWise ops [8, 9, 10], kernel 1aa3ec06fc882542, width 4
+// (the same source as above)
+
