@@ -218,3 +218,4 @@ register_backend("eager", _eager_runner)
 # refimpl's own subcommands register themselves on import (after the registry exists).
 import refimpl.demo  # noqa: E402,F401  (registers "demo")
 import refimpl.planner.cli_plan  # noqa: E402,F401  (registers "plan")
+import refimpl.interpreter  # noqa: E402,F401  (registers the "interp" backend)

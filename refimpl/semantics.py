@@ -150,7 +150,10 @@ def _float_rem(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _powf(base: np.ndarray, exp: np.ndarray) -> np.ndarray:
-    base, exp = np.broadcast_arrays(base, exp)
+    # Materialised, contiguous operands: numpy picks a different pow loop (and can round
+    # differently) for a scalar or stride-0 exponent, so the result must not depend on how
+    # the operands are laid out (the fused interpreter sees other layouts than eager).
+    base, exp = (np.array(a, order="C", copy=True) for a in np.broadcast_arrays(base, exp))
     integral = np.isfinite(exp) & (np.floor(exp) == exp)
     odd = integral & (np.remainder(exp, exp.dtype.type(2)) == 1)
     magnitude = np.power(np.abs(base), exp)

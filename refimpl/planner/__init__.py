@@ -12,7 +12,8 @@ builds for a device (``fusion/registry.rs``); notes §9.
    any registered custom fuser);
 3. ``StreamPlanner.run(stream)`` — every item fed in order: ops registered lazily, syncs
    drain, the end of the stream drains;
-4. the executed steps become the ``Plan``.
+4. the executed steps become the ``Plan``, with their launch plans (``aliases`` per step,
+   ``width`` per block) from ``refimpl.interpreter.launch_plan_stream``.
 
 The fusers' modules are imported inside ``plan`` (not at package import): they import
 ``refimpl.planner.*`` themselves, and importing them here would make every
@@ -59,4 +60,8 @@ def plan(stream: Stream, device: Any = "metal", registry: Any = None,
     fusers = (registry if registry is not None else FusionRegistry()).fusers(profile)
     planner = StreamPlanner(fusers, log=log if log is not None else FusionLog.from_env())
     steps = planner.run(stream)
-    return Plan(profile.name, tuple(steps))
+    # launch planning (refimpl.planner.launch): aliases per step, width per block
+    from refimpl.interpreter import launch_plan_stream
+
+    executed = planner.queue.executed[len(planner.queue.executed) - len(steps):]
+    return Plan(profile.name, launch_plan_stream(stream, executed, profile))

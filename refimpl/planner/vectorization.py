@@ -45,6 +45,7 @@ __all__ = [
     "merge_multi_reads",
     "block_width",
     "VectorAxisAction",
+    "AxisDecision",
     "merge_axis_actions",
     "axis_action",
     "block_axis",
