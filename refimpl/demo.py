@@ -25,6 +25,8 @@ from refimpl.cli import register_command
 from refimpl.errors import ServiceRunning
 from refimpl.frontend import Session, cat
 from refimpl.planner import Plan, plan, resolve_device
+from refimpl.interpreter import Interpreter, executed_steps, run_planned
+from refimpl.planner.launch import config_id
 from refimpl.planner.log import FusionLog, LogLevel
 from refimpl.planner.registry import BUILTIN_NAMES, FusionRegistry
 from refimpl.seed import SEED_DESCRIPTIONS, SEED_STREAMS
@@ -196,9 +198,42 @@ def mul_add_exp(report: Report) -> None:
         report.say(f"      {line}")
 
 
+def _launches(name: str, device: str) -> list:
+    """The launch plans of a seed stream's fused steps (main trace), in step order."""
+    stream = SEED_STREAMS[name]()
+    profile, executed = executed_steps(stream, device)
+    interp = Interpreter(stream, profile, with_values=False)
+    interp.run(executed)
+    return [record.main for record in interp.records if record.main is not None]
+
+
+@register_section
+def widths_and_in_place(report: Report) -> None:
+    report.say("3. Vector width by the last dim, one kernel per config, in place when a is moved")
+    widths = {}
+    for name, shape in (("mul_add_exp_4x3", "[4, 3]"), ("mul_add_exp", "[4, 6]"),
+                        ("mul_add_exp_64x64", "[64, 64]")):
+        (launch,) = _launches(name, report.device)
+        widths[shape] = launch.widths()[0]
+        report.say(f"  {shape}: width {widths[shape]}, kernel config "
+                   f"{config_id(launch.configs[0])}")
+    report.check("widths 1, 2, 4 for last dims 3, 6, 64 (float, float_2, float_4 on the seed "
+                 "page)", list(widths.values()) == [1, 2, 4], f"{widths}")
+    (small,) = _launches("mul_add_exp_2x2", report.device)
+    (moved,) = _launches("mul_add_exp", report.device)
+    report.check("[2, 2] and [4, 6] are the same kernel (same config, shape is run-time data)",
+                 small.configs == moved.configs, f"config {config_id(small.configs[0])}")
+    report.check("a moved into the expression: the output is written into a's buffer",
+                 moved.aliases == ((5, 0),), f"aliases {list(moved.aliases)}")
+    (held,) = _launches("mul_add_exp_held", report.device)
+    report.check("a still held (a.clone()): a fresh output buffer, a is not written",
+                 held.aliases == (), f"aliases {list(held.aliases)}")
+    check_oracle(report, "mul_add_exp_held", SEED_STREAMS["mul_add_exp_held"]())
+
+
 @register_section
 def chain(report: Report) -> None:
-    report.say("3. A 100-op element-wise chain: max_ops = 64 checked with '>' gives 65 + 35")
+    report.say("4. A 100-op element-wise chain: max_ops = 64 checked with '>' gives 65 + 35")
     _, result = seed_case(report, "chain")
     sizes = [len(step.ops) for step in result.steps]
     report.check("two fused kernels of 65 and 35 ops",
@@ -207,7 +242,7 @@ def chain(report: Report) -> None:
 
 @register_section
 def matmul_and_reduce(report: Report) -> None:
-    report.say("4. Matmul and reductions carry their element-wise neighbours")
+    report.say("5. Matmul and reductions carry their element-wise neighbours")
     _, result = seed_case(report, "matmul_add_exp")
     report.check("(a.matmul(b) + c).exp() is one Matmul step of 3 ops",
                  [(s.fuser, len(s.ops)) for s in result.steps] == [("Matmul", 3)])
@@ -221,7 +256,7 @@ def matmul_and_reduce(report: Report) -> None:
 
 @register_section
 def independent(report: Report) -> None:
-    report.say("5. Five independent expressions before one sync")
+    report.say("6. Five independent expressions before one sync")
     _, result = seed_case(report, "independent")
     steps = fused(result)
     report.check("one kernel with five outputs (metal, 28 bindings)",
@@ -234,7 +269,7 @@ def independent(report: Report) -> None:
 
 @register_section
 def syncs_and_views(report: Report) -> None:
-    report.say("6. What splits or stays out of a kernel")
+    report.say("7. What splits or stays out of a kernel")
     _, result = seed_case(report, "sync_between")
     report.check("a sync between a + b and .exp() splits them", len(result.steps) == 2)
     stream, result = seed_case(report, "lone_view")
@@ -246,7 +281,7 @@ def syncs_and_views(report: Report) -> None:
 
 @register_section
 def first_op_bindings(report: Report) -> None:
-    report.say("7. The binding limit applies to the first op too (burn #6049 / #6053, in 0.22.1)")
+    report.say("8. The binding limit applies to the first op too (burn #6049 / #6053, in 0.22.1)")
     session = Session(executor=None)
     parts = [session.random((2, 4), seed=k) for k in range(8)]
     out = cat(parts, 0) * 2
@@ -291,4 +326,5 @@ def _demo(args: argparse.Namespace) -> int:
     return 1 if run_demo(args.device).failures else 0
 
 
+register_executor("interp", run_planned)
 register_command("demo", "the seed page run live, checked against the oracle", _arguments, _demo)
