@@ -74,12 +74,13 @@ KERNEL_CACHE = KernelCache()
 
 def signature_of(launch: Launch) -> KernelSignature:
     """The binding signature of a launch: storage dtypes (from the handles), vector sizes,
-    broadcast flags, and the input each aliased output is written into or views."""
+    broadcast flags, the input each aliased output is written into or views, and which
+    handles start past element 0 of their buffer (only those read an offset word)."""
     plan = launch.plan
-    inputs = tuple(TensorArg(h.dtype, i.vector_size, i.broadcasted)
+    inputs = tuple(TensorArg(h.dtype, i.vector_size, i.broadcasted, None, h.offset != 0)
                    for i, h in zip(plan.inputs, launch.input_handles))
     outputs = tuple(TensorArg(h.dtype, o.vector_size, False,
-                              None if o.kind == "owned" else o.input_pos)
+                              None if o.kind == "owned" else o.input_pos, h.offset != 0)
                     for o, h in zip(plan.outputs, launch.output_handles))
     return KernelSignature(inputs, outputs)
 
@@ -123,9 +124,13 @@ def launch_words(kernel: FusedKernel, launch: Launch, scalars: Sequence[int]) ->
     plan, config = launch.plan, kernel.config
     rank = config.rank
     slots = []
-    for item, handle in zip(plan.inputs + plan.outputs,
-                            launch.input_handles + launch.output_handles):
+    tensors = kernel.signature.inputs + kernel.signature.outputs
+    for item, handle, tensor in zip(plan.inputs + plan.outputs,
+                                    launch.input_handles + launch.output_handles, tensors):
         shape, strides = unsqueezed(item.shape, item.strides, rank)
+        if handle.offset and not tensor.offset:
+            raise ValueError(f"tensor {item.tensor}: buffer offset {handle.offset}, but the "
+                             "kernel was emitted for offset 0 (see signature_of)")
         if handle.offset % item.vector_size:
             raise GpuLimitError(f"tensor {item.tensor}: buffer offset {handle.offset} is not a "
                                 f"whole number of vec{item.vector_size}")
@@ -134,9 +139,10 @@ def launch_words(kernel: FusedKernel, launch: Launch, scalars: Sequence[int]) ->
                                 plan.runtime_layouts)
     numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
     n_pos = -(-numel // config.width)
-    first = np.arange(n_pos, dtype=np.int64) * config.width
-    for access in kernel.vector_accesses:
-        _check_aligned(access, first, strides, slots, plan.reshapes, kernel)
+    if kernel.vector_accesses:  # every position's first element, only when a check needs it
+        first = np.arange(n_pos, dtype=np.int64) * config.width
+        for access in kernel.vector_accesses:
+            _check_aligned(access, first, strides, slots, plan.reshapes, kernel)
     words = kernel.layout.pack(n_pos, shape, strides, slots, plan.reshapes, scalars)
     return words, n_pos
 

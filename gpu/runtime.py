@@ -14,6 +14,9 @@ cache keyed by the kernel id, ``launch`` → ``dispatch_workgroups``, ``read``) 
 * ``dispatch(source, buffers, workgroups)`` folds a linear workgroup count over a 2-D/3-D
   grid when it passes ``max-compute-workgroups-per-dimension`` (65 535); kernels rebuild
   the linear index from ``workgroup_id`` and ``num_workgroups``.
+* ``observers``: callables handed a ``Dispatched`` (pipeline, bind group, grid) for every
+  dispatch, after it is submitted; ``gpu.timing`` records a run this way and replays its
+  dispatches in one compute pass.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import os
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -33,7 +36,8 @@ from gpu.errors import GpuLimitError
 if TYPE_CHECKING:
     from gpu.device import GpuDevice
 
-__all__ = ["DeviceTensor", "Runtime", "STORAGE_NUMPY", "fold_workgroups", "DEBUG_LOG_ENV"]
+__all__ = ["DeviceTensor", "Dispatched", "Runtime", "STORAGE_NUMPY", "fold_workgroups",
+           "DEBUG_LOG_ENV"]
 
 DEBUG_LOG_ENV = "FUSELAB_DEBUG_LOG"
 
@@ -76,6 +80,20 @@ class DeviceTensor:
         return DeviceTensor(self.buffer, self.dtype, tuple(shape), tuple(strides), offset)
 
 
+@dataclass(frozen=True, eq=False)
+class Dispatched:
+    """One submitted dispatch, enough to encode it again: the WGSL, its buffers, the linear
+    workgroup count and size, and the compiled pipeline, bind group and folded grid."""
+
+    source: str
+    buffers: tuple[Any, ...]
+    workgroups: int
+    workgroup_size: int
+    pipeline: Any
+    bind_group: Any
+    grid: tuple[int, int, int]
+
+
 def fold_workgroups(count: int, max_per_dim: int) -> tuple[int, int, int]:
     """A grid of at least ``count`` workgroups with no dimension above ``max_per_dim``.
 
@@ -114,6 +132,7 @@ class Runtime:
         cap = min(256, device.max_workgroup_size)
         self.workgroup_size = 1 << (cap.bit_length() - 1)
         self._pipelines: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
+        self.observers: list[Callable[[Dispatched], None]] = []
         self._usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
                        | wgpu.BufferUsage.COPY_DST)
 
@@ -239,10 +258,16 @@ class Runtime:
         compute = encoder.begin_compute_pass()
         compute.set_pipeline(pipeline)
         compute.set_bind_group(0, bind_group)
-        compute.dispatch_workgroups(*self.grid(workgroups))
+        grid = self.grid(workgroups)
+        compute.dispatch_workgroups(*grid)
         compute.end()
         self.device.queue.submit([encoder.finish()])
         self.dispatched += 1
+        if self.observers:
+            done = Dispatched(source, tuple(buffers), workgroups, workgroup_size, pipeline,
+                              bind_group, grid)
+            for observe in self.observers:
+                observe(done)
 
     def finish(self) -> None:
         """Wait for submitted work (a 4-byte readback; wgpu-py 0.32's

@@ -15,9 +15,10 @@ nothing else (so a new shape of a known block compiles nothing):
 
 * the config (ops with their types and ``LayoutInfo``, width, rank, vector axis);
 * the ``KernelSignature``: per input its storage dtype, vector size and broadcast flag; per
-  output the same plus the input whose buffer it is written into (in place) or viewed. An
-  aliased output is never bound twice: its writes go to the input's binding, declared
-  ``read_write``. Bool is stored as ``u32`` 0/1.
+  output the same plus the input whose buffer it is written into (in place) or viewed; per
+  tensor whether it starts past element 0 of its buffer (only then is its offset word read:
+  a contiguous block reads ``in0[pos]``). An aliased output is never bound twice: its writes
+  go to the input's binding, declared ``read_write``. Bool is stored as ``u32`` 0/1.
 
 Shapes, strides, buffer offsets, the reference layout, scalars, literals and reshape dims are
 run-time words of one metadata buffer ``info`` (``gpu.wgsl.fused_signature.MetadataLayout``).

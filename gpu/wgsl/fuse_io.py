@@ -125,6 +125,13 @@ class BodyWriter:
     def info(self, word: int) -> str:
         return f"info[{word}u]"
 
+    def start(self, slot: int) -> str:
+        """The slot's buffer offset in elements: its ``info`` word, or ``0u`` when the
+        signature says it starts at element 0."""
+        if not self.tensor(slot).offset:
+            return "0u"
+        return self.info(self.layout.slot_offset(slot))
+
     # --- helper functions (index math, element access) ---------------------------------------
 
     def helper(self, name: str, source: Callable[[], str]) -> str:
@@ -176,7 +183,7 @@ class BodyWriter:
     def element(self, slot: int, index: str) -> str:
         """An element of ``slot``'s binding (storage ``T``; vector bindings by component)."""
         vs = self.tensor(slot).vector_size
-        where = f"{self.info(self.layout.slot_offset(slot))} + {index}"
+        where = plus(self.start(slot), index)
         if vs == 1:
             return f"{self.array(slot)}[{where}]"
         name = f"load_{self.slot_name(slot)}"
@@ -184,28 +191,29 @@ class BodyWriter:
 
         def source() -> str:
             return (f"fn {name}(e: u32) -> {ty} {{\n"
-                    f"    let i = {self.info(self.layout.slot_offset(slot))} + e;\n"
+                    f"    let i = {plus(self.start(slot), 'e')};\n"
                     f"    return {self.array(slot)}[i / {vs}u][i % {vs}u];\n}}")
         return f"{self.helper(name, source)}({index})"
 
     def store_element(self, slot: int, index: str, value: str) -> str:
         vs = self.tensor(slot).vector_size
         if vs == 1:
-            return (f"{self.array(slot)}[{self.info(self.layout.slot_offset(slot))} + {index}] "
-                    f"= {value};")
+            return f"{self.array(slot)}[{plus(self.start(slot), index)}] = {value};"
         name = f"store_{self.slot_name(slot)}"
         ty = WGSL_TYPE[self.tensor(slot).dtype]
 
         def source() -> str:
             return (f"fn {name}(e: u32, v: {ty}) {{\n"
-                    f"    let i = {self.info(self.layout.slot_offset(slot))} + e;\n"
+                    f"    let i = {plus(self.start(slot), 'e')};\n"
                     f"    {self.array(slot)}[i / {vs}u][i % {vs}u] = v;\n}}")
         return f"{self.helper(name, source)}({index}, {value});"
 
     def vector_at(self, slot: int, base: str) -> str:
         """The ``vec{vs}`` at vector index ``base`` (the buffer offset is whole vectors)."""
         vs = self.tensor(slot).vector_size
-        return f"{self.array(slot)}[{over(self.info(self.layout.slot_offset(slot)), vs)} + {base}]"
+        start = self.start(slot)
+        first = start if start == "0u" else over(start, vs)
+        return f"{self.array(slot)}[{plus(first, base)}]"
 
     # --- values -------------------------------------------------------------------------------
 

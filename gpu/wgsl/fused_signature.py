@@ -29,12 +29,16 @@ __all__ = ["TensorArg", "KernelSignature", "MetadataLayout", "VectorAccess", "me
 @dataclass(frozen=True, slots=True)
 class TensorArg:
     """One global tensor of the kernel (burn ``GlobalTensorCompilationArg``): storage dtype,
-    vector size, broadcast flag and, for an output, the input it aliases (``None``: owned)."""
+    vector size, broadcast flag, for an output the input it aliases (``None``: owned), and
+    ``offset``: whether it starts at a non-zero element of its buffer. Only then does the
+    kernel add its offset word (burn binds a tensor at its offset; a kernel at element 0 —
+    almost every launch — reads ``in0[pos]``, no metadata)."""
 
     dtype: DType
     vector_size: int
     broadcasted: bool = False
     alias: int | None = None
+    offset: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,17 +73,18 @@ def test_emit_golden_corpus_is_complete():
 
 
 def test_emit_seed_kernel_reads_like_the_seed_msl():
-    """Three vector loads, Mul, Add, Exp, one store into a's buffer: the seed's MSL."""
+    """Three vector loads, Mul, Add, Exp, one store into a's buffer: the seed's MSL (no index
+    math: every tensor starts at element 0 of its buffer)."""
     (kernel,) = _listing(mul_add_exp((4, 6)))
     body = kernel["source"].split("// Fuse on write begin")[1].split("// Fuse on write end")[0]
     assert [line.strip() for line in body.strip().splitlines()] == [
-        "let t0 = in0[info[5u] / 2u + pos];",
-        "let t1 = in1[info[10u] / 2u + pos];",
-        "let t2 = in2[info[15u] / 2u + pos];",
+        "let t0 = in0[pos];",
+        "let t1 = in1[pos];",
+        "let t2 = in2[pos];",
         "let t3 = (t0 * t1);",
         "let t4 = (t3 + t2);",
         "let t5 = exp(t4);",
-        "in0[info[20u] / 2u + pos] = t5;",
+        "in0[pos] = t5;",
     ]
 
 
@@ -360,6 +361,32 @@ def test_emit_parity_transposed_input_aligned_path_and_broadcast(gpu_device):
              {"values": _rand((1, 8), 2), "vs": 1, "broadcasted": True},
              {"values": _rand((4, 8), 3), "vs": 4, "offset": 64}],
             [{"shape": (4, 8), "vs": 4}])
+
+
+def test_emit_offset_word_only_for_tensors_past_element_0():
+    """A contiguous block at width 4 reads ``in{k}[pos]``; an input starting at element 64
+    of its buffer reads its offset word (and only that one), and a kernel emitted for
+    offset 0 refuses a launch whose input starts elsewhere."""
+    ops = (FuseOp.assign(Input(0, F32, LayoutInfo.IsRef), BlockLocal(0, F32)),
+           FuseOp.assign(Input(1, F32, LayoutInfo.SameAsRef), BlockLocal(1, F32)),
+           _binary("Add", 0, 1, 2),
+           FuseOp.assign(BlockLocal(2, F32), Output(0, F32, LayoutInfo.IsRef)))
+    config = FuseBlockConfig(2, ConcreteLayout(Output(0, F32, LayoutInfo.IsRef)), ops, 4, 1)
+    outputs = [{"shape": (4, 8), "vs": 4}]
+    _, dense, _ = _block_case(config, [{"values": _rand((4, 8), 1), "vs": 4},
+                                       {"values": _rand((4, 8), 2), "vs": 4}], outputs)
+    _, shifted, _ = _block_case(config, [{"values": _rand((4, 8), 1), "vs": 4},
+                                         {"values": _rand((4, 8), 2), "vs": 4, "offset": 64}],
+                                outputs)
+    plain = emit_block(config, signature_of(dense))
+    body = plain.source.split("// Fuse on write begin")[1]
+    assert "in0[pos]" in body and "in1[pos]" in body and "out0[pos] = " in body
+    assert "info[" not in body
+    offset = emit_block(config, signature_of(shifted))
+    word = offset.layout.slot_offset(1)
+    assert f"in1[info[{word}u] / 4u + pos]" in offset.source and "in0[pos]" in offset.source
+    with pytest.raises(ValueError, match="offset 64"):
+        launch_words(plain, shifted, ())
 
 
 def test_emit_parity_inplace_and_aligned_isref_write(gpu_device):

@@ -20,21 +20,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in2[info[9u] + pos];
+    let t0 = in2[pos];
     let t1_n = info[4u] + info[7u];
     let t1_c0_0 = (pos / info[2u]) % info[1u];
     let t1_o0_0 = t1_c0_0 % t1_n;
     let t1_end0_0 = info[4u];
     let t1_in0_0 = (t1_o0_0 < t1_end0_0);
-    let t1_v0_0 = in0[info[3u] + select(0u, t1_o0_0 * info[5u], t1_in0_0)];
+    let t1_v0_0 = in0[select(0u, t1_o0_0 * info[5u], t1_in0_0)];
     let t1_end0_1 = t1_end0_0 + info[7u];
     let t1_in0_1 = (t1_o0_0 >= t1_end0_0) && (t1_o0_0 < t1_end0_1);
-    let t1_v0_1 = select(t1_v0_0, in1[info[6u] + select(0u, (t1_o0_0 - t1_end0_0) * info[8u], t1_in0_1)], t1_in0_1);
+    let t1_v0_1 = select(t1_v0_0, in1[select(0u, (t1_o0_0 - t1_end0_0) * info[8u], t1_in0_1)], t1_in0_1);
     let t1_v = t1_v0_1;
     let t1 = t1_v;
     let t2 = select(0u, 1u, t1 == t0);
     let w3_bool = select(0u, 1u, t2 != 0u);
-    in2[info[12u] + pos] = w3_bool;
+    in2[pos] = w3_bool;
     // Fuse on write end
 }
 

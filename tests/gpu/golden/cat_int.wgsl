@@ -25,15 +25,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t0_o0_0 = t0_c0_0 % t0_n;
     let t0_end0_0 = info[4u];
     let t0_in0_0 = (t0_o0_0 < t0_end0_0);
-    let t0_v0_0 = in0[info[3u] + select(0u, t0_o0_0 * info[5u], t0_in0_0)];
+    let t0_v0_0 = in0[select(0u, t0_o0_0 * info[5u], t0_in0_0)];
     let t0_end0_1 = t0_end0_0 + info[7u];
     let t0_in0_1 = (t0_o0_0 >= t0_end0_0) && (t0_o0_0 < t0_end0_1);
-    let t0_v0_1 = select(t0_v0_0, in1[info[6u] + select(0u, (t0_o0_0 - t0_end0_0) * info[8u], t0_in0_1)], t0_in0_1);
+    let t0_v0_1 = select(t0_v0_0, in1[select(0u, (t0_o0_0 - t0_end0_0) * info[8u], t0_in0_1)], t0_in0_1);
     let t0_v = t0_v0_1;
     let t0 = t0_v;
     let t1_b = bitcast<i32>(info[12]);
     let t1 = (t0 + t1_b);
-    out0[info[9u] + pos] = t1;
+    out0[pos] = t1;
     // Fuse on write end
 }
 

@@ -20,7 +20,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in2[info[15u] / 4u + pos];
+    let t0 = in2[pos];
     let t1_n = info[7u] + info[12u];
     let t1_e0 = pos * 4u;
     let t1_c0_0 = (t1_e0 / info[3u]) % info[1u];
@@ -29,10 +29,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t1_o0_1 = t1_c0_1 % t1_n;
     let t1_end0_0 = info[7u];
     let t1_in0_0 = (t1_o0_1 < t1_end0_0);
-    let t1_v0_0 = in0[info[5u] + select(0u, (t1_o0_0 % info[6u]) * info[8u] + t1_o0_1 * info[9u], t1_in0_0)];
+    let t1_v0_0 = in0[select(0u, (t1_o0_0 % info[6u]) * info[8u] + t1_o0_1 * info[9u], t1_in0_0)];
     let t1_end0_1 = t1_end0_0 + info[12u];
     let t1_in0_1 = (t1_o0_1 >= t1_end0_0) && (t1_o0_1 < t1_end0_1);
-    let t1_v0_1 = select(t1_v0_0, in1[info[10u] + select(0u, (t1_o0_0 % info[11u]) * info[13u] + (t1_o0_1 - t1_end0_0) * info[14u], t1_in0_1)], t1_in0_1);
+    let t1_v0_1 = select(t1_v0_0, in1[select(0u, (t1_o0_0 % info[11u]) * info[13u] + (t1_o0_1 - t1_end0_0) * info[14u], t1_in0_1)], t1_in0_1);
     let t1_e1 = pos * 4u + 1u;
     let t1_c1_0 = (t1_e1 / info[3u]) % info[1u];
     let t1_c1_1 = (t1_e1 / info[4u]) % info[2u];
@@ -40,10 +40,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t1_o1_1 = t1_c1_1 % t1_n;
     let t1_end1_0 = info[7u];
     let t1_in1_0 = (t1_o1_1 < t1_end1_0);
-    let t1_v1_0 = in0[info[5u] + select(0u, (t1_o1_0 % info[6u]) * info[8u] + t1_o1_1 * info[9u], t1_in1_0)];
+    let t1_v1_0 = in0[select(0u, (t1_o1_0 % info[6u]) * info[8u] + t1_o1_1 * info[9u], t1_in1_0)];
     let t1_end1_1 = t1_end1_0 + info[12u];
     let t1_in1_1 = (t1_o1_1 >= t1_end1_0) && (t1_o1_1 < t1_end1_1);
-    let t1_v1_1 = select(t1_v1_0, in1[info[10u] + select(0u, (t1_o1_0 % info[11u]) * info[13u] + (t1_o1_1 - t1_end1_0) * info[14u], t1_in1_1)], t1_in1_1);
+    let t1_v1_1 = select(t1_v1_0, in1[select(0u, (t1_o1_0 % info[11u]) * info[13u] + (t1_o1_1 - t1_end1_0) * info[14u], t1_in1_1)], t1_in1_1);
     let t1_e2 = pos * 4u + 2u;
     let t1_c2_0 = (t1_e2 / info[3u]) % info[1u];
     let t1_c2_1 = (t1_e2 / info[4u]) % info[2u];
@@ -51,10 +51,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t1_o2_1 = t1_c2_1 % t1_n;
     let t1_end2_0 = info[7u];
     let t1_in2_0 = (t1_o2_1 < t1_end2_0);
-    let t1_v2_0 = in0[info[5u] + select(0u, (t1_o2_0 % info[6u]) * info[8u] + t1_o2_1 * info[9u], t1_in2_0)];
+    let t1_v2_0 = in0[select(0u, (t1_o2_0 % info[6u]) * info[8u] + t1_o2_1 * info[9u], t1_in2_0)];
     let t1_end2_1 = t1_end2_0 + info[12u];
     let t1_in2_1 = (t1_o2_1 >= t1_end2_0) && (t1_o2_1 < t1_end2_1);
-    let t1_v2_1 = select(t1_v2_0, in1[info[10u] + select(0u, (t1_o2_0 % info[11u]) * info[13u] + (t1_o2_1 - t1_end2_0) * info[14u], t1_in2_1)], t1_in2_1);
+    let t1_v2_1 = select(t1_v2_0, in1[select(0u, (t1_o2_0 % info[11u]) * info[13u] + (t1_o2_1 - t1_end2_0) * info[14u], t1_in2_1)], t1_in2_1);
     let t1_e3 = pos * 4u + 3u;
     let t1_c3_0 = (t1_e3 / info[3u]) % info[1u];
     let t1_c3_1 = (t1_e3 / info[4u]) % info[2u];
@@ -62,14 +62,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t1_o3_1 = t1_c3_1 % t1_n;
     let t1_end3_0 = info[7u];
     let t1_in3_0 = (t1_o3_1 < t1_end3_0);
-    let t1_v3_0 = in0[info[5u] + select(0u, (t1_o3_0 % info[6u]) * info[8u] + t1_o3_1 * info[9u], t1_in3_0)];
+    let t1_v3_0 = in0[select(0u, (t1_o3_0 % info[6u]) * info[8u] + t1_o3_1 * info[9u], t1_in3_0)];
     let t1_end3_1 = t1_end3_0 + info[12u];
     let t1_in3_1 = (t1_o3_1 >= t1_end3_0) && (t1_o3_1 < t1_end3_1);
-    let t1_v3_1 = select(t1_v3_0, in1[info[10u] + select(0u, (t1_o3_0 % info[11u]) * info[13u] + (t1_o3_1 - t1_end3_0) * info[14u], t1_in3_1)], t1_in3_1);
+    let t1_v3_1 = select(t1_v3_0, in1[select(0u, (t1_o3_0 % info[11u]) * info[13u] + (t1_o3_1 - t1_end3_0) * info[14u], t1_in3_1)], t1_in3_1);
     let t1_v = vec4<f32>(t1_v0_1, t1_v1_1, t1_v2_1, t1_v3_1);
     let t1 = t1_v;
     let t2 = (t1 + t0);
-    in2[info[20u] / 4u + pos] = t2;
+    in2[pos] = t2;
     // Fuse on write end
 }
 

@@ -31,13 +31,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t0_o0_2 = t0_c0_2 % info[10u];
     let t0_end0_0 = info[9u];
     let t0_in0_0 = (t0_o0_1 < t0_end0_0);
-    let t0_v0_0 = in0[info[7u] + select(0u, (t0_o0_0 % info[8u]) * info[11u] + (t0_o0_2 % info[10u]) * info[13u] + t0_o0_1 * info[12u], t0_in0_0)];
+    let t0_v0_0 = in0[select(0u, (t0_o0_0 % info[8u]) * info[11u] + (t0_o0_2 % info[10u]) * info[13u] + t0_o0_1 * info[12u], t0_in0_0)];
     let t0_end0_1 = t0_end0_0 + info[16u];
     let t0_in0_1 = (t0_o0_1 >= t0_end0_0) && (t0_o0_1 < t0_end0_1);
-    let t0_v0_1 = select(t0_v0_0, in1[info[14u] + select(0u, (t0_o0_0 % info[15u]) * info[18u] + (t0_o0_2 % info[17u]) * info[20u] + (t0_o0_1 - t0_end0_0) * info[19u], t0_in0_1)], t0_in0_1);
+    let t0_v0_1 = select(t0_v0_0, in1[select(0u, (t0_o0_0 % info[15u]) * info[18u] + (t0_o0_2 % info[17u]) * info[20u] + (t0_o0_1 - t0_end0_0) * info[19u], t0_in0_1)], t0_in0_1);
     let t0_end0_2 = t0_end0_1 + info[23u];
     let t0_in0_2 = (t0_o0_1 >= t0_end0_1) && (t0_o0_1 < t0_end0_2);
-    let t0_v0_2 = select(t0_v0_1, in2[info[21u] + select(0u, (t0_o0_0 % info[22u]) * info[25u] + (t0_o0_2 % info[24u]) * info[27u] + (t0_o0_1 - t0_end0_1) * info[26u], t0_in0_2)], t0_in0_2);
+    let t0_v0_2 = select(t0_v0_1, in2[select(0u, (t0_o0_0 % info[22u]) * info[25u] + (t0_o0_2 % info[24u]) * info[27u] + (t0_o0_1 - t0_end0_1) * info[26u], t0_in0_2)], t0_in0_2);
     let t0_e1 = pos * 2u + 1u;
     let t0_c1_0 = (t0_e1 / info[4u]) % info[1u];
     let t0_c1_1 = (t0_e1 / info[5u]) % info[2u];
@@ -47,18 +47,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t0_o1_2 = t0_c1_2 % info[10u];
     let t0_end1_0 = info[9u];
     let t0_in1_0 = (t0_o1_1 < t0_end1_0);
-    let t0_v1_0 = in0[info[7u] + select(0u, (t0_o1_0 % info[8u]) * info[11u] + (t0_o1_2 % info[10u]) * info[13u] + t0_o1_1 * info[12u], t0_in1_0)];
+    let t0_v1_0 = in0[select(0u, (t0_o1_0 % info[8u]) * info[11u] + (t0_o1_2 % info[10u]) * info[13u] + t0_o1_1 * info[12u], t0_in1_0)];
     let t0_end1_1 = t0_end1_0 + info[16u];
     let t0_in1_1 = (t0_o1_1 >= t0_end1_0) && (t0_o1_1 < t0_end1_1);
-    let t0_v1_1 = select(t0_v1_0, in1[info[14u] + select(0u, (t0_o1_0 % info[15u]) * info[18u] + (t0_o1_2 % info[17u]) * info[20u] + (t0_o1_1 - t0_end1_0) * info[19u], t0_in1_1)], t0_in1_1);
+    let t0_v1_1 = select(t0_v1_0, in1[select(0u, (t0_o1_0 % info[15u]) * info[18u] + (t0_o1_2 % info[17u]) * info[20u] + (t0_o1_1 - t0_end1_0) * info[19u], t0_in1_1)], t0_in1_1);
     let t0_end1_2 = t0_end1_1 + info[23u];
     let t0_in1_2 = (t0_o1_1 >= t0_end1_1) && (t0_o1_1 < t0_end1_2);
-    let t0_v1_2 = select(t0_v1_1, in2[info[21u] + select(0u, (t0_o1_0 % info[22u]) * info[25u] + (t0_o1_2 % info[24u]) * info[27u] + (t0_o1_1 - t0_end1_1) * info[26u], t0_in1_2)], t0_in1_2);
+    let t0_v1_2 = select(t0_v1_1, in2[select(0u, (t0_o1_0 % info[22u]) * info[25u] + (t0_o1_2 % info[24u]) * info[27u] + (t0_o1_1 - t0_end1_1) * info[26u], t0_in1_2)], t0_in1_2);
     let t0_v = vec2<f32>(t0_v0_2, t0_v1_2);
     let t0 = t0_v;
     let t1_b = vec2<f32>(bitcast<f32>(info[35]));
     let t1 = (t0 * t1_b);
-    out0[info[28u] / 2u + pos] = t1;
+    out0[pos] = t1;
     // Fuse on write end
 }
 

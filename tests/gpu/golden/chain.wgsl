@@ -18,7 +18,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[5u] / 4u + pos];
+    let t0 = in0[pos];
     let t1_b = vec4<f32>(bitcast<f32>(info[15]));
     let t1 = (t0 + t1_b);
     let t2_b = vec4<f32>(bitcast<f32>(info[16]));
@@ -133,7 +133,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t64 = (t63 - t64_b);
     let t65_b = vec4<f32>(bitcast<f32>(info[63]));
     let t65 = (t64 + t65_b);
-    in0[info[10u] / 4u + pos] = t65;
+    in0[pos] = t65;
     // Fuse on write end
 }
 
@@ -157,7 +157,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[5u] / 4u + pos];
+    let t0 = in0[pos];
     let t1_b = vec4<f32>(bitcast<f32>(info[15]));
     let t1 = (t0 * t1_b);
     let t2 = tanh(t1);
@@ -219,7 +219,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t34 = tanh(t33);
     let t35_b = vec4<f32>(bitcast<f32>(info[40]));
     let t35 = (t34 - t35_b);
-    in0[info[10u] / 4u + pos] = t35;
+    in0[pos] = t35;
     // Fuse on write end
 }
 

@@ -20,13 +20,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[5u] / 4u + pos];
-    let t1 = in1[info[10u] / 4u + pos];
-    let t2 = in2[info[15u] / 4u + pos];
+    let t0 = in0[pos];
+    let t1 = in1[pos];
+    let t2 = in2[pos];
     let t3 = (t0 + t1);
     let t4 = (t3 * t2);
     let t5 = exp(t4);
-    in0[info[20u] / 4u + pos] = t5;
+    in0[pos] = t5;
     // Fuse on write end
 }
 

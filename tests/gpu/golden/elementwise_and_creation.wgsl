@@ -19,7 +19,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[5u] / 4u + pos];
+    let t0 = in0[pos];
     let t1 = vec4<f32>(bitcast<f32>(info[19]));
     let t2_b = vec4<f32>(bitcast<f32>(info[15]));
     let t2 = (t1 * t2_b);
@@ -40,7 +40,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t15_b = vec4<f32>(bitcast<f32>(info[18]));
     let t15 = (t14 * t15_b);
     let t16 = (t13 + t15);
-    out0[info[10u] / 4u + pos] = t16;
+    out0[pos] = t16;
     // Fuse on write end
 }
 

@@ -37,21 +37,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[5u] / 4u + pos];
-    let t1 = in1[info[10u] / 4u + pos];
-    let t2 = in2[info[15u] / 4u + pos];
-    let t3 = in3[info[20u] / 4u + pos];
-    let t4 = in4[info[25u] / 4u + pos];
-    let t5 = in5[info[30u] / 4u + pos];
-    let t6 = in6[info[35u] / 4u + pos];
-    let t7 = in7[info[40u] / 4u + pos];
-    let t8 = in8[info[45u] / 4u + pos];
-    let t9 = in9[info[50u] / 4u + pos];
-    let t10 = in10[info[55u] / 4u + pos];
-    let t11 = in11[info[60u] / 4u + pos];
-    let t12 = in12[info[65u] / 4u + pos];
-    let t13 = in13[info[70u] / 4u + pos];
-    let t14 = in14[info[75u] / 4u + pos];
+    let t0 = in0[pos];
+    let t1 = in1[pos];
+    let t2 = in2[pos];
+    let t3 = in3[pos];
+    let t4 = in4[pos];
+    let t5 = in5[pos];
+    let t6 = in6[pos];
+    let t7 = in7[pos];
+    let t8 = in8[pos];
+    let t9 = in9[pos];
+    let t10 = in10[pos];
+    let t11 = in11[pos];
+    let t12 = in12[pos];
+    let t13 = in13[pos];
+    let t14 = in14[pos];
     let t15 = (t0 * t1);
     let t16 = (t15 + t2);
     let t17 = exp(t16);
@@ -67,11 +67,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t27 = (t12 * t13);
     let t28 = (t27 + t14);
     let t29 = exp(t28);
-    out0[info[80u] / 4u + pos] = t17;
-    out1[info[85u] / 4u + pos] = t20;
-    out2[info[90u] / 4u + pos] = t23;
-    out3[info[95u] / 4u + pos] = t26;
-    out4[info[100u] / 4u + pos] = t29;
+    out0[pos] = t17;
+    out1[pos] = t20;
+    out2[pos] = t23;
+    out3[pos] = t26;
+    out4[pos] = t29;
     // Fuse on write end
 }
 

@@ -24,12 +24,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[5u] / 4u + pos];
-    let t1 = in1[info[10u] / 4u + offset_in1(pos * 4u) / 4u];
+    let t0 = in0[pos];
+    let t1 = in1[offset_in1(pos * 4u) / 4u];
     let t2 = (t0 + t1);
     let t3_b = vec4<f32>(bitcast<f32>(info[20]));
     let t3 = (t2 * t3_b);
-    in0[info[15u] / 4u + pos] = t3;
+    in0[pos] = t3;
     // Fuse on write end
 }
 

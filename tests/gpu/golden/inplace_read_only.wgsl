@@ -19,12 +19,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[5u] / 2u + pos];
+    let t0 = in0[pos];
     let t1_b = vec2<f32>(bitcast<f32>(info[15]));
     let t1 = (t0 + t1_b);
     let t2_b = vec2<f32>(bitcast<f32>(info[16]));
     let t2 = (t1 * t2_b);
-    out0[info[10u] / 2u + pos] = t2;
+    out0[pos] = t2;
     // Fuse on write end
 }
 

@@ -20,8 +20,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[3u] / 4u + pos];
-    let t1 = in1[info[6u] / 4u + pos];
+    let t0 = in0[pos];
+    let t1 = in1[pos];
     let t2 = (t0 ^ t1);
     let t3_b = vec4<i32>(bitcast<i32>(info[12]));
     let t3 = (t2 & t3_b);
@@ -32,7 +32,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t7 = vec4<f32>(t6);
     let t8_b = vec4<f32>(bitcast<f32>(info[14]));
     let t8 = (t7 * t8_b);
-    out0[info[9u] / 4u + pos] = t8;
+    out0[pos] = t8;
     // Fuse on write end
 }
 

@@ -24,12 +24,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[5u] / 4u + pos];
+    let t0 = in0[pos];
     let t1_in_e = offset_in1(pos * 4u);
-    let t1 = vec4<f32>(in1[info[10u] + t1_in_e], in1[info[10u] + t1_in_e + info[13u]], in1[info[10u] + t1_in_e + info[13u] * 2u], in1[info[10u] + t1_in_e + info[13u] * 3u]);
+    let t1 = vec4<f32>(in1[t1_in_e], in1[t1_in_e + info[13u]], in1[t1_in_e + info[13u] * 2u], in1[t1_in_e + info[13u] * 3u]);
     let t2 = (t0 + t1);
     let t3 = exp(t2);
-    in0[info[15u] / 4u + pos] = t3;
+    in0[pos] = t3;
     // Fuse on write end
 }
 

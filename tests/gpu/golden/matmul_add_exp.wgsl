@@ -19,11 +19,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[5u] / 4u + pos];
-    let t1 = in1[info[10u] / 4u + pos];
+    let t0 = in0[pos];
+    let t1 = in1[pos];
     let t2 = (t0 + t1);
     let t3 = exp(t2);
-    in0[info[15u] / 4u + pos] = t3;
+    in0[pos] = t3;
     // Fuse on write end
 }
 

@@ -19,10 +19,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[5u] / 4u + pos];
-    let t1 = in1[info[10u] / 4u + pos];
+    let t0 = in0[pos];
+    let t1 = in1[pos];
     let t2 = (t0 * t1);
-    in0[info[15u] / 4u + pos] = t2;
+    in0[pos] = t2;
     // Fuse on write end
 }
 
@@ -46,9 +46,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     // Fuse on write begin
-    let t0 = in0[info[5u] + pos];
+    let t0 = in0[pos];
     let t1 = exp(t0);
-    in0[info[10u] + pos] = t1;
+    in0[pos] = t1;
     // Fuse on write end
 }
 

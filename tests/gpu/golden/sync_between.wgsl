@@ -21,7 +21,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let t0 = vec4<f32>(bitcast<f32>(info[10]));
     let t1 = vec4<f32>(bitcast<f32>(info[10]));
     let t2 = (t0 + t1);
-    out0[info[5u] / 4u + pos] = t2;
+    out0[pos] = t2;
     // Fuse on write end
 }
 
