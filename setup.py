@@ -17,7 +17,11 @@ from setuptools.errors import CCompilerError, ExecError, PlatformError
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # fastplan modules that are compiled, by basename (fastplan/<name>.pyx).
-MODULES = ["opinfo"]
+MODULES = ["opinfo", "relative", "builder", "scoring", "trace_fuser", "elemwise", "matmul",
+           "reduce", "reduce_broadcasted", "nhwc", "registry",
+           "_keys", "strategy", "graph", "block", "merging", "repair", "search", "cache",
+           "queue", "processor", "planner",
+           "layout", "vectorization", "launch_planners", "launch_vectorize", "launch"]
 
 
 def _flag(name):
@@ -121,7 +125,10 @@ def _ext_modules():
     except ImportError:
         _fallback("Cython is not installed")
         return []
-    extensions = [Extension(f"fastplan.{m}", [f"fastplan/{m}.pyx"]) for m in MODULES]
+    # debug builds also check every index into fastplan's C vectors (fastplan/_vec.pxd)
+    macros = [("FASTPLAN_DEBUG_CHECKS", "1")] if DEBUG else []
+    extensions = [Extension(f"fastplan.{m}", [f"fastplan/{m}.pyx"], define_macros=macros)
+                  for m in MODULES]
     return cythonize(
         extensions,
         compiler_directives=DIRECTIVES,

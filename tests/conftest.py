@@ -5,11 +5,14 @@ Environment:
 * ``HYPOTHESIS_PROFILE=dev|ci|thorough`` (default ``dev``).
 * ``GPU_REQUIRED=1``: a missing WebGPU adapter fails the tests that need one instead of skipping.
 * ``FASTPLAN_NO_EXTENSIONS=1``: fastplan uses its pure-Python fallback (see fastplan/__init__.py).
+* ``FASTPLAN_REQUIRE_EXTENSIONS=1``: a fastplan that is not compiled fails ``planner_impl`` tests.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import importlib
 import os
 
 import pytest
@@ -51,9 +54,47 @@ def gpu_adapter():
 
 
 # --- planner twins ---------------------------------------------------------------------------
-# The ``planner_impl`` fixture goes here once refimpl's planner and its fastplan twin exist: it
-# is parametrized over both (ids "refimpl" and "fastplan", the latter marked ``compiled``), so
-# that every test in tests/planner runs on both implementations.
+# Every test in tests/planner takes ``planner_impl`` and runs on both implementations (style
+# §6.10): ``planner_impl.elemwise`` is ``refimpl.planner.elemwise`` or ``fastplan.elemwise``.
+# The fastplan case is skipped only when fastplan is not compiled, and then fails instead under
+# FASTPLAN_REQUIRE_EXTENSIONS=1 (a broken build must not pass as "skipped").
+REQUIRE_EXTENSIONS = os.environ.get("FASTPLAN_REQUIRE_EXTENSIONS", "") not in ("", "0")
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannerImpl:
+    """One implementation of refimpl.planner's modules, reached as attributes."""
+
+    name: str
+
+    def __getattr__(self, module: str):
+        if module.startswith("__"):
+            raise AttributeError(module)
+        if self.name == "refimpl":
+            return importlib.import_module(f"refimpl.planner.{module}")
+        return fastplan.planner_module(module)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+REFIMPL = PlannerImpl("refimpl")
+FASTPLAN = PlannerImpl("fastplan")
+
+
+@pytest.fixture(scope="session", params=[
+    pytest.param(REFIMPL, id="refimpl"),
+    pytest.param(FASTPLAN, id="fastplan", marks=pytest.mark.compiled),
+])
+def planner_impl(request) -> PlannerImpl:
+    """refimpl's planner modules, or fastplan's compiled twins."""
+    impl = request.param
+    if impl is FASTPLAN and not fastplan.COMPILED:
+        message = "fastplan is not compiled (make build), or FASTPLAN_NO_EXTENSIONS is set"
+        if REQUIRE_EXTENSIONS:
+            pytest.fail(f"{message} (FASTPLAN_REQUIRE_EXTENSIONS=1)")
+        pytest.skip(message)
+    return impl
 
 
 # --- report header ---------------------------------------------------------------------------

@@ -120,6 +120,8 @@ def _mark(ops: list[FuseOp], side: str, layout: LayoutInfo, first_only: bool) ->
 
 
 def plan_inputs(state: PlanningState) -> None:
+    """burn ``InputPlanner::run``: fetch every input's handle, find in-place and reference
+    candidates (mutates ``state``)."""
     resources = state.trace.resources
     fetched: list[Handle] = []
     for pos, entry in enumerate(resources.inputs):
@@ -221,6 +223,8 @@ def _inplace_candidate(state: PlanningState, idx: int, glob: TensorIr, relative:
 
 
 def plan_outputs(state: PlanningState) -> None:
+    """burn ``OutputPlanner::run``: place every output (fresh, in place or a view), then pick
+    each block's reference layout (mutates ``state``)."""
     resources = state.trace.resources
     state.outputs = [None] * len(resources.outputs)
     order = sorted(range(len(resources.outputs)),

@@ -1,4 +1,5 @@
-"""The plan cache: relative keys, the plan index, the policy, and reuse across iterations.
+"""The plan cache: relative keys, the plan index, the policy, and reuse across iterations, on
+refimpl and on fastplan (the ``planner_impl`` fixture).
 
 burn counterparts: ``stream/context.rs`` tests (relative ids and shapes, scalars),
 ``stream/store/index.rs`` tests, ``stream/execution/policy.rs`` tests (notes §2.4, §9.4).
@@ -18,14 +19,9 @@ from refimpl.planner.cache import (
     Execute,
     ExecutionMode,
     ExecutionPlan,
-    ExecutionPlanStore,
     Explore,
     OnOperations,
-    Policy,
 )
-from refimpl.planner.processor import StreamPlanner
-from refimpl.planner.registry import FusionRegistry
-from refimpl.planner.relative import OperationConverter, to_relative
 from refimpl.planner.strategy import BlockOptimization, Operations, Optimization
 from refimpl.seed import SEED_STREAMS
 from refimpl.stream import InputSpec, Stream
@@ -62,52 +58,53 @@ def _expression(base: int, shape, scalar: float) -> Stream:
     return Stream(inputs, items)
 
 
-def _relative(stream: Stream) -> list[OperationIr]:
-    converter = OperationConverter()
-    return [to_relative(op, converter) for op in stream.ops]
+def _relative(impl, stream: Stream) -> list[OperationIr]:
+    converter = impl.relative.OperationConverter()
+    return [impl.relative.to_relative(op, converter) for op in stream.ops]
 
 
-def _planner_for(stream: Stream) -> StreamPlanner:
+def _planner_for(impl, stream: Stream):
     """A planner whose single mock fuser is ready on exactly this stream's relative ops."""
-    return StreamPlanner([TestOptimizationBuilder(0, _relative(stream))])
+    return impl.processor.StreamPlanner([TestOptimizationBuilder(0, _relative(impl, stream))])
 
 
 # --- relative form (stream/context.rs tests) -------------------------------------------------
 
 
-def test_cache_relative_ids_by_first_appearance_and_shape_ids():
-    converter = OperationConverter()
+def test_cache_relative_ids_by_first_appearance_and_shape_ids(planner_impl):
+    converter = planner_impl.relative.OperationConverter()
     first = converter.tensor(_t(500, (512, 32, 2048)))
     second = converter.tensor(_t(501, (512, 128, 2048)))
     assert first == _t(0, (1, 2, 3))
     assert second == _t(1, (1, 4, 3))
 
 
-def test_cache_relative_size_one_is_shape_id_zero():
-    converter = OperationConverter()
+def test_cache_relative_size_one_is_shape_id_zero(planner_impl):
+    converter = planner_impl.relative.OperationConverter()
     assert converter.tensor(_t(9, (1, 8))).shape == (0, 1)
     assert converter.tensor(_t(4, (8, 1, 1))).shape == (1, 0, 0)
 
 
-def test_cache_relative_scalars_become_placeholders():
-    converter = OperationConverter()
-    first = to_relative(_add_scalar(3, 1.0, 4, (2, 2)), converter)
-    second = to_relative(_add_scalar(4, 7, 5, (2, 2)), converter)
+def test_cache_relative_scalars_become_placeholders(planner_impl):
+    converter = planner_impl.relative.OperationConverter()
+    first = planner_impl.relative.to_relative(_add_scalar(3, 1.0, 4, (2, 2)), converter)
+    second = planner_impl.relative.to_relative(_add_scalar(4, 7, 5, (2, 2)), converter)
     assert (first.desc.rhs, second.desc.rhs) == (0, 1)
     assert converter.scalars == [1.0, 7]
 
 
-def test_cache_relative_key_ignores_ids_sizes_and_scalars():
-    assert _relative(_expression(0, (4, 6), 2.0)) == _relative(_expression(70, (8, 16), -1.5))
-    assert _relative(_expression(0, (4, 6), 2.0)) != _relative(_expression(0, (1, 6), 2.0))
+def test_cache_relative_key_ignores_ids_sizes_and_scalars(planner_impl):
+    base = _relative(planner_impl, _expression(0, (4, 6), 2.0))
+    assert base == _relative(planner_impl, _expression(70, (8, 16), -1.5))
+    assert base != _relative(planner_impl, _expression(0, (1, 6), 2.0))
 
 
 # --- reuse across iterations -----------------------------------------------------------------
 
 
-def test_cache_repeated_iteration_is_a_cache_hit_without_new_exploration():
+def test_cache_repeated_iteration_is_a_cache_hit_without_new_exploration(planner_impl):
     stream = _expression(0, (4, 6), 2.0)
-    planner = _planner_for(stream)
+    planner = _planner_for(planner_impl, stream)
     first = planner.run(stream)
     assert (planner.num_explorations, planner.num_cache_hits) == (1, 0)
     second = planner.run(stream)
@@ -117,16 +114,16 @@ def test_cache_repeated_iteration_is_a_cache_hit_without_new_exploration():
     assert len(planner.store) == 1
 
 
-def test_cache_same_relative_stream_with_other_ids_shapes_scalars_hits():
-    planner = _planner_for(_expression(0, (4, 6), 2.0))
+def test_cache_same_relative_stream_with_other_ids_shapes_scalars_hits(planner_impl):
+    planner = _planner_for(planner_impl, _expression(0, (4, 6), 2.0))
     planner.run(_expression(0, (4, 6), 2.0))
     steps = planner.run(_expression(70, (8, 16), -1.5))
     assert (planner.num_explorations, planner.num_cache_hits) == (1, 1)
     assert steps[0].ops == (0, 1, 2)
 
 
-def test_cache_different_relative_shape_is_a_miss():
-    planner = _planner_for(_expression(0, (4, 6), 2.0))
+def test_cache_different_relative_shape_is_a_miss(planner_impl):
+    planner = _planner_for(planner_impl, _expression(0, (4, 6), 2.0))
     planner.run(_expression(0, (4, 6), 2.0))
     steps = planner.run(_expression(0, (1, 6), 2.0))
     # The mock closes on the first op (its relative shape differs): each op is explored and
@@ -136,18 +133,18 @@ def test_cache_different_relative_shape_is_a_miss():
         ("unfused", (0,)), ("unfused", (1,)), ("unfused", (2,))]
 
 
-def test_cache_sync_of_materialised_tensor_does_not_drain():
+def test_cache_sync_of_materialised_tensor_does_not_drain(planner_impl):
     stream = _expression(0, (4, 6), 2.0)
     items = (Sync((0,)),) + stream.items[:1] + (Sync((1,)),) + stream.items[1:]
-    planner = _planner_for(stream)
+    planner = _planner_for(planner_impl, stream)
     steps = planner.run(Stream(stream.inputs, items))
     assert [step.ops for step in steps] == [(1, 3, 4)]
 
 
-def test_cache_sync_of_pending_result_splits_the_stream():
+def test_cache_sync_of_pending_result_splits_the_stream(planner_impl):
     stream = _expression(0, (4, 6), 2.0)
     items = stream.items[:1] + (Sync((2,)),) + stream.items[1:]
-    steps = _planner_for(stream).run(Stream(stream.inputs, items))
+    steps = _planner_for(planner_impl, stream).run(Stream(stream.inputs, items))
     assert [(step.kind, step.ops) for step in steps] == [
         ("unfused", (0,)), ("unfused", (2,)), ("unfused", (3,))]
 
@@ -175,14 +172,15 @@ class _ShapeIdOptimization:
         return ()
 
 
-def test_cache_plan_naming_unassigned_shape_id_runs_unfused():
-    planner = StreamPlanner([])
+def test_cache_plan_naming_unassigned_shape_id_runs_unfused(planner_impl):
+    planner = planner_impl.processor.StreamPlanner([])
     op = _exp(0, 1, (4, 6))  # assigns shape ids 0 (size 1), 1 and 2
     planner.queue.add(0, op)
     for shape_id, kind in ((2, "fused"), (3, "unfused")):
         strategy = Optimization(_ShapeIdOptimization(shape_id), (0,), 10)
-        plan_id = planner.store.add(ExecutionPlan((to_relative(op, OperationConverter()),),
-                                                  [Always()], BlockOptimization(strategy, (0,))))
+        relative = planner_impl.relative.to_relative(op, planner_impl.relative.OperationConverter())
+        plan_id = planner.store.add(ExecutionPlan((relative,), [Always()],
+                                                  BlockOptimization(strategy, (0,))))
         planner.queue.execute(plan_id, planner.store)
         assert planner.queue.steps[-1].kind == kind
         planner.queue.add(0, op)
@@ -196,8 +194,8 @@ def _plan(ops) -> ExecutionPlan:
     return ExecutionPlan(tuple(ops), [], BlockOptimization(Operations(ordering), ordering))
 
 
-def test_cache_index_finds_plans_by_first_operation():
-    store = ExecutionPlanStore()
+def test_cache_index_finds_plans_by_first_operation(planner_impl):
+    store = planner_impl.cache.ExecutionPlanStore()
     o1, o2, o3 = operation_1(), operation_2(), operation_3()
     first = store.add(_plan([o1, o2, o1]))
     second = store.add(_plan([o1, o1, o2]))
@@ -207,8 +205,8 @@ def test_cache_index_finds_plans_by_first_operation():
     assert store.find(o2) == []
 
 
-def test_cache_add_trigger_records_each_trigger_once():
-    store = ExecutionPlanStore()
+def test_cache_add_trigger_records_each_trigger_once(planner_impl):
+    store = planner_impl.cache.ExecutionPlanStore()
     plan_id = store.add(_plan([operation_1()]))
     for trigger in (Always(), OnOperations((operation_2(),)), Always()):
         store.add_trigger(plan_id, trigger)
@@ -234,64 +232,65 @@ def _feed(policy: Policy, store, ops, start, stop, expected) -> None:
         assert policy.action(store, ops[:i], ExecutionMode.Lazy) == expected
 
 
-def test_cache_policy_explores_without_plans():
+def test_cache_policy_explores_without_plans(planner_impl):
     ops = _log_chain([1, 2, 3])
-    _feed(Policy(), ExecutionPlanStore(), ops, 0, 3, Explore())
+    cache = planner_impl.cache
+    _feed(cache.Policy(), cache.ExecutionPlanStore(), ops, 0, 3, Explore())
 
 
-def test_cache_policy_sync_executes_the_plan_as_long_as_the_queue():
+def test_cache_policy_sync_executes_the_plan_as_long_as_the_queue(planner_impl):
     ops = _log_chain([1, 2, 3])
-    store = ExecutionPlanStore()
+    store = planner_impl.cache.ExecutionPlanStore()
     short = store.add(_plan(ops[:2]))
     store.add(_plan(ops[:3]))
-    policy = Policy()
+    policy = planner_impl.cache.Policy()
     _feed(policy, store, ops, 0, 2, Defer())
     assert policy.action(store, ops[:2], ExecutionMode.Sync) == Execute(short)
 
 
-def test_cache_policy_never_executes_a_plan_longer_than_the_segment():
+def test_cache_policy_never_executes_a_plan_longer_than_the_segment(planner_impl):
     ops = _log_chain([1, 2, 3])
-    store = ExecutionPlanStore()
+    store = planner_impl.cache.ExecutionPlanStore()
     plan = _plan(ops)
     plan.triggers.append(Always())
     plan_id = store.add(plan)
-    policy = Policy()
+    policy = planner_impl.cache.Policy()
     for op in ops:
         policy.update(store, op)
     assert policy.action(store, ops, ExecutionMode.Lazy) == Execute(plan_id)
     assert policy.action(store, ops[:1], ExecutionMode.Lazy) != Execute(plan_id)
 
 
-def test_cache_policy_executes_when_a_trigger_matches():
+def test_cache_policy_executes_when_a_trigger_matches(planner_impl):
     ops = _log_chain([1, 2, 3])
-    store = ExecutionPlanStore()
+    store = planner_impl.cache.ExecutionPlanStore()
     plan = _plan(ops[:2])
     plan.triggers.append(OnOperations((ops[2],)))
     plan_id = store.add(plan)
-    policy = Policy()
+    policy = planner_impl.cache.Policy()
     _feed(policy, store, ops, 0, 2, Defer())
     _feed(policy, store, ops, 2, 3, Execute(plan_id))
 
 
-def test_cache_policy_supports_multiple_triggers_and_selects_the_right_plan():
+def test_cache_policy_supports_multiple_triggers_and_selects_the_right_plan(planner_impl):
     first, second = _log_chain([1, 2, 5]), _log_chain([1, 2, 6])
-    store = ExecutionPlanStore()
+    store = planner_impl.cache.ExecutionPlanStore()
     plan = _plan(first[:2])
     plan.triggers.extend([OnOperations((first[2],)), OnOperations((second[2],))])
     plan_id = store.add(plan)
     for ops in (first, second):
-        policy = Policy()
+        policy = planner_impl.cache.Policy()
         _feed(policy, store, ops, 0, 2, Defer())
         _feed(policy, store, ops, 2, 3, Execute(plan_id))
 
 
-def test_cache_policy_invalidates_wrong_plans():
+def test_cache_policy_invalidates_wrong_plans(planner_impl):
     reference, other = _log_chain([1, 2, 3, 4]), _log_chain([1, 2, 6, 7])
-    store = ExecutionPlanStore()
+    store = planner_impl.cache.ExecutionPlanStore()
     plan = _plan(reference[:3])
     plan.triggers.append(OnOperations((reference[3],)))
     store.add(plan)
-    policy = Policy()
+    policy = planner_impl.cache.Policy()
     _feed(policy, store, other, 0, 2, Defer())
     _feed(policy, store, other, 2, 4, Explore())
 
@@ -299,13 +298,14 @@ def test_cache_policy_invalidates_wrong_plans():
 # --- with the real fusers --------------------------------------------------------------------
 
 
-def _real_planner(device: str = "metal") -> StreamPlanner:
-    return StreamPlanner(FusionRegistry().fusers(profile_named(device)))
+def _real_planner(impl, device: str = "metal"):
+    return impl.processor.StreamPlanner(impl.registry.FusionRegistry().fusers(
+        profile_named(device)))
 
 
-def test_cache_repeated_chain_replays_both_plans_from_the_cache():
+def test_cache_repeated_chain_replays_both_plans_from_the_cache(planner_impl):
     stream = SEED_STREAMS["chain"]()
-    planner = _real_planner()
+    planner = _real_planner(planner_impl)
     first = planner.run(stream)
     explored = planner.num_explorations
     second = planner.run(stream)

@@ -4,6 +4,7 @@
 <name>.json`` the canonical plan JSON refimpl produced for each device preset
 (``tools/record_golden.py``, see ``tests/golden/README.md``). A failure here means a planner
 change altered some plan: either a bug, or a deliberate change that must be recorded again.
+The replay runs on refimpl and on fastplan (the ``plan`` fixture of tests/planner/conftest.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from refimpl.devices import PRESETS
-from refimpl.planner import plan, plan_to_json
+from refimpl.planner import plan_to_json
 from refimpl.stream import load_stream, stream_to_json
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -35,6 +36,6 @@ def test_golden_streams_are_canonical(path):
 
 
 @pytest.mark.parametrize("path, device", CASES, ids=[f"{d}-{p.stem}" for p, d in CASES])
-def test_golden_plan_reproduced_byte_for_byte(path, device):
+def test_golden_plan_reproduced_byte_for_byte(path, device, plan):
     expected = (GOLDEN / "plans" / device / path.name).read_text()
     assert plan_to_json(plan(load_stream(path), device)) == expected

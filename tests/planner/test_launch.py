@@ -1,22 +1,34 @@
 """Launch planning (``refimpl.planner.launch``): the seed page's width and in-place facts,
 kernel identity, reference layouts, view outputs, and the plan JSON it fills in (SPEC §3, §7;
-notes §6)."""
+notes §6). Every test runs on refimpl and on fastplan (the ``planner_impl`` fixture): the
+interpreter plans its launches with ``planner_impl.launch.plan_launch``."""
 
 from __future__ import annotations
 
 import pytest
 
+from refimpl import interpreter
 from refimpl.dtypes import DType
 from refimpl.interpreter import Interpreter, executed_steps, launch_plan_stream
 from refimpl.ir import TensorStatus
 from refimpl.planner.launch import (
-    ConcreteLayout, LaunchPlan, RuntimeLayout, ShapeLayout, config_id, context_of,
+    ConcreteLayout,
+    LaunchPlan,
+    RuntimeLayout,
+    ShapeLayout,
 )
 from refimpl.planner.plan import Plan, plan_to_json
 from refimpl.planner.trace import LayoutInfo, Output
 from refimpl.seed import mul_add_exp, mul_sum_dim_exp
 from refimpl.strategies import StreamBuilder
 from refimpl.stream import Stream
+
+
+@pytest.fixture(autouse=True)
+def launch_twin(planner_impl, monkeypatch):
+    """The interpreter plans every launch with ``planner_impl``'s ``plan_launch``."""
+    monkeypatch.setattr(interpreter, "plan_launch", planner_impl.launch.plan_launch)
+    return planner_impl.launch
 
 
 def records(stream: Stream, device: str = "metal"):
@@ -46,7 +58,8 @@ def test_launch_width_follows_the_last_dim(shape, width):
     assert all(size == width for _, size in plan.vector_sizes)
 
 
-def test_launch_config_of_4x6_and_2x2_is_the_same_kernel():
+def test_launch_config_of_4x6_and_2x2_is_the_same_kernel(launch_twin):
+    config_id = launch_twin.config_id
     config_4x6 = fused_launch(mul_add_exp((4, 6))).configs[0]
     config_2x2 = fused_launch(mul_add_exp((2, 2))).configs[0]
     config_4x3 = fused_launch(mul_add_exp((4, 3))).configs[0]
@@ -199,7 +212,8 @@ def test_launch_runtime_reference_when_nothing_qualifies():
     assert isinstance(layout, (ShapeLayout, RuntimeLayout))
 
 
-def test_context_of_gives_dropped_tensors_their_real_shape():
+def test_context_of_gives_dropped_tensors_their_real_shape(launch_twin):
+    context_of = launch_twin.context_of
     stream = mul_add_exp((4, 6))
     _, executed = executed_steps(stream)
     [item] = [e for e in executed if e.step.fused]

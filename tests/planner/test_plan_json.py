@@ -1,4 +1,5 @@
-"""The plan data model and its canonical JSON (``refimpl/planner/plan.py``)."""
+"""The plan data model and its canonical JSON (``refimpl/planner/plan.py``); the last test
+round-trips plans made by refimpl and by fastplan (the ``plan`` fixture)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from refimpl.planner.plan import (
     plan_from_json,
     plan_to_json,
 )
+from refimpl.seed import SEED_STREAMS
 
 FUSED = PlanStep("fused", (0, 1, 2), fuser="ElementWise", score=420, inputs=(0, 1, 2),
                  outputs=(5,), blocks=(PlanBlock(("Mul", "Add", "Exp")),))
@@ -93,3 +95,12 @@ def test_plan_json_rejects_malformed_documents(text, field):
     with pytest.raises(PlanFormatError) as error:
         plan_from_json(text)
     assert error.value.field == field
+
+
+@pytest.mark.parametrize("name", ["mul_add_exp", "chain", "independent", "matmul_add_exp",
+                                  "mul_sum_dim_exp"])
+def test_plan_json_round_trip_of_a_planned_seed_stream(name, plan):
+    planned = plan(SEED_STREAMS[name](), "metal")
+    text = plan_to_json(planned)
+    assert plan_from_json(text) == planned
+    assert plan_to_json(plan_from_json(text)) == text

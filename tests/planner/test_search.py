@@ -1,4 +1,5 @@
-"""burn-fusion's search and processor tests, ported with burn's mock fuser (notes §10.2).
+"""burn-fusion's search and processor tests, ported with burn's mock fuser (notes §10.2), on
+refimpl and on fastplan (the ``planner_impl`` fixture).
 
 burn counterparts: ``search/optimization/tests.rs`` (StreamOptimizer / BlocksOptimizer),
 ``search/optimization/stream.rs`` tests (dependent-op stop paths) and
@@ -7,9 +8,7 @@ burn counterparts: ``search/optimization/tests.rs`` (StreamOptimizer / BlocksOpt
 
 from __future__ import annotations
 
-from refimpl.planner.cache import Always, ExecutionMode, ExecutionPlanStore, OnOperations, OnSync
-from refimpl.planner.processor import Processor
-from refimpl.planner.search import StreamOptimizer
+from refimpl.planner.cache import Always, ExecutionMode, OnOperations, OnSync
 from refimpl.planner.strategy import Composed, Operations
 from tests.planner.burn_mocks import (
     TestSegment,
@@ -30,12 +29,12 @@ B1 = add(200, 201, 202)
 B2 = add(202, 203, 204)
 
 
-def optimizer(*patterns) -> StreamOptimizer:
-    return StreamOptimizer(builders(*patterns))
+def optimizer(impl, *patterns):
+    return impl.search.StreamOptimizer(builders(*patterns))
 
 
-def run(ops, *patterns):
-    search = optimizer(*patterns)
+def run(impl, ops, *patterns):
+    search = optimizer(impl, *patterns)
     for op in ops:
         search.register(op)
     return search.optimize(ops)
@@ -44,44 +43,44 @@ def run(ops, *patterns):
 # --- StreamOptimizer / BlocksOptimizer (search/optimization/tests.rs) ------------------------
 
 
-def test_search_single_block_fuses_full_stream():
-    res = run([A1, A2], [A1, A2])
+def test_search_single_block_fuses_full_stream(planner_impl):
+    res = run(planner_impl, [A1, A2], [A1, A2])
     assert res.ordering == (0, 1)
     assert res.strategy == optimization(0, 2, [0, 1], 2)
 
 
-def test_search_contiguous_independent_blocks_fuse_both():
-    res = run([A1, A2, B1, B2], [A1, A2], [B1, B2])
+def test_search_contiguous_independent_blocks_fuse_both(planner_impl):
+    res = run(planner_impl, [A1, A2, B1, B2], [A1, A2], [B1, B2])
     assert res.ordering == (0, 1, 2, 3)
     assert res.strategy == composed(optimization(0, 2, [0, 1], 2), optimization(1, 2, [2, 3], 2))
 
 
-def test_search_interleaved_independent_blocks_fuse_both():
-    res = run([A1, B1, A2, B2], [A1, A2], [B1, B2])
+def test_search_interleaved_independent_blocks_fuse_both(planner_impl):
+    res = run(planner_impl, [A1, B1, A2, B2], [A1, A2], [B1, B2])
     assert res.ordering == (0, 2, 1, 3)
     assert res.strategy == composed(optimization(0, 2, [0, 2], 2), optimization(1, 2, [1, 3], 2))
 
 
-def test_search_interleaved_blocks_with_merged_pattern_fuse_full():
-    res = run([A1, B1, A2, B2], [A1, A2, B1, B2])
+def test_search_interleaved_blocks_with_merged_pattern_fuse_full(planner_impl):
+    res = run(planner_impl, [A1, B1, A2, B2], [A1, A2, B1, B2])
     assert res.ordering == (0, 2, 1, 3)
     assert res.strategy == optimization(0, 4, [0, 2, 1, 3], 4)
 
 
-def test_search_interleaved_blocks_single_builder_preserves_other_ops():
-    res = run([A1, B1, A2, B2], [A1, A2])
+def test_search_interleaved_blocks_single_builder_preserves_other_ops(planner_impl):
+    res = run(planner_impl, [A1, B1, A2, B2], [A1, A2])
     assert res.ordering == (0, 2, 1, 3)
     assert res.strategy == composed(optimization(0, 2, [0, 2], 2), operations([1, 3]))
 
 
-def test_search_within_block_order_is_not_reordered():
-    res = run([A1, A2], [A2, A1])
+def test_search_within_block_order_is_not_reordered(planner_impl):
+    res = run(planner_impl, [A1, A2], [A2, A1])
     assert res.ordering == (0, 1)
     assert res.strategy == operations([0, 1])
 
 
-def test_search_pattern_longer_than_stream_stays_optimizing():
-    search = optimizer([A1, A2, A3])
+def test_search_pattern_longer_than_stream_stays_optimizing(planner_impl):
+    search = optimizer(planner_impl, [A1, A2, A3])
     search.register(A1)
     search.register(A2)
     assert search.still_optimizing()
@@ -90,8 +89,8 @@ def test_search_pattern_longer_than_stream_stays_optimizing():
     assert res.strategy == operations([0, 1])
 
 
-def test_search_ready_and_open_coexist_keeps_optimizing():
-    search = optimizer([A1, A2], [A1, A2, A3])
+def test_search_ready_and_open_coexist_keeps_optimizing(planner_impl):
+    search = optimizer(planner_impl, [A1, A2], [A1, A2, A3])
     search.register(A1)
     search.register(A2)
     assert search.still_optimizing()
@@ -100,8 +99,8 @@ def test_search_ready_and_open_coexist_keeps_optimizing():
     assert res.strategy == optimization(0, 2, [0, 1], 2)
 
 
-def test_search_commit_picks_highest_score_ready_builder():
-    search = optimizer([A1, A2], [A1, A2, A3])
+def test_search_commit_picks_highest_score_ready_builder(planner_impl):
+    search = optimizer(planner_impl, [A1, A2], [A1, A2, A3])
     for op in (A1, A2, A3):
         search.register(op)
     assert not search.still_optimizing()
@@ -110,8 +109,8 @@ def test_search_commit_picks_highest_score_ready_builder():
     assert res.strategy == optimization(1, 3, [0, 1, 2], 3)
 
 
-def test_search_all_closed_without_ready_bails_out():
-    search = optimizer([A1, B1])
+def test_search_all_closed_without_ready_bails_out(planner_impl):
+    search = optimizer(planner_impl, [A1, B1])
     search.register(A1)
     search.register(A2)
     assert not search.still_optimizing()
@@ -120,8 +119,8 @@ def test_search_all_closed_without_ready_bails_out():
     assert res.strategy == operations([0, 1])
 
 
-def test_search_pattern_straddles_incomplete_merged_blocks():
-    search = optimizer([A1, A2, B1, B2])
+def test_search_pattern_straddles_incomplete_merged_blocks(planner_impl):
+    search = optimizer(planner_impl, [A1, A2, B1, B2])
     for op in (A1, B1, A2):
         search.register(op)
     assert search.still_optimizing()
@@ -131,25 +130,25 @@ def test_search_pattern_straddles_incomplete_merged_blocks():
     assert res.strategy == operations([0, 2, 1])
 
 
-def test_search_dependent_block_created_instead_of_stopping():
+def test_search_dependent_block_created_instead_of_stopping(planner_impl):
     c = add(104, 204, 105)  # reads A's 104 and B's 204
-    res = run([A1, A2, B1, B2, c], [A1, A2], [B1, B2])
+    res = run(planner_impl, [A1, A2, B1, B2, c], [A1, A2], [B1, B2])
     assert res.ordering == (0, 1, 2, 3, 4)
     assert res.strategy == composed(
         optimization(0, 2, [0, 1], 2), optimization(1, 2, [2, 3], 2), operations([4]))
 
 
-def test_search_interior_hole_is_reoptimized_and_ordered():
+def test_search_interior_hole_is_reoptimized_and_ordered(planner_impl):
     # Block A = [a1, a2] fuses only a1 (pattern [a1]); block B = [b1] runs unfused. Position 1
     # is left unresolved before the resolved position 2: a hole, searched again on its own,
     # then repair_order puts it back between its producer and the independent block.
-    res = run([A1, A2, B1], [A1])
+    res = run(planner_impl, [A1, A2, B1], [A1])
     assert res.ordering == (0, 1, 2)
     assert res.strategy == composed(optimization(0, 1, [0], 1), operations([1]), operations([2]))
 
 
-def test_search_trailing_unresolved_ops_are_left_for_the_next_round():
-    res = run([A1, A2], [A1])
+def test_search_trailing_unresolved_ops_are_left_for_the_next_round(planner_impl):
+    res = run(planner_impl, [A1, A2], [A1])
     assert res.ordering == (0,)
     assert res.strategy == optimization(0, 1, [0], 1)
 
@@ -157,9 +156,9 @@ def test_search_trailing_unresolved_ops_are_left_for_the_next_round():
 # --- dependent-op stop paths (search/optimization/stream.rs tests) ---------------------------
 
 
-def test_search_dependent_op_at_max_blocks_stops_when_no_merge_possible():
+def test_search_dependent_op_at_max_blocks_stops_when_no_merge_possible(planner_impl):
     c = add(104, 204, 105)
-    search = optimizer([A1, A2], [B1, B2])
+    search = optimizer(planner_impl, [A1, A2], [B1, B2])
     search.max_blocks = 2
     for op in (A1, A2, B1, B2):
         search.register(op)
@@ -171,10 +170,10 @@ def test_search_dependent_op_at_max_blocks_stops_when_no_merge_possible():
     assert res.strategy == composed(optimization(0, 2, [0, 1], 2), optimization(1, 2, [2, 3], 2))
 
 
-def test_search_dependent_op_creating_a_cycle_stops_segment():
+def test_search_dependent_op_creating_a_cycle_stops_segment(planner_impl):
     from tests.planner.burn_mocks import add_rw
 
-    search = optimizer()
+    search = optimizer(planner_impl)
     search.max_blocks = None
     search.register(add_rw(1, 2, 3))  # block A: frees 1, produces 3
     search.register(add(10, 11, 12))  # block B: unrelated
@@ -184,9 +183,10 @@ def test_search_dependent_op_creating_a_cycle_stops_segment():
     assert len(search.blocks) == 2
 
 
-def test_search_block_cap_stops_optimizer_at_sixth_independent_block():
+def test_search_block_cap_stops_optimizer_at_sixth_independent_block(planner_impl):
     ops = [add(10 * i, 10 * i + 1, 10 * i + 2) for i in range(6)]
-    search = optimizer(*[[op, op] for op in ops])  # each block stays open on its own op
+    # each block stays open on its own op
+    search = optimizer(planner_impl, *[[op, op] for op in ops])
     for op in ops[:5]:
         search.register(op)
     assert len(search.blocks) == 5 and not search.stopped and search.still_optimizing()
@@ -206,9 +206,9 @@ def test_search_block_cap_stops_optimizer_at_sixth_independent_block():
 class MockStream:
     """burn's ``TestStream``: a processor over a plain list of (relative) ops."""
 
-    def __init__(self, *patterns):
-        self.processor = Processor(builders(*patterns))
-        self.store = ExecutionPlanStore()
+    def __init__(self, impl, *patterns):
+        self.processor = impl.processor.Processor(builders(*patterns))
+        self.store = impl.cache.ExecutionPlanStore()
         self.executed: list[int] = []
         self.ops: list = []
 
@@ -232,9 +232,9 @@ class MockStream:
         return list(found.operations), list(found.triggers)
 
 
-def test_processor_supports_complex_stream():
+def test_processor_supports_complex_stream(planner_impl):
     o1, o2 = operation_1(), operation_2()
-    s = MockStream([o1, o2], [o2, o2])
+    s = MockStream(planner_impl, [o1, o2], [o2, o2])
     s.add(o1)
     s.check(1, 0)
     s.add(o1)
@@ -265,9 +265,9 @@ def test_processor_supports_complex_stream():
     assert s.processor.num_cache_hits == 2
 
 
-def test_processor_reuses_basic_operations():
+def test_processor_reuses_basic_operations(planner_impl):
     o1, o3 = operation_1(), operation_3()
-    s = MockStream([o1, operation_2()])
+    s = MockStream(planner_impl, [o1, operation_2()])
     s.add(o3)
     s.check(0, 1, last=0)
     assert s.plan(0) == ([o3], [Always()])
@@ -281,9 +281,9 @@ def test_processor_reuses_basic_operations():
     s.check(0, 3, last=1)
 
 
-def test_processor_supports_overlapping_optimizations():
+def test_processor_supports_overlapping_optimizations(planner_impl):
     o1, o2, o3 = operation_1(), operation_2(), operation_3()
-    s = MockStream([o1, o2], [o1, o2, o1, o1])
+    s = MockStream(planner_impl, [o1, o2], [o1, o2, o1, o1])
     for queued, op in enumerate((o1, o2, o1), start=1):
         s.add(op)
         s.check(queued, 0)
@@ -317,9 +317,9 @@ def test_processor_supports_overlapping_optimizations():
     s.check(0, 7, last=4)
 
 
-def test_processor_reuses_sync_plan_on_next_pass():
+def test_processor_reuses_sync_plan_on_next_pass(planner_impl):
     o1, o2, o3 = operation_1(), operation_2(), operation_3()
-    s = MockStream([o1, o2], [o1, o2, o3, o1])
+    s = MockStream(planner_impl, [o1, o2], [o1, o2, o3, o1])
     for op in (o1, o2, o3):
         s.add(op)
     s.check(3, 0)
@@ -339,9 +339,9 @@ def test_processor_reuses_sync_plan_on_next_pass():
     assert s.processor.num_cache_hits == 1
 
 
-def test_processor_exploration_cap_runs_unfused_without_caching():
+def test_processor_exploration_cap_runs_unfused_without_caching(planner_impl):
     o1, o2 = operation_1(), operation_2()
-    s = MockStream([o1, o2])
+    s = MockStream(planner_impl, [o1, o2])
     s.processor.explorer.max_explorations = 0
     s.add(o1)
     s.add(o2)

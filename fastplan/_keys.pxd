@@ -1,0 +1,87 @@
+# cython: language_level=3
+"""C-level declarations of fastplan._keys: relative ops as byte-string keys.
+
+A key is a ``bytes`` object holding ``int64`` slots; two relative ops are equal (``==`` on
+refimpl's ``OperationIr``) exactly when their keys are equal. See ``_keys.pyx`` for the layout.
+"""
+
+from cpython.ref cimport PyObject
+from libc.stdint cimport int64_t
+
+cdef extern from "Python.h":
+    # The slot descriptors of a ``__slots__`` class (what ``TensorIr.id`` is): fastplan reads
+    # the frozen dataclasses' fields at their offsets, after checking the exact type.
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    # itemlist NULL deletes the slice (Cython's cpython.list declares it as an object)
+    int list_set_slice "PyList_SetSlice"(object lst, Py_ssize_t low, Py_ssize_t high,
+                                         PyObject* itemlist) except -1
+
+cdef enum:
+    KEY_SMALL = 48  # slots held inline by a KeyBuf before it allocates
+    F_OTHER = 0  # SCHEMA field codes (refimpl.ir.FieldKind)
+    F_TENSOR = 1
+    F_TENSORS = 2
+    F_SCALAR = 3
+    F_RANGES = 4
+    F_INT = 5
+
+
+cdef enum:
+    MAX_FIELDS = 8  # fields of the largest operand struct
+
+
+ctypedef struct StructInfo:
+    Py_ssize_t n_fields  # len(SCHEMA)
+    Py_ssize_t out_field  # index of the ``out`` field (-1: none)
+    int kinds[MAX_FIELDS]  # F_* of each field, in SCHEMA order
+    Py_ssize_t offsets[MAX_FIELDS]  # slot offset of each field
+
+
+ctypedef struct Slots:
+    Py_ssize_t op  # OperationIr.op
+    Py_ssize_t desc  # OperationIr.desc
+    Py_ssize_t code  # Op.code
+    Py_ssize_t tid  # TensorIr.id
+    Py_ssize_t shape  # TensorIr.shape
+    Py_ssize_t dtype  # TensorIr.dtype
+    Py_ssize_t status  # TensorIr.status
+
+
+ctypedef struct KeyBuf:
+    int64_t* data  # small, or a heap allocation once it outgrew it
+    Py_ssize_t len  # slots written
+    Py_ssize_t cap  # slots available at data
+    int64_t small[KEY_SMALL]
+
+
+cdef void buf_init(KeyBuf* b) noexcept nogil
+cdef void buf_free(KeyBuf* b) noexcept nogil
+cdef int buf_push(KeyBuf* b, int64_t value) except -1
+cdef bytes buf_bytes(KeyBuf* b)
+
+cdef int64_t value_slot(object value) except? -1
+cdef int64_t dtype_slot(object dtype) except -1
+cdef int64_t status_slot(object status) except -1
+cdef int64_t int_slot(object value) except? -1
+cdef object interned(int64_t slot)
+cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except -1
+cdef tuple schema_of(int64_t struct_code)
+cdef bint is_drop(int64_t code) noexcept
+cdef bytes relative_key(object operation)
+cdef object new_tensor(object tid, tuple shape, object dtype, object status)
+cdef object new_struct(int64_t struct_code, list values)
+cdef object new_operation(object op, object desc)
+cdef const StructInfo* struct_info(int64_t struct_code) noexcept
+cdef const Slots* slots() noexcept
+cdef object tensor_type()
+
+
+cdef inline object slot(object obj, Py_ssize_t offset):
+    """Field at ``offset`` of a ``__slots__`` object whose exact type the caller checked."""
+    cdef PyObject* value = (<PyObject**>((<char*><PyObject*>obj) + offset))[0]
+    if value == NULL:
+        raise AttributeError("a field of a frozen dataclass is not set")
+    return <object>value

@@ -1,0 +1,358 @@
+# cython: language_level=3
+"""Relative ops as byte-string keys: how fastplan's plan cache compares ops without building
+or comparing ``OperationIr`` objects.
+
+burn counterpart: the ``Hash``/``Eq`` of burn's relative ``OperationIr`` that
+``ExecutionPlanIndex`` and ``OperationsValidator`` use (``stream/store/index.rs``,
+``stream/execution/validator.rs``). refimpl compares relative ops with ``==`` on its frozen
+dataclasses; a key is built so that ``key(a) == key(b)`` exactly when ``a == b``.
+
+Layout (``int64`` slots, native byte order): ``[op code, struct code]``, then each field of the
+operand struct in ``SCHEMA`` order:
+
+* ``TENSOR``: ``[id, rank, dim_0 .. dim_rank-1, dtype, status]`` (id and dims are value slots);
+* ``TENSORS``: ``[count]`` then each tensor as above;
+* any other field (scalar placeholder, int, ints, ranges, bool, text): one value slot.
+
+A value slot is the value itself for an ``int`` in ``[-2**62, 2**62)`` (a ``bool`` or an
+integral ``float`` in that range counts as the equal ``int``, as ``==`` says), and otherwise
+``2**62 + n`` where ``n`` numbers the distinct values met so far (a dict: ``==`` and ``hash``
+decide, as they do for refimpl). A dtype or status slot is the member's position, or
+``2**62 + n`` for anything else.
+
+The boundary is H's (``fastplan.relative.encode``): an op is an ``OperationIr`` of an entry of
+``refimpl.ops.OPS``, its operand struct one of ``OP_IR_STRUCTS``, its tensors ``TensorIr``s
+whose shape is a tuple, its ``TENSORS`` field a tuple; anything else is a ``TypeError``.
+A value that is not hashable is a ``TypeError`` too.
+"""
+
+import dataclasses
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.object cimport PyObject_GenericSetAttr
+from cpython.ref cimport PyObject
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+from refimpl.dtypes import DType
+from refimpl.ir import OP_IR_STRUCTS, FieldKind, OperationIr, TensorIr, TensorStatus
+from refimpl.ops import OPS, OpKind
+
+cdef int64_t _INTERN_BASE = (<int64_t>1) << 62
+cdef int64_t _LOW = -((<int64_t>1) << 62)
+cdef double _FLOAT_LIMIT = 4611686018427387904.0  # 2**62
+
+cdef dict _INTERN = {}  # value -> n
+cdef list _INTERNED = []  # n -> value
+
+cdef tuple _DTYPES = tuple(DType)
+cdef tuple _STATUSES = tuple(TensorStatus)
+
+cdef object _TensorIr = TensorIr
+cdef object _OperationIr = OperationIr
+cdef tuple _OPS = tuple(OPS)
+cdef Py_ssize_t _NUM_OPS = len(OPS)
+cdef dict _STRUCT_CODE = {s: i for i, s in enumerate(OP_IR_STRUCTS)}
+
+_FIELD_CODE = {FieldKind.TENSOR: F_TENSOR, FieldKind.TENSORS: F_TENSORS,
+               FieldKind.SCALAR: F_SCALAR, FieldKind.RANGES: F_RANGES, FieldKind.INT: F_INT}
+# Per operand struct (by index in OP_IR_STRUCTS): its SCHEMA as (field name, field code).
+cdef tuple _SCHEMAS = tuple(
+    tuple((name, _FIELD_CODE.get(kind, F_OTHER)) for name, kind in s.SCHEMA)
+    for s in OP_IR_STRUCTS)
+cdef bytes _IS_DROP = bytes(op.kind is OpKind.DROP for op in OPS)
+cdef tuple _OP_STRUCT = tuple(op.struct for op in OPS)
+cdef tuple _STRUCTS = tuple(OP_IR_STRUCTS)
+
+# --- slot offsets ---------------------------------------------------------------------------
+
+
+cdef Py_ssize_t _offset(type cls, str name) except -1:
+    descr = cls.__dict__[name]
+    if type(descr).__name__ != "member_descriptor":
+        raise TypeError(f"{cls.__name__}.{name} is not a __slots__ field")
+    return (<PyMemberDescrObject*><PyObject*>descr).d_member.offset
+
+
+cdef Slots _SLOTS
+_SLOTS.op = _offset(OperationIr, "op")
+_SLOTS.desc = _offset(OperationIr, "desc")
+_SLOTS.code = _offset(type(OPS[0]), "code")
+_SLOTS.tid = _offset(TensorIr, "id")
+_SLOTS.shape = _offset(TensorIr, "shape")
+_SLOTS.dtype = _offset(TensorIr, "dtype")
+_SLOTS.status = _offset(TensorIr, "status")
+cdef object _Op = type(OPS[0])
+assert all(type(op) is _Op for op in OPS)
+
+cdef StructInfo _STRUCT_INFO[32]
+assert len(OP_IR_STRUCTS) <= 32
+for _i, _s in enumerate(OP_IR_STRUCTS):
+    assert len(_s.SCHEMA) <= MAX_FIELDS
+    _STRUCT_INFO[_i].n_fields = len(_s.SCHEMA)
+    _STRUCT_INFO[_i].out_field = -1
+    for _j, (_name, _kind) in enumerate(_s.SCHEMA):
+        _STRUCT_INFO[_i].kinds[_j] = _FIELD_CODE.get(_kind, F_OTHER)
+        _STRUCT_INFO[_i].offsets[_j] = _offset(_s, _name)
+        if _name == "out":
+            _STRUCT_INFO[_i].out_field = _j
+
+
+cdef const StructInfo* struct_info(int64_t struct_code) noexcept:
+    return &_STRUCT_INFO[struct_code]
+
+
+cdef const Slots* slots() noexcept:
+    return &_SLOTS
+
+
+cdef object tensor_type():
+    return _TensorIr
+
+
+# Slot names of the frozen dataclasses built without their __init__ (no __post_init__ runs).
+cdef str _ID = "id"
+cdef str _SHAPE = "shape"
+cdef str _DTYPE = "dtype"
+cdef str _STATUS = "status"
+cdef str _OP = "op"
+cdef str _DESC = "desc"
+assert not hasattr(TensorIr, "__post_init__") and not hasattr(OperationIr, "__post_init__")
+
+
+# --- the buffer ---------------------------------------------------------------------------------
+
+
+cdef void buf_init(KeyBuf* b) noexcept nogil:
+    b.data = b.small
+    b.len = 0
+    b.cap = KEY_SMALL
+
+
+cdef void buf_free(KeyBuf* b) noexcept nogil:
+    if b.data != b.small:
+        free(b.data)
+    b.data = b.small
+    b.len = 0
+    b.cap = KEY_SMALL
+
+
+cdef int buf_push(KeyBuf* b, int64_t value) except -1:
+    cdef int64_t* grown
+    if b.len == b.cap:
+        grown = <int64_t*>malloc(2 * b.cap * sizeof(int64_t))
+        if grown == NULL:
+            raise MemoryError()
+        memcpy(grown, b.data, b.len * sizeof(int64_t))
+        if b.data != b.small:
+            free(b.data)
+        b.data = grown
+        b.cap *= 2
+    b.data[b.len] = value
+    b.len += 1
+    return 0
+
+
+cdef bytes buf_bytes(KeyBuf* b):
+    return PyBytes_FromStringAndSize(<char*>b.data, b.len * sizeof(int64_t))
+
+
+# --- slots --------------------------------------------------------------------------------------
+
+
+class BoundaryError(TypeError):
+    """An op fastplan does not take: not the typed form ``refimpl.stream``'s loader builds.
+
+    ``fastplan.planner.plan`` then hands the whole stream to refimpl's planner, so that the
+    outcome (a plan, or refimpl's error) is refimpl's; the other entry points raise it."""
+
+
+cdef int64_t _intern(object value) except? -1:
+    cdef PyObject* found
+    cdef Py_ssize_t n
+    try:
+        found = PyDict_GetItem(_INTERN, value)
+    except TypeError:
+        raise BoundaryError(f"fastplan compares op fields by hash: {type(value).__name__} "
+                            "is not hashable") from None
+    if found != NULL:
+        return _INTERN_BASE + <int64_t><object>found
+    n = len(_INTERNED)
+    PyDict_SetItem(_INTERN, value, n)
+    _INTERNED.append(value)
+    return _INTERN_BASE + n
+
+
+cdef int64_t value_slot(object value) except? -1:
+    """The slot of a value compared with ``==`` (see the module docstring)."""
+    cdef int overflow = 0
+    cdef long long v
+    cdef double f
+    cdef type t = type(value)
+    if t is int or t is bool:
+        v = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if overflow == 0 and _LOW <= v < _INTERN_BASE:
+            return v
+        return _intern(value)
+    if t is float:
+        f = value  # an integral float in range is the int it equals (NaN fails f == f)
+        if f == f and -_FLOAT_LIMIT <= f < _FLOAT_LIMIT and f == <double><long long>f:
+            return <long long>f
+    return _intern(value)
+
+
+cdef object interned(int64_t slot):
+    """The value a slot stands for (inverse of ``value_slot``, up to ``==``)."""
+    if slot < _INTERN_BASE:
+        return slot
+    return _INTERNED[slot - _INTERN_BASE]
+
+
+cdef int64_t dtype_slot(object dtype) except -1:
+    """The position of a ``DType`` member (``BoundaryError`` for anything else)."""
+    cdef Py_ssize_t i
+    for i in range(len(_DTYPES)):
+        if _DTYPES[i] is dtype:
+            return i
+    raise BoundaryError(f"a tensor dtype must be a refimpl.dtypes.DType, not {dtype!r}")
+
+
+cdef int64_t status_slot(object status) except -1:
+    """The position of a ``TensorStatus`` member (``BoundaryError`` for anything else)."""
+    cdef Py_ssize_t i
+    for i in range(len(_STATUSES)):
+        if _STATUSES[i] is status:
+            return i
+    raise BoundaryError(f"a tensor status must be a refimpl.ir.TensorStatus, not {status!r}")
+
+
+cdef int64_t int_slot(object value) except? -1:
+    """An INT field (axis, dim): an ``int`` within 64 bits (``BoundaryError`` otherwise)."""
+    cdef int overflow = 0
+    cdef long long v
+    if not isinstance(value, int):
+        raise BoundaryError(f"an axis or dim must be an int, not {type(value).__name__}")
+    v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    if overflow != 0:
+        raise BoundaryError(f"an axis or dim must fit in 64 bits, not {value}")
+    return value_slot(value)
+
+
+# --- ops ----------------------------------------------------------------------------------------
+
+
+cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except -1:
+    """Check the op at the boundary; its op code and operand-struct code."""
+    cdef PyObject* found
+    cdef Py_ssize_t c
+    if type(operation) is not _OperationIr:
+        raise BoundaryError(f"fastplan plans OperationIr ops, not {type(operation).__name__}")
+    op = slot(operation, _SLOTS.op)
+    if type(op) is not _Op:
+        raise BoundaryError(f"{op!r} is not an entry of refimpl.ops.OPS")
+    value = slot(op, _SLOTS.code)
+    if type(value) is not int or not (0 <= value < _NUM_OPS) or _OPS[value] is not op:
+        raise BoundaryError(f"{op!r} is not an entry of refimpl.ops.OPS")
+    c = value
+    desc = slot(operation, _SLOTS.desc)
+    found = PyDict_GetItem(_STRUCT_CODE, type(desc))
+    if found == NULL or _STRUCTS[<object>found] is not _OP_STRUCT[c]:
+        raise BoundaryError(f"{op.name} takes a {op.struct.__name__}, not {type(desc).__name__}")
+    code[0] = c
+    struct_code[0] = <object>found
+    return 0
+
+
+cdef tuple schema_of(int64_t struct_code):
+    """``(field name, field code)`` of an operand struct, in SCHEMA order."""
+    return <tuple>_SCHEMAS[struct_code]
+
+
+cdef bint is_drop(int64_t code) noexcept:
+    return _IS_DROP[code]
+
+
+cdef int _push_tensor(KeyBuf* b, object tensor) except -1:
+    cdef Py_ssize_t i
+    if type(tensor) is not _TensorIr:
+        raise BoundaryError(f"fastplan takes TensorIr operands, not {type(tensor).__name__}")
+    shape = tensor.shape
+    if type(shape) is not tuple:
+        raise BoundaryError(f"a tensor shape must be a tuple, not {type(shape).__name__}")
+    buf_push(b, value_slot(tensor.id))
+    buf_push(b, len(<tuple>shape))
+    for i in range(len(<tuple>shape)):
+        buf_push(b, value_slot((<tuple>shape)[i]))
+    buf_push(b, dtype_slot(tensor.dtype))
+    buf_push(b, status_slot(tensor.status))
+    return 0
+
+
+cdef bytes relative_key(object operation):
+    """The key of an op already in relative form (see the module docstring)."""
+    cdef KeyBuf b
+    cdef int64_t code, struct_code
+    cdef int field
+    op_codes(operation, &code, &struct_code)
+    desc = operation.desc
+    buf_init(&b)
+    try:
+        buf_push(&b, code)
+        buf_push(&b, struct_code)
+        for name, field in <tuple>_SCHEMAS[struct_code]:
+            value = getattr(desc, name)
+            if field == F_TENSOR:
+                _push_tensor(&b, value)
+            elif field == F_TENSORS:
+                if type(value) is not tuple:
+                    raise BoundaryError(f"{name} must be a tuple of TensorIr")
+                buf_push(&b, len(<tuple>value))
+                for tensor in <tuple>value:
+                    _push_tensor(&b, tensor)
+            elif field == F_INT:
+                buf_push(&b, int_slot(value))
+            else:
+                buf_push(&b, value_slot(value))
+        return buf_bytes(&b)
+    finally:
+        buf_free(&b)
+
+
+# --- building frozen dataclasses fast -----------------------------------------------------------
+
+
+cdef object new_tensor(object tid, tuple shape, object dtype, object status):
+    """``TensorIr(tid, shape, dtype, status)`` without running the dataclass ``__init__``."""
+    cdef object tensor = _TensorIr.__new__(_TensorIr)
+    PyObject_GenericSetAttr(tensor, _ID, tid)
+    PyObject_GenericSetAttr(tensor, _SHAPE, shape)
+    PyObject_GenericSetAttr(tensor, _DTYPE, dtype)
+    PyObject_GenericSetAttr(tensor, _STATUS, status)
+    return tensor
+
+
+cdef tuple _FIELD_NAMES = tuple(tuple(name for name, _ in s.SCHEMA) for s in OP_IR_STRUCTS)
+assert all(tuple(f.name for f in dataclasses.fields(s)) == names and
+           not hasattr(s, "__post_init__") for s, names in zip(OP_IR_STRUCTS, _FIELD_NAMES))
+
+
+cdef object new_struct(int64_t struct_code, list values):
+    """The operand struct ``OP_IR_STRUCTS[struct_code](*values)`` without its ``__init__``."""
+    cdef type cls = _STRUCTS[struct_code]
+    cdef tuple names = _FIELD_NAMES[struct_code]
+    cdef object desc = cls.__new__(cls)
+    cdef Py_ssize_t i
+    for i in range(len(names)):
+        PyObject_GenericSetAttr(desc, names[i], values[i])
+    return desc
+
+
+cdef object new_operation(object op, object desc):
+    """``OperationIr(op, desc)`` without running the dataclass ``__init__``."""
+    cdef object operation = _OperationIr.__new__(_OperationIr)
+    PyObject_GenericSetAttr(operation, _OP, op)
+    PyObject_GenericSetAttr(operation, _DESC, desc)
+    return operation

@@ -1,0 +1,351 @@
+"""The planner benchmark: refimpl's planner vs fastplan's, on streams of realistic shape.
+
+burn counterpart: none (burn has criterion benches for its kernels, not for the planner).
+``bench/planner.py`` and ``fuselab bench planner`` run ``main``.
+
+Workloads (recorded with ``refimpl.frontend``, so statuses and drops are what a lazy runtime
+produces), each cut to the requested number of ops at a sync:
+
+* ``elementwise`` — three independent expressions at a time, each a chain of element-wise
+  steps (GELU polynomials, softplus-like exp/log, clamp/abs, sqrt/recip, comparison masks) on
+  one of four shapes, all three read back (one sync) after two to five steps;
+* ``transformer`` — transformer blocks on a (16, 64) activation: layer norm and softmax
+  (``ReduceBroadcasted``), matmuls with element-wise epilogues, a GELU MLP, reshapes and
+  swap_dims between heads, residuals; a sync every four blocks (a repeating iteration);
+* ``mixed`` — two to four independent expressions on random shapes, each stepped three to
+  eight times by a random choice of element-wise steps, per-axis reductions broadcast back,
+  max-reductions, swap_dims round trips, small matmuls and full reductions dropped unread;
+  all read back at one sync (fewer repeats: more searches).
+
+Measures (median of ``repeats`` runs of planning-thread CPU time, µs per op; an op is a stream
+item, syncs included), the same for refimpl and fastplan:
+
+* ``plan`` — ``plan(stream, device)`` from a fresh planner: every search it needs, the cache
+  hits inside the stream (repeated blocks), and launch planning (``aliases`` per step,
+  ``width`` per block), which ``plan`` includes;
+* ``search`` — a fresh ``StreamPlanner.run(stream)``: the same without launch planning;
+* ``cache`` — that planner, warm, planning the next iteration (every tensor id moved, as a
+  runtime's next step allocates new ids): the plan-cache hit path;
+* ``cache+launch`` — the same plus launch planning of its steps.
+
+fastplan runs refimpl's launch planner (``refimpl.interpreter.launch_plan_stream``) on its
+executed steps: launch planning has no compiled twin yet, so it costs the same in both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from refimpl.devices import profile_named
+from refimpl.frontend import Session
+from refimpl.ir import OperationIr, Sync, TensorIr
+from refimpl.stream import Stream
+
+__all__ = ["WORKLOADS", "SIZES", "PATHS", "Row", "build", "shifted", "measure", "run", "table",
+           "main"]
+
+SIZES = (1_000, 10_000, 100_000)
+
+
+# --- workloads --------------------------------------------------------------------------------
+
+
+def _gelu(x):
+    return x * 0.5 * (((x * x * x) * 0.044715 + x) * 0.7978845608).tanh() + x * 0.5
+
+
+def _elementwise_step(x, k: int):
+    kinds = (
+        lambda t: _gelu(t),
+        lambda t: (t.exp() + 1.0).log() * t,
+        lambda t: t.clamp(-1.0, 1.0) * 2.0 - t.abs(),
+        lambda t: (t * t + 0.5).sqrt().recip() * t,
+        lambda t: t.mask_where(t > 0.0, t * 0.1),
+    )
+    return kinds[k % len(kinds)](x)
+
+
+def _elementwise(session: Session, budget: int, rng: random.Random) -> None:
+    shapes = [(64, 128), (32, 32), (128, 64, 4), (256,)]
+    while len(session.stream.items) < budget:
+        exprs = [session.random(shapes[(i + rng.randrange(4)) % 4], seed=i) for i in range(3)]
+        for step in range(rng.randrange(2, 6)):
+            exprs = [_elementwise_step(x, step + i) for i, x in enumerate(exprs)]
+        session.sync(*exprs)
+
+
+def _layer_norm(x, gain):
+    centered = x - x.mean_dim(1)
+    return centered / ((centered * centered).mean_dim(1) + 1e-5).sqrt() * gain
+
+
+def _softmax(x):
+    e = (x - x.max_dim(1)).exp()
+    return e / e.sum_dim(1)
+
+
+def _transformer_block(x, w_qkv, w_out, w_up, w_down, gain, heads: int):
+    rows, width = x.shape
+    h = _layer_norm(x, gain)
+    qkv = h @ w_qkv
+    scores = _softmax(qkv * (1.0 / (width ** 0.5)))
+    mixed = scores.reshape([rows, heads, width // heads]).swap_dims(0, 1)
+    mixed = mixed.swap_dims(0, 1).reshape([rows, width])
+    x = x + mixed @ w_out
+    up = _gelu(_layer_norm(x, gain) @ w_up)
+    return x + up @ w_down
+
+
+def _transformer(session: Session, budget: int, rng: random.Random) -> None:
+    rows, width = 16, 64
+    x = session.random((rows, width), seed=1)
+    weights = [session.random(shape, seed=2 + i) for i, shape in enumerate(
+        [(width, width), (width, width), (width, 4 * width), (4 * width, width)])]
+    gain = session.random((1, width), seed=9)
+    blocks = 0
+    while len(session.stream.items) < budget:
+        x = _transformer_block(x, *weights, gain, heads=4)
+        blocks += 1
+        if blocks % 4 == 0:
+            session.sync(x)
+    session.sync(x)
+
+
+def _mixed(session: Session, budget: int, rng: random.Random) -> None:
+    while len(session.stream.items) < budget:
+        n = rng.randrange(2, 5)
+        xs = [session.random((rng.choice([8, 16, 32]), rng.choice([16, 24, 48])), seed=i)
+              for i in range(n)]
+        for _ in range(rng.randrange(3, 9)):
+            i = rng.randrange(n)
+            choice = rng.randrange(8)
+            x = xs[i]
+            if choice <= 2:
+                x = _elementwise_step(x, rng.randrange(5))
+            elif choice == 3:
+                x = x - x.sum_dim(rng.randrange(2))
+            elif choice == 4:
+                x = x * x.max_dim(1).exp()
+            elif choice == 5:
+                x = x.swap_dims(0, 1).exp().swap_dims(0, 1)
+            elif choice == 6:
+                x = (x @ x.swap_dims(0, 1)).tanh().sum_dim(1) + x
+            else:
+                total = x.sum()
+                x = x * 2.0 + 1.0
+                del total
+            xs[i] = x
+        session.sync(*xs)
+
+
+WORKLOADS: dict[str, Callable[[Session, int, random.Random], None]] = {
+    "elementwise": _elementwise,
+    "transformer": _transformer,
+    "mixed": _mixed,
+}
+
+
+def build(workload: str, num_ops: int, seed: int = 0) -> Stream:
+    """A stream of about ``num_ops`` items (it ends at the first sync past the budget)."""
+    session = Session(executor=None)
+    WORKLOADS[workload](session, num_ops, random.Random(seed))
+    return session.close()
+
+
+def shifted(stream: Stream, offset: int) -> Stream:
+    """The next iteration of ``stream``: the same ops with every tensor id moved by
+    ``offset`` (new ``TensorIr``/``OperationIr`` objects, equal relative form)."""
+
+    def field(value):
+        if isinstance(value, TensorIr):
+            return dataclasses.replace(value, id=value.id + offset)
+        if isinstance(value, tuple) and value and isinstance(value[0], TensorIr):
+            return tuple(dataclasses.replace(t, id=t.id + offset) for t in value)
+        return value
+
+    items = []
+    for item in stream.items:
+        if isinstance(item, Sync):
+            items.append(Sync(tuple(t + offset for t in item.tensors)))
+            continue
+        desc = item.desc
+        values = {f.name: field(getattr(desc, f.name)) for f in dataclasses.fields(desc)}
+        items.append(OperationIr(item.op, type(desc)(**values)))
+    return Stream({tid + offset: spec for tid, spec in stream.inputs.items()}, tuple(items))
+
+
+# --- measuring --------------------------------------------------------------------------------
+
+# The measured paths, in table order.
+PATHS = {
+    "plan": "plan() — fresh planner, launch planning included",
+    "search": "search only — fresh StreamPlanner.run",
+    "cache": "cache hit — warm StreamPlanner.run, next iteration",
+    "cache+launch": "cache hit + launch planning",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One measurement: µs of planning thread CPU time per op, median of the runs."""
+
+    workload: str
+    ops: int
+    path: str  # a key of PATHS
+    refimpl_us: float | None  # None: refimpl was not run at this size (--ref-budget)
+    fastplan_us: float
+    explorations: int  # searches fastplan ran on this path (cache paths: 0 means all hits)
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.refimpl_us is None else self.refimpl_us / self.fastplan_us
+
+
+def _planners():
+    """Per planner: ``(plan, StreamPlanner, FusionRegistry, launch)``, where ``launch(stream,
+    planner, start, profile)`` launch-plans the steps from ``start`` as ``plan`` does;
+    fastplan's are refimpl's when fastplan is not compiled (``fastplan.COMPILED``)."""
+    import fastplan
+    import refimpl.planner as ref
+    import refimpl.planner.registry as ref_registry
+    from refimpl.interpreter import launch_plan_stream
+    from refimpl.planner.processor import StreamPlanner as RefPlanner
+
+    def ref_launch(stream, planner, start, profile):
+        return launch_plan_stream(stream, planner.queue.executed[start:], profile)
+
+    fast_launch = ref_launch
+    if fastplan.COMPILED:
+        from fastplan.planner import _launch_planned as fast_launch
+    return {"refimpl": (ref.plan, RefPlanner, ref_registry.FusionRegistry, ref_launch),
+            "fastplan": (fastplan.plan, fastplan.planner_module("processor").StreamPlanner,
+                         fastplan.planner_module("registry").FusionRegistry, fast_launch)}
+
+
+def _timed(call: Callable[[], object]) -> float:
+    """CPU seconds of this thread spent in ``call`` (the planner is single-threaded; CPU time
+    is not inflated by other processes on a shared machine)."""
+    gc.collect()
+    start = time.thread_time()
+    call()
+    return time.thread_time() - start
+
+
+def _measure_one(name: str, stream: Stream, nxt: Stream, device: str,
+                 repeats: int) -> dict[str, tuple[float, int]]:
+    """path -> (median CPU seconds, explorations) for one planner."""
+    plan, planner_cls, registry_cls, launch = _planners()[name]
+    profile = profile_named(device)
+    times: dict[str, list[float]] = {path: [] for path in PATHS}
+    explorations = {path: 0 for path in PATHS}
+    for _ in range(repeats):
+        times["plan"].append(_timed(lambda: plan(stream, device)))
+        planner = planner_cls(registry_cls().fusers(profile))
+        times["search"].append(_timed(lambda: planner.run(stream)))
+        explorations["search"] = planner.num_explorations
+        before, start = planner.num_explorations, len(planner.queue.steps)
+        times["cache"].append(_timed(lambda: planner.run(nxt)))
+        explorations["cache"] = explorations["cache+launch"] = \
+            planner.num_explorations - before
+        launched = _timed(lambda: launch(nxt, planner, start, profile))
+        times["cache+launch"].append(times["cache"][-1] + launched)
+    return {path: (statistics.median(values), explorations[path])
+            for path, values in times.items()}
+
+
+def measure(stream: Stream, device: str, repeats: int, with_refimpl: bool = True
+            ) -> dict[str, dict[str, tuple[float, int]]]:
+    """Per planner, per path: (median CPU seconds, explorations)."""
+    nxt = shifted(stream, 10 * (max(stream.inputs, default=0) + len(stream.items) + 1))
+    names = ("refimpl", "fastplan") if with_refimpl else ("fastplan",)
+    return {name: _measure_one(name, stream, nxt, device, repeats) for name in names}
+
+
+def _check_equal(stream: Stream, device: str) -> None:
+    planners = _planners()
+    expected = planners["refimpl"][0](stream, device)
+    if planners["fastplan"][0](stream, device) != expected:
+        raise AssertionError("fastplan and refimpl disagree on a benchmark stream")
+
+
+def run(workloads: Sequence[str], sizes: Sequence[int], device: str, repeats: int,
+        ref_budget: float = float("inf"),
+        progress: Callable[[str], None] = lambda line: None) -> list[Row]:
+    """Measure every workload at every size. refimpl is skipped at a size where its last
+    measured per-op time predicts more than ``ref_budget`` seconds for one run of every path;
+    the plans of both are checked equal first (when refimpl runs)."""
+    rows = []
+    for workload in workloads:
+        ref_per_op = 0.0
+        for size in sizes:
+            stream = build(workload, size)
+            n = len(stream.items)
+            with_refimpl = ref_per_op * n <= ref_budget
+            if with_refimpl:
+                _check_equal(stream, device)
+            reps = repeats if size < 100_000 else max(1, min(repeats, 3))
+            found = measure(stream, device, reps, with_refimpl)
+            if with_refimpl:
+                ref_per_op = sum(found["refimpl"][p][0] for p in PATHS) / n
+            for path in PATHS:
+                fast = found["fastplan"][path]
+                ref = found["refimpl"][path][0] / n * 1e6 if with_refimpl else None
+                rows.append(Row(workload, n, path, ref, fast[0] / n * 1e6, fast[1]))
+            progress("  ".join(f"{workload} {n} {r.path}: {r.refimpl_us or 0:.1f}/"
+                               f"{r.fastplan_us:.2f}" for r in rows[-len(PATHS):]))
+    return rows
+
+
+def table(rows: Sequence[Row]) -> str:
+    """The results as a Markdown table."""
+    lines = ["| workload | ops | path | refimpl µs/op | fastplan µs/op | ratio | searches |",
+             "|---|---:|---|---:|---:|---:|---:|"]
+    for row in rows:
+        ref = "—" if row.refimpl_us is None else f"{row.refimpl_us:.1f}"
+        ratio = "—" if row.ratio is None else f"{row.ratio:.0f}×"
+        searches = "" if row.path == "plan" else str(row.explorations)
+        lines.append(f"| {row.workload} | {row.ops} | {PATHS[row.path]} | {ref} | "
+                     f"{row.fastplan_us:.2f} | {ratio} | {searches} |")
+    return "\n".join(lines)
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workload", action="append", choices=list(WORKLOADS),
+                        help="workload to run (repeatable; default: all)")
+    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES),
+                        help="comma-separated stream lengths (default 1000,10000,100000)")
+    parser.add_argument("--device", default="metal", help="device profile (default metal)")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="runs per measurement, median reported (100k ops: at most 3)")
+    parser.add_argument("--ref-budget", type=float, default=float("inf"),
+                        help="skip refimpl at a size predicted to take longer (seconds, for "
+                             "one run of every path); default: never skip")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the benchmark and print the table (or JSON)."""
+    import fastplan
+
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    workloads = args.workload or list(WORKLOADS)
+    rows = run(workloads, sizes, args.device, args.repeats, args.ref_budget,
+               progress=lambda line: print(line, file=sys.stderr, flush=True))
+    if args.json:
+        print(json.dumps([dataclasses.asdict(r) | {"ratio": r.ratio} for r in rows], indent=1))
+        return 0
+    build = "compiled" if fastplan.COMPILED else "NOT compiled (refimpl's planner)"
+    print(f"python {platform.python_version()}, {platform.machine()}, device {args.device}, "
+          f"fastplan {build}; µs of planning-thread CPU time per op (stream item), median of "
+          f"{args.repeats} runs (100k ops: at most 3)")
+    print(table(rows))
+    return 0

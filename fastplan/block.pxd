@@ -1,0 +1,32 @@
+# cython: language_level=3
+"""C-level declarations of fastplan.block (used by merging and search)."""
+
+from fastplan.graph cimport _Flow
+
+
+cdef class Block:
+    cdef public list fusers  # one clone of every fuser, fed the block's ops in order
+    cdef public list operations  # the block's relative ops, in registration order
+    cdef public list ordering  # their segment positions
+    cdef public set ids  # every tensor id an op of the block touches (membership only)
+    cdef public dict produced_ids  # ids an op outputs (an insertion-ordered set)
+    cdef public dict read_ids  # ids read that nothing in the block produced
+    cdef public dict freed_ids  # ids read ReadWrite
+    cdef public object constituents  # bit set (int) of the original blocks it subsumes
+    cdef public object start_pos  # smallest position (sys.maxsize while empty)
+    cdef public object end_pos  # largest position + 1 (0 while empty)
+    cdef list flows  # graph._Flow of each op, parallel to operations
+
+    cpdef Block clone(self)
+    cdef int register_op(self, object operation, object pos, _Flow flow) except -1
+    cdef int accepts(self, object operation, object pos, _Flow flow, bint force) except -1
+    cdef bint touches(self, _Flow flow) except -1
+    cdef bint open_(self) except -1
+    cdef bint ready(self) except -1
+    cdef bint appendable(self, Block other) except -1
+    cdef bint merge_from(self, Block other) except -1
+    cdef _Flow as_flow(self)
+
+
+cdef _Flow op_flow(object operation)
+cdef object best_fuser(list fusers)

@@ -1,0 +1,356 @@
+# cython: language_level=3
+"""The plan cache: stored ``ExecutionPlan``s keyed by their relative op sequence, and the
+``Policy`` that decides, op by op, whether to explore, wait, or execute a cached plan.
+
+burn counterpart: ``crates/burn-fusion/src/stream/store/{base,index}.rs`` (``ExecutionPlan``,
+``ExecutionTrigger``, ``ExecutionPlanStore``, ``ExecutionPlanIndex``) and
+``crates/burn-fusion/src/stream/execution/{policy,validator}.rs`` (``Policy``, ``Action``,
+``OperationsValidator``, ``TriggerValidator``); notes §7.4 and §9.4. Mirrors
+refimpl/planner/cache.py: same names, same order, same results.
+
+Where the structure differs (the result must not): ops are compared through their keys
+(``fastplan._keys``: byte strings equal exactly when the relative ops are ``==``). The store
+keeps, beside each plan, the keys of its ops and of its ``OnOperations`` triggers; the index
+maps a first op's key to the plans starting with it. ``fastplan.queue`` hands the keys of the
+ops it queues to the policy directly (``update_key``), so a cache hit never builds or compares
+an ``OperationIr``. The plain-data classes (modes, triggers, ``ExecutionPlan``, actions) are
+refimpl's.
+
+Policy (per queued op, ``update``; then ``action``):
+
+* a found plan (an available plan whose trigger matched, or ``Always``) that fits the queue ->
+  ``Execute``;
+* lazily: ``Defer`` while a candidate is still matching, an available plan covers the whole
+  queue, or an ``OnOperations`` trigger is still matching; otherwise ``Explore``;
+* at a sync: ``Execute`` an available (then candidate) plan exactly as long as the queue,
+  otherwise ``Explore``. A sync never defers.
+"""
+
+
+from fastplan._keys cimport list_set_slice, relative_key
+
+from refimpl.planner.cache import (
+    Action,
+    Always,
+    Defer,
+    Execute,
+    ExecutionMode,
+    ExecutionPlan,
+    ExecutionTrigger,
+    Explore,
+    OnOperations,
+    OnSync,
+)
+
+__all__ = [
+    "ExecutionMode",
+    "ExecutionTrigger",
+    "OnOperations",
+    "OnSync",
+    "Always",
+    "ExecutionPlan",
+    "ExecutionPlanStore",
+    "Action",
+    "Explore",
+    "Defer",
+    "Execute",
+    "Policy",
+]
+
+_LAZY = ExecutionMode.Lazy
+_SYNC = ExecutionMode.Sync
+_OnOperations = OnOperations
+_Always = Always
+_EXPLORE = Explore()
+_DEFER = Defer()
+_Execute = Execute
+
+
+# --- the store ------------------------------------------------------------------------------
+
+
+cdef object _trigger_key(object trigger):
+    """What identifies a trigger: ``(kind, op keys)``."""
+    if isinstance(trigger, _OnOperations):
+        return (TRIGGER_ON_OPERATIONS, tuple([relative_key(op) for op in trigger.operations]))
+    if isinstance(trigger, _Always):
+        return (TRIGGER_ALWAYS, None)
+    return (TRIGGER_OTHER, None)
+
+
+cdef class ExecutionPlanStore:
+    """Every plan found on a device, addressed by id = insertion order.
+
+    Mirrors refimpl.planner.cache.ExecutionPlanStore.
+    """
+
+    def __init__(self):
+        self.plans = []
+        self._starters = {}
+        self._op_keys = []
+        self._trigger_keys = []
+
+    def __len__(self):
+        return len(self.plans)
+
+    def find(self, first):
+        """Ids of the plans whose first op equals ``first``, oldest first."""
+        return list(self.find_key(relative_key(first)))
+
+    cdef list find_key(self, bytes first):
+        found = self._starters.get(first)
+        return <list>found if found is not None else []
+
+    def add(self, plan):
+        """Store a plan (it must cover at least one op) and return its id."""
+        if not plan.operations:
+            raise ValueError("can't add an execution plan that covers no operation")
+        return self.add_keyed(plan, tuple([relative_key(op) for op in plan.operations]), None)
+
+    cdef Py_ssize_t add_keyed(self, object plan, tuple keys, object trigger_keys) except -1:
+        """``add`` with the op keys (and, optionally, the trigger keys) already known."""
+        cdef Py_ssize_t plan_id = len(self.plans)
+        cdef list starters = self._starters.get(keys[0])
+        if starters is None:
+            self._starters[keys[0]] = [plan_id]
+        else:
+            starters.append(plan_id)
+        self.plans.append(plan)
+        self._op_keys.append(keys)
+        if trigger_keys is None:
+            trigger_keys = [_trigger_key(trigger) for trigger in plan.triggers]
+        self._trigger_keys.append(trigger_keys)
+        return plan_id
+
+    def get(self, plan_id):
+        return self.plans[plan_id]
+
+    cdef tuple keys_of(self, Py_ssize_t plan_id):
+        return <tuple>self._op_keys[plan_id]
+
+    cdef list triggers_of(self, Py_ssize_t plan_id):
+        """The trigger keys of a plan, re-read if its ``triggers`` list changed length."""
+        cdef list keys = self._trigger_keys[plan_id]
+        triggers = self.plans[plan_id].triggers
+        if len(keys) != len(triggers):
+            keys = [_trigger_key(trigger) for trigger in triggers]
+            self._trigger_keys[plan_id] = keys
+        return keys
+
+    def add_trigger(self, plan_id, trigger):
+        """Record another trigger for a plan, unless it already has it."""
+        self.add_trigger_keyed(self._plan_index(plan_id), trigger, None)
+
+    cdef Py_ssize_t _plan_index(self, object plan_id) except -1:
+        """A plan id given from Python, as a list index (negative ones count from the end,
+        as refimpl's list does; out of range: ``IndexError``)."""
+        cdef Py_ssize_t index = plan_id
+        if index < 0:
+            index += len(self.plans)
+        if not 0 <= index < len(self.plans):
+            raise IndexError("list index out of range")
+        return index
+
+    cdef int add_trigger_keyed(self, Py_ssize_t plan_id, object trigger,
+                               object key) except -1:
+        """``add_trigger``; ``key`` is the trigger's key when the caller has it already."""
+        cdef list keys = self.triggers_of(plan_id)
+        triggers = self.plans[plan_id].triggers
+        if key is None:
+            key = _trigger_key(trigger)
+        if (<tuple>key)[0] == TRIGGER_OTHER:
+            if trigger in triggers:
+                return 0
+        elif key in keys:
+            if type(trigger) is _OnOperations or type(trigger) is _Always or \
+                    type(trigger) is OnSync:
+                return 0
+            if trigger in triggers:  # a subclass: let its own == decide
+                return 0
+        triggers.append(trigger)
+        keys.append(key)
+        return 0
+
+
+# --- validators ------------------------------------------------------------------------------
+
+
+cdef class _Validator:
+    """Matches incoming ops one by one against a stored op list (burn
+    ``OperationsValidator``)."""
+
+    def __cinit__(self, Py_ssize_t target):
+        self.target = target
+        self.state = VALIDATING
+        self.size = 0
+
+    cdef void update(self, bytes added, Py_ssize_t position, tuple expected) noexcept:
+        if self.state != VALIDATING:
+            return
+        if position >= len(expected) or <bytes>expected[position] != added:
+            self.state = INVALIDATED
+            return
+        if len(expected) == position + 1:
+            self.state = FOUND
+            self.size = len(expected)
+
+
+cdef class _TriggerCheck:
+    """One trigger of an available plan being checked against the ops that follow it."""
+
+    def __cinit__(self, int kind, object operations, _Validator matching):
+        self.kind = kind
+        self.operations = operations
+        self.matching = matching
+        self.checked = -1  # not started (the op that completed the plan)
+
+
+cdef class _Available:
+    def __cinit__(self, Py_ssize_t plan_id, Py_ssize_t size, list triggers):
+        self.plan_id = plan_id
+        self.size = size
+        self.triggers = triggers
+
+
+cdef class Policy:
+    """Tracks which cached plans still match the queue (burn ``Policy``).
+
+    Mirrors refimpl.planner.cache.Policy.
+    """
+
+    def __init__(self):
+        self.reset_all()
+
+    @property
+    def found(self):
+        """``(plan id, its number of ops)`` once a plan may run, else ``None``."""
+        return (self.found_id, self.found_size) if self.found_id >= 0 else None
+
+    def reset(self):
+        self.reset_all()
+
+    cdef void reset_all(self) noexcept:
+        if self.candidates is None:
+            self.candidates = []
+            self.availables = []
+        else:  # emptied in place: the lists are this policy's own
+            list_set_slice(self.candidates, 0, len(self.candidates), NULL)
+            list_set_slice(self.availables, 0, len(self.availables), NULL)
+        self.found_id = -1
+        self.found_size = 0
+        self.num_operations = 0
+
+    def action(self, store, operations, mode):
+        """The advice for the queue ``operations`` (all of them already ``update``d)."""
+        cdef Py_ssize_t plan_id = -1
+        cdef int code = self.advise(store, len(operations), mode is _LAZY, &plan_id)
+        if code == ACTION_EXECUTE:
+            return _Execute(plan_id)
+        return _EXPLORE if code == ACTION_EXPLORE else _DEFER
+
+    cdef int advise(self, ExecutionPlanStore store, Py_ssize_t n, bint lazy,
+                    Py_ssize_t* plan_id) except -1:
+        """``action`` for a queue of ``n`` ops, as an ``ACTION_*`` code (``plan_id`` set for
+        ``ACTION_EXECUTE``)."""
+        if self.num_operations < n:
+            raise RuntimeError("policy asked about more operations than it has seen")
+        if self.found_id >= 0 and self.found_size <= n:
+            plan_id[0] = self.found_id
+            return ACTION_EXECUTE
+        if lazy:
+            return self._action_lazy(n)
+        return self._action_sync(store, n, plan_id)
+
+    def update(self, store, operation):
+        """Take the next queued op into account."""
+        self.update_key(store, relative_key(operation))
+
+    cdef int update_key(self, ExecutionPlanStore store, bytes key) except -1:
+        """``update`` with the op's key."""
+        cdef _Validator candidate
+        cdef Py_ssize_t position = self.num_operations
+        if position == 0:
+            list_set_slice(self.candidates, 0, len(self.candidates), NULL)
+            for plan_id in store.find_key(key):
+                self.candidates.append(_Validator(plan_id))
+        for candidate in self.candidates:
+            candidate.update(key, position, store.keys_of(candidate.target))
+        if self.candidates:
+            self._check_candidates(store)
+        if self.availables:
+            self._update_availables(key)
+            self._check_availables()
+        self.num_operations += 1
+        return 0
+
+    cdef int _check_candidates(self, ExecutionPlanStore store) except -1:
+        """Fully matched candidates become available plans; failed ones are dropped."""
+
+        cdef list checks
+        cdef _Validator candidate
+        cdef Py_ssize_t index
+        cdef Py_ssize_t kept = 0
+        for candidate in self.candidates:
+            if candidate.state == FOUND:
+                checks = []
+                index = 0
+                for kind, operations in store.triggers_of(candidate.target):
+                    checks.append(_TriggerCheck(kind, operations, _Validator(index)))
+                    index += 1
+                self.availables.append(_Available(candidate.target, candidate.size, checks))
+            elif candidate.state == VALIDATING:
+                self.candidates[kept] = candidate  # compacted in place, order kept
+                kept += 1
+        list_set_slice(self.candidates, kept, len(self.candidates), NULL)
+        return 0
+
+    cdef void _update_availables(self, bytes key) noexcept:
+        cdef _Available available
+        cdef _TriggerCheck check
+        for available in self.availables:
+            for check in available.triggers:
+                if check.kind != TRIGGER_ON_OPERATIONS:
+                    continue
+                if check.checked < 0:
+                    check.checked = 0
+                    continue
+                check.matching.update(key, check.checked, <tuple>check.operations)
+                check.checked += 1
+
+    cdef void _check_availables(self) noexcept:
+        cdef _Available available
+        cdef _TriggerCheck check
+        for available in self.availables:
+            for check in available.triggers:
+                if check.kind == TRIGGER_ALWAYS or (
+                        check.kind == TRIGGER_ON_OPERATIONS and check.matching.state == FOUND):
+                    self.found_id = available.plan_id
+                    self.found_size = available.size
+                    return
+
+    cdef int _action_lazy(self, Py_ssize_t n) noexcept:
+        cdef _Available available
+        cdef _TriggerCheck check
+        if self.candidates:
+            return ACTION_DEFER
+        for available in self.availables:
+            if available.size == n:
+                return ACTION_DEFER
+            for check in available.triggers:
+                if check.kind == TRIGGER_ON_OPERATIONS and check.matching.state == VALIDATING:
+                    return ACTION_DEFER
+        return ACTION_EXPLORE
+
+    cdef int _action_sync(self, ExecutionPlanStore store, Py_ssize_t n,
+                          Py_ssize_t* plan_id) except -1:
+        cdef _Available available
+        cdef _Validator candidate
+        for available in self.availables:
+            if available.size == n:
+                plan_id[0] = available.plan_id
+                return ACTION_EXECUTE
+        for candidate in self.candidates:
+            if len(store.keys_of(candidate.target)) == n:
+                plan_id[0] = candidate.target
+                return ACTION_EXECUTE
+        return ACTION_EXPLORE

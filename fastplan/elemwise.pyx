@@ -1,0 +1,80 @@
+# cython: language_level=3
+"""The ElementWise fuser: one block of element-wise ops, one ``elemwise_fuse`` kernel.
+
+burn counterpart: ``crates/burn-cubecl-fusion/src/optim/elemwise/fuser.rs``
+(``ElementWiseFuser``) and ``optim/elemwise/optimization.rs`` (``ElemwiseOptimization``);
+notes §3, §5. Mirrors refimpl/planner/elemwise.py: same names, same order, same results.
+``FusedOptimization`` and ``ElemwiseOptimization`` are refimpl's own classes (plain data: the
+twins must return equal objects, so they return the same classes).
+"""
+
+from fastplan.relative cimport EncodedOp, encode_cached
+from fastplan.trace_fuser cimport TraceOperationFuser, tof_fuse
+
+from refimpl.planner.elemwise import ElemwiseOptimization, FusedOptimization
+from refimpl.planner.settings import ELEMENTWISE_SETTINGS
+
+__all__ = ["FusedOptimization", "ElemwiseOptimization", "ElementWiseFuser", "NAME"]
+
+NAME = "ElementWise"
+
+
+cdef class ElementWiseFuser:
+    """burn ``ElementWiseFuser``: a ``TraceOperationFuser`` with the element-wise settings.
+
+    Mirrors refimpl.planner.elemwise.ElementWiseFuser.
+    """
+
+    cdef readonly TraceOperationFuser fuser
+
+    name = NAME
+
+    def __init__(self, max_bindings):
+        self.fuser = TraceOperationFuser(max_bindings, ELEMENTWISE_SETTINGS)
+
+    def clone(self):
+        cdef ElementWiseFuser other = ElementWiseFuser.__new__(ElementWiseFuser)
+        other.fuser = self.fuser.copy()
+        return other
+
+    def fuse(self, operation):
+        cdef TraceOperationFuser fuser = self.fuser
+        cdef EncodedOp encoded
+        if fuser.st.s.closed:
+            return
+        encoded = encode_cached(operation)
+        fuser.check(tof_fuse(&fuser.st, &encoded.c))
+
+    def finish(self):
+        return ElemwiseOptimization(self.fuser.finish(), self.len())
+
+    def reset(self):
+        self.fuser.reset()
+
+    def status(self):
+        return self.fuser.status()
+
+    def properties(self):
+        return self.fuser.properties()
+
+    def len(self):
+        return self.fuser.st.s.num_ops
+
+    def shape_id(self):
+        """The block's current reference shape (relative ids)."""
+        return self.fuser.current_shape()
+
+    @property
+    def closed_reason(self):
+        return self.fuser.closed_reason
+
+    @property
+    def closed_log(self):
+        return self.fuser.closed_log
+
+    @property
+    def max_bindings(self):
+        return self.fuser.st.s.max_bindings
+
+    def estimate_bindings(self):
+        return self.fuser.estimate_bindings()

@@ -1,0 +1,535 @@
+# cython: language_level=3
+"""Input and output planning of a launch: handles, in-place candidates, output layouts, the
+reference layout of every block.
+
+Mirrors ``refimpl/planner/launch_planners.py`` (burn ``launch/{input,output,plan}.rs``): same
+names, same order, same results. The working state (``PlanningState``, ``BlockPlan``,
+``ReferenceSelection`` and the handle records) is refimpl's: the launch twins fill the same
+objects, so each pass can be compared with refimpl's. The layout rules it applies per tensor
+(``dim_order``, ``is_contiguous``, ``is_dense``, ``strides_for``, ``contiguous_strides``) are
+fastplan.layout's C cores; frozen values are built with their constructors instead of
+``dataclasses.replace`` (the same objects, without ``replace``'s field walk).
+"""
+
+from dataclasses import replace
+
+from fastplan.layout cimport (
+    contiguous_strides_t, dim_order_t, is_contiguous_t, is_dense_t, strides_for_t,
+)
+
+from refimpl.dtypes import DType
+from refimpl.handles import Handle, Memory
+from refimpl.ir import TensorIr, TensorStatus
+from refimpl.planner.launch_planners import (
+    BlockPlan, HandleInput, HandleOutput, PlanningState, ReferenceSelection,
+)
+from refimpl.planner.layout import relayout_strides, reshape_action
+from refimpl.planner.settings import RefLayoutMode
+from refimpl.planner.trace import (
+    FuseOp, Input, LayoutInfo, NhwcStridesView, Output, ReshapeView, SwapDimsView,
+    UnaryFuseArgs,
+)
+
+__all__ = ["PlanningState", "BlockPlan", "ReferenceSelection", "plan_inputs", "plan_outputs",
+           "may_permute_layout"]
+
+cdef object _READ_WRITE = TensorStatus.ReadWrite
+cdef object _ANY = RefLayoutMode.Any
+cdef object _SAME_AS_BLOCK = RefLayoutMode.SameAsBlock
+cdef object _ONLY_CONTIGUOUS = RefLayoutMode.OnlyContiguous
+cdef object _IS_REF = LayoutInfo.IsRef
+cdef object _SAME_AS_REF = LayoutInfo.SameAsRef
+cdef object _UNKNOWN = LayoutInfo.Unknown
+cdef tuple _INDEXING = ("Gather", "Select", "Cat")
+# DType.storage_bytes by member identity (the property goes through numpy and enum hashing)
+cdef dict _STORAGE_BYTES = {id(d): d.storage_bytes for d in DType}
+
+
+cdef object storage_bytes(object dtype):
+    found = _STORAGE_BYTES.get(id(dtype))
+    return dtype.storage_bytes if found is None else found
+
+
+cdef object _assign(object args):
+    # FuseOp("Assign", args) for UnaryFuseArgs: FuseOp.__post_init__ only checks that pairing,
+    # so the object is built without it (same fields, same object)
+    if type(args) is not UnaryFuseArgs:
+        return FuseOp("Assign", args)
+    op = FuseOp.__new__(FuseOp)
+    object.__setattr__(op, "name", "Assign")
+    object.__setattr__(op, "args", args)
+    return op
+
+
+cdef object _alloc(object memory, tuple shape, object dtype, tuple strides):
+    """``memory.alloc(shape, dtype, strides)``; inlined for a planning-only ``Memory`` (no
+    values): the same buffer number, size entry and handle."""
+    cdef Py_ssize_t i
+    if type(memory) is not Memory or memory.with_values or len(strides) != len(shape):
+        return memory.alloc(shape, dtype, strides)
+    size = 1
+    for i in range(len(shape)):
+        if shape[i] == 0:
+            size = 0
+            break
+    if size:
+        for i in range(len(shape)):
+            size += (shape[i] - 1) * strides[i]
+    buffer = memory.next_buffer
+    memory.next_buffer = buffer + 1
+    memory.sizes[buffer] = size
+    return Handle(buffer, shape, strides, 0, dtype)
+
+
+cdef object _with_layout(object arg, object layout):
+    """burn ``FuseArg::add_layout_info``: only plain inputs and outputs carry one."""
+    cdef type t = type(arg)
+    if t is Input:
+        return Input(arg.pos, arg.ty, layout)
+    if t is Output:
+        return Output(arg.pos, arg.ty, layout)
+    if isinstance(arg, (Input, Output)):  # a subclass: refimpl's replace
+        return replace(arg, layout=layout)
+    return arg
+
+
+cdef void _mark(list ops, bint input_side, object layout, bint first_only) except *:
+    """Set ``layout`` on the input (``input_side``) or output of the ``Assign`` ops."""
+    cdef Py_ssize_t i
+    for i in range(len(ops)):
+        op = ops[i]
+        if op.name != "Assign":
+            continue
+        args = op.args
+        if input_side:
+            args = UnaryFuseArgs(_with_layout(args.input, layout), args.out)
+        else:
+            args = UnaryFuseArgs(args.input, _with_layout(args.out, layout))
+        ops[i] = _assign(args)
+        if first_only:
+            return
+
+
+cdef tuple _unsqueezed(tuple shape, tuple strides, Py_ssize_t rank):
+    cdef Py_ssize_t missing = rank - len(shape)
+    if missing <= 0:
+        return shape, strides
+    numel = 1
+    for d in shape:
+        numel *= d
+    return (1,) * missing + shape, (numel,) * missing + strides
+
+
+# --- InputPlanner ------------------------------------------------------------------------------
+
+
+def plan_inputs(state):
+    """burn ``InputPlanner::run``: fetch every input's handle, find in-place and reference
+
+    Mirrors refimpl.planner.launch_planners.plan_inputs.
+    """
+    cdef Py_ssize_t pos
+    resources = state.trace.resources
+    memory = state.memory
+    handles = memory.handles
+    tensors = state.context.tensors
+    unhandled = resources.inputs_unhandled
+    inputs = state.inputs
+    cdef list fetched = []
+    cdef Py_ssize_t rank = state.rank
+    pos = 0
+    for entry in resources.inputs:
+        relative = entry.tensor
+        glob = tensors[relative.id]
+        handle = memory.take(glob.id, relative.status)
+        buffer = handle.buffer
+        # burn ``can_mut``: no live handle and no input fetched before shares the buffer
+        can_mut = True
+        for other in handles.values():
+            if other.buffer == buffer:
+                can_mut = False
+                break
+        if can_mut:
+            for other in fetched:
+                if other.buffer == buffer:
+                    can_mut = False
+                    break
+        fetched.append(handle)
+        if relative.id not in unhandled:
+            _analyze(state, pos, relative, handle, can_mut)
+        shape, strides = _unsqueezed(glob.shape, handle.strides, rank)
+        inputs.append(HandleInput(relative, TensorIr(glob.id, shape, glob.dtype, glob.status),
+                                  entry.ty, handle, strides))
+        pos += 1
+
+
+cdef void _analyze(object state, Py_ssize_t pos, object relative, object handle,
+                   bint can_mut) except *:
+    cdef bint is_a_view = False
+    blocks, fuse_blocks = state.blocks, state.trace.blocks
+    for view in state.trace.resources.views:
+        for block, fuse_block in zip(blocks, fuse_blocks):
+            if not is_a_view:
+                is_a_view = _analyze_view(pos, relative, fuse_block.shape_ref, block, view)
+    if not is_a_view:
+        _analyze_normal(state, pos, relative, handle, can_mut)
+
+
+cdef bint _analyze_view(Py_ssize_t pos, object relative, tuple shape_ref, object block,
+                        object view) except -1:
+    cdef type t = type(view)
+    if t is ReshapeView:
+        if relative.id == view.original or relative.id == view.reshaped:
+            if block.potential_ref is None and view.shape_relative == shape_ref:
+                block.potential_ref = ("Reshaped", view.reshape_pos)
+            return True
+    elif t is SwapDimsView:
+        if view.swapped == relative.id:
+            return True
+        if view.original == relative.id:
+            shape = list(relative.shape)
+            a, b = view.dims
+            shape[a], shape[b] = shape[b], shape[a]
+            if block.potential_ref is None and tuple(shape) == shape_ref:
+                block.potential_ref = ("SwapDims", pos, view.dims)
+            return True
+    return False
+
+
+cdef void _analyze_normal(object state, Py_ssize_t pos, object relative, object handle,
+                          bint can_mut) except *:
+    cdef Py_ssize_t i, idx = -1, count = 0
+    rid = relative.id
+    blocks = state.blocks
+    for i in range(len(blocks)):
+        if rid in blocks[i].reads:
+            idx = i
+            count += 1
+    if count != 1:
+        return
+    fuse_block = state.trace.blocks[idx]
+    if fuse_block.shape_ref != relative.shape:
+        return
+    block = blocks[idx]
+    if relative.status is _READ_WRITE and fuse_block.settings.inplace and can_mut:
+        block.inplaces.append((pos, relative, handle.strides))
+    block.potential_ref = ("Normal", pos)
+
+
+# --- OutputPlanner -----------------------------------------------------------------------------
+
+
+def may_permute_layout(settings, ops):
+    """burn ``may_permute_layout``: a free reference, an opted-in runner, no indexing op.
+
+    Mirrors refimpl.planner.launch_planners.may_permute_layout.
+    """
+    if settings.ref_layout.mode is not _ANY or not settings.choose_output_layout:
+        return False
+    for op in ops:
+        if op.name in _INDEXING:
+            return False
+    return True
+
+
+cdef object _view_of(object state, object relative_id):
+    for view in state.trace.resources.views:
+        t = type(view)
+        if t is ReshapeView:
+            target = view.reshaped
+        elif t is SwapDimsView:
+            target = view.swapped
+        elif t is NhwcStridesView:
+            target = view.id
+        else:
+            raise KeyError(t)  # refimpl's table lookup fails the same way
+        if target == relative_id:
+            return view
+    return None
+
+
+cdef Py_ssize_t _inplace_candidate(object state, Py_ssize_t idx, object glob,
+                                   object relative) except -2:
+    cdef Py_ssize_t k
+    cdef bint permute, ok
+    block, fuse_block = state.blocks[idx], state.trace.blocks[idx]
+    permute = may_permute_layout(fuse_block.settings, fuse_block.ops)
+    reference = block.reference
+    k = 0
+    for _, candidate, strides in block.inplaces:
+        if candidate.dtype != glob.dtype or candidate.shape != relative.shape:
+            k += 1
+            continue
+        if dim_order_t(glob.shape, strides) is None:
+            k += 1
+            continue
+        if reference.kind != "Searching":
+            ok = reference.kind == "Concrete" and reference.strides == strides
+        elif permute:
+            ok = True
+        else:
+            ok = fuse_block.settings.ref_layout.mode is not _SAME_AS_BLOCK and \
+                is_contiguous_t(glob.shape, strides)
+        if ok:
+            return k
+        k += 1
+    return -1
+
+
+def plan_outputs(state):
+    """burn ``OutputPlanner::run``: place every output (fresh, in place or a view), then pick
+
+    Mirrors refimpl.planner.launch_planners.plan_outputs.
+    """
+    cdef Py_ssize_t pos, i, k, idx
+    resources = state.trace.resources
+    outputs = resources.outputs
+    tensors = state.context.tensors
+    blocks = state.blocks
+    state.outputs = [None] * len(outputs)
+    order = sorted(range(len(outputs)), key=lambda p: -sum(outputs[p].tensor.shape))
+    for pos in order:
+        entry = outputs[pos]
+        relative = entry.tensor
+        glob = tensors[relative.id]
+        rid = relative.id
+        idx = -1
+        for i in range(len(blocks)):
+            if rid in blocks[i].writes:
+                idx = i
+                break
+        if idx < 0:
+            raise StopIteration  # refimpl's next() on an empty generator
+        view = _view_of(state, rid)
+        t = type(view)
+        if t is ReshapeView:
+            _reshaped_output(state, pos, entry.ty, relative, glob, view.original, idx)
+        elif t is SwapDimsView:
+            _swapped_output(state, pos, entry.ty, relative, glob, view.original, view.dims, idx)
+        elif t is NhwcStridesView:
+            strides, changed = relayout_strides(contiguous_strides_t(glob.shape), glob.shape,
+                                                view.stride_relayout)
+            base = _UNKNOWN if changed else _IS_REF
+            _normal_output(state, pos, entry.ty, relative, glob, strides, base, idx)
+        else:
+            k = _inplace_candidate(state, idx, glob, relative)
+            if k < 0:
+                strides = _chosen_strides(state, idx, glob.shape, relative.shape)
+                _normal_output(state, pos, entry.ty, relative, glob, strides, _IS_REF, idx)
+            else:
+                _inplace_output(state, pos, entry.ty, relative, glob, k, idx)
+    for i in range(len(blocks)):
+        block = blocks[i]
+        if block.reference.kind == "Searching":
+            _select_reference(state, i)
+        else:
+            _layout_info_inputs(state, block)
+    memory = state.memory
+    for rid in resources.dropped:
+        tensor = tensors.get(rid)
+        if tensor is not None:
+            memory.remove(tensor.id)
+
+
+cdef tuple _chosen_strides(object state, Py_ssize_t idx, tuple shape, tuple relative_shape):
+    reference = state.blocks[idx].reference
+    if reference.kind == "Concrete" and len(reference.shape) == len(shape):
+        order = dim_order_t(reference.shape, reference.strides)
+        if order is not None:
+            return strides_for_t(shape, order)
+    if state.trace.blocks[idx].shape_ref != relative_shape:
+        return contiguous_strides_t(shape)
+    order = _preferred_dim_order(state, idx, shape)
+    return contiguous_strides_t(shape) if order is None else strides_for_t(shape, order)
+
+
+cdef bint _is_identity(tuple order):
+    cdef Py_ssize_t pos
+    for pos in range(len(order)):
+        if order[pos] != pos:
+            return False
+    return True
+
+
+cdef object _preferred_dim_order(object state, Py_ssize_t idx, tuple shape):
+    fuse_block, block = state.trace.blocks[idx], state.blocks[idx]
+    if not may_permute_layout(fuse_block.settings, fuse_block.ops):
+        return None
+    resources = state.trace.resources
+    indexed = {rid for rid, _ in resources.indexed}
+    unhandled = resources.inputs_unhandled
+    reads = block.reads
+    cdef list votes = []
+    cdef list best
+    for item in state.inputs:
+        rid = item.relative.id
+        if rid not in reads or rid in indexed or rid in unhandled:
+            continue
+        if item.glob.shape != shape:
+            continue
+        order = dim_order_t(shape, item.strides)
+        if order is None:
+            continue
+        numel = 1
+        for d in shape:
+            numel *= d
+        weight = numel * storage_bytes(item.glob.dtype)
+        for vote in votes:
+            if vote[0] == order:
+                vote[1] += weight
+                break
+        else:
+            votes.append([order, weight])
+    if not votes:
+        return None
+    best = votes[0]
+    for vote in votes[1:]:  # Rust's max_by_key keeps the last of equal maxima
+        if (vote[1], _is_identity(vote[0])) >= (best[1], _is_identity(best[0])):
+            best = vote
+    return None if _is_identity(best[0]) else best[0]
+
+
+cdef void _normal_output(object state, Py_ssize_t pos, object ty, object relative, object glob,
+                         tuple strides, object base, Py_ssize_t idx) except *:
+    cdef bint allowed
+    block, fuse_block = state.blocks[idx], state.trace.blocks[idx]
+    mode = fuse_block.settings.ref_layout.mode
+    if mode is _SAME_AS_BLOCK:
+        allowed = False
+    elif mode is _ONLY_CONTIGUOUS:
+        allowed = is_contiguous_t(glob.shape, strides)
+    else:
+        allowed = True
+    writes = block.writes.get(relative.id)
+    reference = block.reference
+    if reference.kind == "Searching" and fuse_block.shape_ref == relative.shape and \
+            base is not _UNKNOWN and allowed:
+        block.reference = ReferenceSelection("Concrete", Output(pos, ty, base), glob.shape,
+                                             strides)
+        if writes is not None:
+            _mark(writes, False, base, True)
+    elif reference.kind == "Concrete" and reference.shape == glob.shape and \
+            reference.strides == strides and writes is not None:
+        _mark(writes, False, _SAME_AS_REF, True)
+    handle = _alloc(state.memory, glob.shape, glob.dtype, strides)
+    if len(glob.shape) > state.rank:
+        state.rank = len(glob.shape)
+    state.memory.register(glob.id, handle)
+    state.outputs[pos] = HandleOutput(relative, glob, ty, handle, "owned")
+
+
+cdef void _inplace_output(object state, Py_ssize_t pos, object ty, object relative, object glob,
+                          Py_ssize_t k, Py_ssize_t idx) except *:
+    block = state.blocks[idx]
+    input_pos, _, _ = block.inplaces.pop(k)
+    source = state.inputs[input_pos]
+    writes = block.writes.get(relative.id)
+    if block.reference.kind == "Searching":
+        block.reference = ReferenceSelection("Concrete", Output(pos, ty, _IS_REF), glob.shape,
+                                             source.strides)
+        reads = block.reads.get(source.relative.id)
+        if reads is not None:
+            _mark(reads, True, _IS_REF, True)
+        if writes is not None:
+            _mark(writes, False, _IS_REF, True)
+    elif writes is not None:
+        _mark(writes, False, _SAME_AS_REF, True)
+    h = source.handle
+    handle = Handle(h.buffer, glob.shape, h.strides, h.offset, glob.dtype)
+    state.memory.register(glob.id, handle)
+    state.outputs[pos] = HandleOutput(relative, glob, ty, handle, "inplace", input_pos)
+
+
+cdef Py_ssize_t _child_input(object state, object original) except -1:
+    cdef Py_ssize_t i = 0
+    for item in state.inputs:
+        if item.relative.id == original:
+            return i
+        i += 1
+    raise StopIteration  # refimpl's next() on an empty generator
+
+
+cdef void _remove_concrete_write(object block, object relative_id, Py_ssize_t output_pos) except *:
+    ops = block.writes.get(relative_id)
+    if ops is None:
+        return
+    block.writes[relative_id] = [
+        op for op in ops if op.name == "Assign" and not (
+            isinstance(op.args.out, Output) and op.args.out.pos == output_pos)]
+
+
+cdef void _reshaped_output(object state, Py_ssize_t pos, object ty, object relative,
+                           object glob, object original, Py_ssize_t idx) except *:
+    cdef Py_ssize_t input_pos = _child_input(state, original)
+    source = state.inputs[input_pos]
+    action = reshape_action(source.glob.shape, source.strides, glob.shape)
+    if action.kind == "Recompute":
+        _normal_output(state, pos, ty, relative, glob, contiguous_strides_t(glob.shape),
+                       _IS_REF, idx)
+        return
+    _remove_concrete_write(state.blocks[idx], relative.id, pos)
+    h = source.handle
+    handle = Handle(h.buffer, glob.shape, action.strides, h.offset, glob.dtype)
+    state.memory.register(glob.id, handle)
+    state.outputs[pos] = HandleOutput(relative, glob, ty, handle, "view", input_pos)
+
+
+cdef void _swapped_output(object state, Py_ssize_t pos, object ty, object relative, object glob,
+                          object original, object dims, Py_ssize_t idx) except *:
+    cdef Py_ssize_t input_pos = _child_input(state, original)
+    source = state.inputs[input_pos]
+    _remove_concrete_write(state.blocks[idx], relative.id, pos)
+    h = source.handle
+    strides = list(h.strides)
+    strides[dims[0]], strides[dims[1]] = strides[dims[1]], strides[dims[0]]
+    handle = Handle(h.buffer, glob.shape, tuple(strides), h.offset, glob.dtype)
+    state.memory.register(glob.id, handle)
+    state.outputs[pos] = HandleOutput(relative, glob, ty, handle, "view", input_pos)
+
+
+cdef void _layout_info_inputs(object state, object block) except *:
+    """Inputs laid out exactly like a concrete or virtual-shape reference read ``SameAsRef``."""
+    reference = block.reference
+    if reference.kind != "Concrete" and reference.kind != "VirtualShape":
+        return
+    reads = block.reads
+    for item in state.inputs:
+        if item.strides == reference.strides and \
+                item.glob.shape == reference.shape and item.relative.id in reads:
+            _mark(reads[item.relative.id], True, _SAME_AS_REF, False)
+
+
+cdef void _select_reference(object state, Py_ssize_t i) except *:
+    block, fuse_block = state.blocks[i], state.trace.blocks[i]
+    setting = fuse_block.settings.ref_layout
+    if setting.mode is _SAME_AS_BLOCK:
+        source = state.blocks[setting.block_pos].reference
+        block.reference = replace(source)
+        return
+    potential, block.potential_ref = block.potential_ref, None
+    if potential is None:
+        shapes = state.context.shapes
+        shape = tuple([shapes[d] for d in fuse_block.shape_ref])
+        block.reference = ReferenceSelection("Runtime", pos=len(state.runtime_layouts))
+        state.runtime_layouts.append((shape, contiguous_strides_t(shape)))
+    elif potential[0] == "Normal":
+        item = state.inputs[potential[1]]
+        shape, strides = item.glob.shape, item.strides
+        if setting.mode is _ANY:
+            ok = is_dense_t(shape, strides)
+        else:
+            ok = is_contiguous_t(shape, strides)
+        if ok:
+            block.reference = ReferenceSelection(
+                "Concrete", Input(potential[1], item.precision, _IS_REF), shape, strides)
+        else:
+            block.reference = ReferenceSelection(
+                "VirtualShape", Input(potential[1], item.precision, _UNKNOWN), shape,
+                contiguous_strides_t(shape))
+        _layout_info_inputs(state, block)
+    elif potential[0] == "SwapDims":
+        item = state.inputs[potential[1]]
+        block.reference = ReferenceSelection(
+            "SwapDims", Input(potential[1], item.precision, _UNKNOWN), dims=potential[2])
+    else:
+        block.reference = ReferenceSelection("Reshaped", pos=potential[1])

@@ -1,0 +1,331 @@
+# cython: language_level=3
+"""The vector-size pass of a launch: per-tensor vector sizes, then each block's width.
+
+Mirrors ``refimpl/planner/launch_vectorize.py`` (burn ``launch/vectorization/{planner,axis}.rs``):
+same names, same order, same results, on refimpl's working state
+(``refimpl.planner.launch_planners.PlanningState``). Vector sizes are ``int64_t`` codes
+(``fastplan.vectorization``: 0 is ``Broadcasted``) from the per-tensor cores
+(``vectorization_input_c`` / ``_output_c`` / ``_reshape_c`` / ``_swapped_c``) and become
+refimpl's ``Vect`` only where refimpl keeps one; the candidates are loaded once per launch.
+"""
+
+from libc.stdint cimport int64_t
+
+from fastplan.layout cimport Dims, dims_free, dims_load, permuted_innermost_axis_t
+from fastplan.vectorization cimport (
+    VECT_BROADCASTED, vectorization_input_c, vectorization_output_c, vectorization_reshape_c,
+    vectorization_swapped_c,
+)
+
+from fastplan.launch_planners cimport storage_bytes
+
+from refimpl.devices import DeviceProfile
+from refimpl.planner.layout import MatrixBatchLayout, matrix_batch_layout
+from refimpl.planner.settings import VectorizationMode
+from refimpl.planner.trace import NhwcStridesView, ReshapeView, SwapDimsView
+from refimpl.planner.vectorization import (
+    VECTORIZATION_MAX, AxisDecision, VectorAxisAction, axis_action, merge_axis_actions,
+)
+
+__all__ = ["plan_vectorization"]
+
+cdef object _TRANSPOSED = MatrixBatchLayout.MildlyPermutedTransposed
+cdef object _ALONG = VectorAxisAction.Along
+cdef object _REFUSE_ACTION = VectorAxisAction.Refuse
+cdef object _ACTIVATED = VectorizationMode.Activated
+cdef object _DEACTIVATED = VectorizationMode.Deactivated
+cdef object _SMALLER = VectorizationMode.SmallerOrEqualThanPreviousBlock
+cdef object _EQUAL = VectorizationMode.EqualThanPreviousBlock
+cdef int64_t _MAX = VECTORIZATION_MAX
+
+
+cdef object _vector_sizes(object device, int64_t elem_bytes):
+    """``device.vector_sizes(elem_bytes)``, read straight from a ``DeviceProfile``'s table."""
+    if type(device) is DeviceProfile:
+        for size, widths in device.vector_sizes_by_bytes:
+            if size == elem_bytes:
+                return widths
+    return device.vector_sizes(elem_bytes)  # another device, or refimpl's KeyError
+
+
+cdef dict _runner_axes(object state, object matmul_operands):
+    """The matmul runner measures a transposed operand along ``rank - 2``."""
+    cdef dict axes = {}
+    if matmul_operands is None:
+        return axes
+    for item in state.inputs:
+        if item.relative.id in matmul_operands and \
+                matrix_batch_layout(item.strides) is _TRANSPOSED:
+            axes[item.glob.id] = len(item.strides) - 2
+    return axes
+
+
+cdef void _record(dict actions, object tensor, object pinned, object decision) except *:
+    found = actions.get(tensor)
+    if found is not None:
+        current, first_pinned = found
+        actions[tensor] = (merge_axis_actions(current, decision), first_pinned)
+    else:
+        actions[tensor] = (decision, pinned)
+
+
+cdef tuple _vector_axes(object state, object matmul_operands):
+    """(tensor id → axis, tensor ids refused) — burn ``VectorAxes::resolve``."""
+    axes = _runner_axes(state, matmul_operands)
+    cdef list block_axes = []
+    cdef bint any_axis = False
+    for block in state.blocks:
+        reference = block.reference
+        if reference.kind == "Concrete":
+            axis = permuted_innermost_axis_t(reference.shape, reference.strides)
+        else:
+            axis = None
+        any_axis = any_axis or axis is not None
+        block_axes.append(axis)
+    if not any_axis:
+        return axes, []
+    cdef dict actions = {}
+    tensors = state.context.tensors
+    for block, axis in zip(state.blocks, block_axes):
+        reads, writes = block.reads, block.writes
+        for item in state.inputs:
+            if item.relative.id in reads:
+                _record(actions, item.glob.id, item.glob.id,
+                        axis_action(axis, len(item.glob.shape), None))
+        for out in state.outputs:
+            if out.kind == "owned" and out.relative.id in writes:
+                strides = out.handle.strides
+                stride = strides[axis] if axis is not None and axis < len(strides) else None
+                _record(actions, out.glob.id, out.glob.id,
+                        axis_action(axis, len(out.glob.shape), stride))
+        for view in state.trace.resources.views:
+            t = type(view)
+            if t is NhwcStridesView:
+                continue
+            view_id = view.reshaped if t is ReshapeView else view.swapped
+            if view.original not in reads:
+                continue
+            view_glob = tensors[view_id]
+            original_glob = tensors[view.original]
+            _record(actions, view_glob.id, original_glob.id,
+                    axis_action(axis, len(view_glob.shape), None))
+    cdef list refused = []
+    for tensor in sorted(actions):
+        decision, pinned = actions[tensor]
+        if tensor in axes:
+            continue
+        if decision.action is _ALONG:
+            axes[tensor] = decision.axis
+        elif decision.action is _REFUSE_ACTION:
+            refused.append(pinned)
+    return axes, refused
+
+
+cdef inline int64_t _merge(object existing, int64_t new):
+    # merge_multi_reads on codes (None: no entry yet)
+    cdef int64_t old
+    if existing is None:
+        return new
+    old = existing
+    if old == VECT_BROADCASTED:
+        return old
+    if new == VECT_BROADCASTED or new != old:
+        return 1
+    return old
+
+
+cdef bint _multi_reads(list blocks, object rid) except -1:
+    cdef Py_ssize_t total = 0
+    for block in blocks:
+        found = block.reads.get(rid)
+        if found is not None:
+            total += len(found)
+    return total > 1
+
+
+cdef Py_ssize_t _checked_axis(object axis, Py_ssize_t rank) except -1:
+    # refimpl indexes with a Python int: an axis outside [0, rank) is refimpl's IndexError (or
+    # a negative index, which no launch produces: axes are ranks - 1 or - 2, or block axes)
+    if axis < 0 or axis >= rank:
+        raise IndexError("tuple index out of range")
+    return axis
+
+
+cdef dict _tensor_vects(object state, Dims* sizes, dict axes, list refused):
+    """burn ``vectorization_default`` plus the planner's pins, by global id (codes)."""
+    cdef Dims shape, strides
+    cdef Py_ssize_t axis, dim_index
+    cdef int64_t code
+    resources, tensors = state.trace.resources, state.context.tensors
+    blocks = state.blocks
+    indexed = {rid for rid, _ in resources.indexed}
+    cdef list swaps = [(tensors[v.swapped], tensors[v.original], v.original, v.dims)
+                       for v in resources.views if type(v) is SwapDimsView]
+    cdef dict vects = {}
+    for item in state.inputs:
+        if item.relative.id in indexed:
+            continue
+        gid = item.glob.id
+        swap = None
+        for s in swaps:
+            if s[1].id == gid:
+                swap = s
+                break
+        if swap is None:
+            dims_load(&shape, item.glob.shape)
+            try:
+                dims_load(&strides, item.strides)
+                try:
+                    axis = _checked_axis(axes.get(gid, strides.n - 1), strides.n)
+                    _checked_axis(axis, shape.n)
+                    code = vectorization_input_c(shape.v, strides.v, strides.n, axis, sizes.v,
+                                                 sizes.n)
+                finally:
+                    dims_free(&strides)
+            finally:
+                dims_free(&shape)
+            vects[gid] = code
+            continue
+        swapped, original, original_rid, dims = swap
+        multi = _multi_reads(blocks, original_rid)
+        axis = _checked_axis(axes.get(swapped.id, len(swapped.shape) - 1), len(swapped.shape))
+        _checked_axis(axis, len(original.shape))
+        dim_index = dims[1] if axis == dims[0] else dims[0] if axis == dims[1] else axis
+        dims_load(&strides, item.strides)
+        try:
+            _checked_axis(dim_index, strides.n)
+            _checked_axis(axis, strides.n)
+            code = vectorization_swapped_c(strides.v, strides.n, swapped.shape[axis],
+                                           original.shape[axis], dim_index, multi, axis,
+                                           sizes.v, sizes.n, _MAX)
+        finally:
+            dims_free(&strides)
+        vects[original.id] = _merge(vects.get(original.id), code)
+    for view in resources.views:
+        if type(view) is ReshapeView:
+            reshaped, original = tensors[view.reshaped], tensors[view.original]
+            rank = len(reshaped.shape)
+            axis = _checked_axis(axes.get(reshaped.id, rank - 1), rank)
+            multi = _multi_reads(blocks, view.original)
+            if not multi and reshaped.shape[axis] == 1:
+                code = VECT_BROADCASTED
+            elif axis != rank - 1:
+                code = 1
+            else:
+                _checked_axis(0, len(original.shape))  # refimpl reads original[-1]
+                code = vectorization_reshape_c(reshaped.shape[axis],
+                                               original.shape[len(original.shape) - 1], True,
+                                               multi, sizes.v, sizes.n, _MAX)
+            vects[original.id] = _merge(vects.get(original.id), code)
+    for out in state.outputs:
+        oshape = out.glob.shape
+        axis = _checked_axis(axes.get(out.glob.id, len(oshape) - 1), len(oshape))
+        vects[out.glob.id] = vectorization_output_c(oshape[axis], sizes.v, sizes.n, _MAX)
+    for rid in sorted(indexed):
+        vects[tensors[rid].id] = 1
+    for view in resources.views:
+        if type(view) is NhwcStridesView:
+            vects[tensors[view.id].id] = 1
+    for tensor in refused:
+        if vects.get(tensor, 1) != VECT_BROADCASTED:
+            vects[tensor] = 1
+    return vects
+
+
+cdef int64_t _cap(object mode, object block_pos, list previous) except -1:
+    if mode is _ACTIVATED:
+        return _MAX
+    if mode is _DEACTIVATED:
+        return 1
+    return previous[block_pos]
+
+
+def plan_vectorization(state, device, matmul_operands):
+    """Set every binding's vector size and every block's width (mutates ``state``).
+
+    Mirrors refimpl.planner.launch_vectorize.plan_vectorization.
+    """
+    cdef Dims sizes
+    cdef Py_ssize_t pos, b, nblocks
+    cdef int64_t code, size, cap, smallest = 8
+    cdef bint fits
+    for item in state.inputs:
+        if storage_bytes(item.glob.dtype) < smallest:
+            smallest = storage_bytes(item.glob.dtype)
+    for out in state.outputs:
+        if storage_bytes(out.glob.dtype) < smallest:
+            smallest = storage_bytes(out.glob.dtype)
+    candidates = _vector_sizes(device, smallest)
+    dims_load(&sizes, candidates)
+    try:
+        for pos in range(sizes.n):
+            if sizes.v[pos] <= 0:
+                raise ZeroDivisionError("integer modulo by zero")
+        axes, refused = _vector_axes(state, matmul_operands)
+        vects = _tensor_vects(state, &sizes, axes, refused)
+    finally:
+        dims_free(&sizes)
+    blocks = state.blocks
+    nblocks = len(blocks)
+    inputs, outputs = state.inputs, state.outputs
+    # the votes: (is_input, position, size code) per block, in refimpl's order
+    cdef list votes = [[] for _ in range(nblocks)]
+    pos = 0
+    for item in inputs:
+        code = vects[item.glob.id]
+        rid = item.relative.id
+        for b in range(nblocks):
+            if rid in blocks[b].reads:
+                (<list>votes[b]).append((True, pos, code))
+        pos += 1
+    pos = 0
+    for out in outputs:
+        if out.kind == "owned":
+            code = vects[out.glob.id]
+            if code == VECT_BROADCASTED:  # Vect(vect.size): the broadcast flag is dropped
+                code = 1
+            rid = out.relative.id
+            for b in range(nblocks):
+                if rid in blocks[b].writes:
+                    (<list>votes[b]).append((False, pos, code))
+        pos += 1
+    for rid in state.trace.resources.inputs_unhandled:
+        pos = 0
+        for item in inputs:
+            if item.relative.id == rid:
+                break
+            pos += 1
+        else:
+            raise StopIteration  # refimpl's next() on an empty generator
+        code = vects[inputs[pos].glob.id]
+        if code != VECT_BROADCASTED:
+            inputs[pos].vector_size = code
+    cdef list previous = []
+    fuse_blocks = state.trace.blocks
+    for b in range(min(nblocks, len(fuse_blocks))):
+        block = blocks[b]
+        setting = fuse_blocks[b].settings.vectorization
+        mode = setting.mode
+        cap = _cap(mode, setting.block_pos, previous)
+        # burn ``apply_vectorization_block``: sizes above the cap become 1; width = maximum
+        for is_input, pos, code in votes[b]:
+            size = 1 if code == VECT_BROADCASTED else code
+            fits = size <= cap
+            if not fits:
+                size = 1
+            if is_input:
+                inputs[pos].vector_size = size
+                inputs[pos].broadcasted = code == VECT_BROADCASTED if fits else False
+            else:
+                outputs[pos].vectorization = size
+            if size > block.width:
+                block.width = size
+        if mode is _SMALLER and block.width == 0:
+            block.width = previous[setting.block_pos]
+        elif mode is _EQUAL:
+            block.width = previous[setting.block_pos]
+        elif mode is _DEACTIVATED:
+            block.width = 1
+        if block.width == 0:
+            block.width = previous[len(previous) - 1] if previous else 1
+        previous.append(block.width)

@@ -1,0 +1,141 @@
+# cython: language_level=3
+"""The NHWCRelayout fuser: element-wise ops whose result feeds a pooling / interpolate op are
+fused, and that result is written channels-last so the module op reads it directly.
+
+burn counterpart: ``crates/burn-cubecl-fusion/src/optim/nhwc_relayout/fuser.rs``
+(``NHWCRelayoutFuser``) and ``optim/nhwc_relayout/optimization.rs``; notes §8.4. Mirrors
+refimpl/planner/nhwc.py: same names, same order, same results; the optimization class is
+refimpl's.
+"""
+
+from libc.stdint cimport int64_t
+from libc.stdlib cimport free, malloc
+
+from fastplan.builder cimport trace_output_nhwc_layout
+from fastplan.opinfo cimport OpKindC
+from fastplan.relative cimport READ_WRITE, EncodedOp, TensorC, encode_cached
+from fastplan.trace_fuser cimport TraceOperationFuser, tof_fuse
+
+from fastplan.trace_fuser import properties_of
+
+from refimpl.planner.fuser import FuserStatus
+from refimpl.planner.nhwc import NHWCRelayoutOptimization
+from refimpl.planner.settings import NHWC_RELAYOUT_SETTINGS
+
+__all__ = ["NAME", "NHWC_SCORE_BONUS", "nhwc_permutation", "NHWCRelayoutOptimization",
+           "NHWCRelayoutFuser"]
+
+NAME = "NHWCRelayout"
+NHWC_SCORE_BONUS = 100  # burn: a flat bonus ("TODO: proper score calculation")
+_REASON_CAPTURED = "module op captured"
+
+
+cdef void _nhwc_permutation(int64_t* out, Py_ssize_t rank) noexcept nogil:
+    cdef Py_ssize_t i
+    if rank < 2:
+        for i in range(rank):
+            out[i] = 0
+        return
+    out[0] = 0
+    out[1] = rank - 1
+    for i in range(2, rank):
+        out[i] = i - 1
+
+
+def nhwc_permutation(rank):
+    """Where each dim's stride goes: N stays first, channels (dim 1) last, the rest move up.
+
+    Mirrors refimpl.planner.nhwc.nhwc_permutation.
+
+    >>> nhwc_permutation(4)
+    (0, 3, 1, 2)
+    """
+    cdef Py_ssize_t n = rank if rank > 0 else 0
+    cdef int64_t* out = <int64_t*>malloc((n + 1) * sizeof(int64_t))
+    if out == NULL:
+        raise MemoryError()
+    try:
+        _nhwc_permutation(out, n)
+        return tuple([out[i] for i in range(n)])
+    finally:
+        free(out)
+
+
+cdef class NHWCRelayoutFuser:
+    """burn ``NHWCRelayoutFuser``.
+
+    Mirrors refimpl.planner.nhwc.NHWCRelayoutFuser.
+    """
+
+    cdef readonly TraceOperationFuser fuser
+    cdef readonly object op
+    cdef bint _closed
+
+    name = NAME
+
+    def __init__(self, max_bindings):
+        self.fuser = TraceOperationFuser(max_bindings, NHWC_RELAYOUT_SETTINGS)
+        self.op = None
+        self._closed = self.fuser.st.s.closed
+
+    def clone(self):
+        cdef NHWCRelayoutFuser other = NHWCRelayoutFuser.__new__(NHWCRelayoutFuser)
+        other.fuser, other.op, other._closed = self.fuser.copy(), self.op, self._closed
+        return other
+
+    cdef int _capture(self, EncodedOp operation) except -1:
+        cdef const TensorC* x = &operation.c.tensors[0]
+        cdef int64_t* permutation = <int64_t*>malloc((x.rank + 1) * sizeof(int64_t))
+        cdef int rc
+        if permutation == NULL:
+            raise MemoryError()
+        _nhwc_permutation(permutation, x.rank)
+        rc = trace_output_nhwc_layout(self.fuser.st.tr.trace, x.id, permutation, x.rank)
+        free(permutation)
+        self.fuser.check(rc)
+        self.op = operation.source
+        self._closed = True
+        return 0
+
+    def fuse(self, operation):
+        cdef EncodedOp encoded
+        if self._closed:
+            return
+        encoded = encode_cached(operation)
+        if encoded.c.kind == OpKindC.MODULE and encoded.c.tensors[0].status == READ_WRITE:
+            self._capture(encoded)
+            return
+        self.fuser.check(tof_fuse(&self.fuser.st, &encoded.c))
+        self._closed = self.fuser.st.s.closed
+
+    def finish(self):
+        return NHWCRelayoutOptimization(self.fuser.finish(), self.len())
+
+    def reset(self):
+        self.fuser.reset()
+        self.op = None
+        self._closed = self.fuser.st.s.closed
+
+    def status(self):
+        return FuserStatus.Closed if self._closed else FuserStatus.Open
+
+    def properties(self):
+        properties = self.fuser.properties()
+        bonus = NHWC_SCORE_BONUS if self.op is not None else 0
+        return properties_of(properties.score + bonus, properties.ready and self.op is not None)
+
+    def len(self):
+        return self.fuser.st.s.num_ops + (1 if self.op is not None else 0)
+
+    @property
+    def closed_reason(self):
+        if self.op is not None:
+            return _REASON_CAPTURED
+        return self.fuser.closed_reason
+
+    @property
+    def max_bindings(self):
+        return self.fuser.st.s.max_bindings
+
+    def estimate_bindings(self):
+        return self.fuser.estimate_bindings()

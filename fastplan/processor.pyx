@@ -1,0 +1,352 @@
+# cython: language_level=3
+"""The lazy driver: after every registered op (and at every sync) decide whether to explore,
+wait, or execute — and cache what the exploration found.
+
+burn counterpart: ``crates/burn-fusion/src/stream/execution/{processor,explorer}.rs``
+(``Processor``, ``StreamSegment``, ``Explorer``, ``ExplorationAction``); notes §9.4. Mirrors
+refimpl/planner/processor.py: same names, same order, same results.
+
+Where the structure differs (the result must not):
+
+* the policy is fed op keys (``fastplan._keys``). When the segment is fastplan's own
+  ``OperationQueue`` (``StreamPlanner``'s), the keys come from the queue and relative ops are
+  only built for what the search registers and what a stored plan records; with any other
+  ``StreamSegment`` (burn's ``TestSegment`` in the tests) ``operations()`` is read as refimpl
+  reads it and the keys are computed from it.
+* the search sees fastplan's queue through ``_QueueOps``, a sequence that builds each relative
+  op on first access.
+
+``StreamSegment`` (a ``Protocol``) and ``Exploration`` are refimpl's classes.
+``StreamPlanner`` is the entry point for a runtime that registers ops one by one:
+``register(index, op)``, ``sync(tensors)``, ``drain()``; the steps it executed accumulate in
+``queue.steps`` (``run(stream)`` returns the new ones).
+"""
+
+from fastplan._keys cimport relative_key
+from fastplan.cache cimport (
+    ACTION_DEFER, ACTION_EXECUTE, ACTION_EXPLORE, TRIGGER_ALWAYS, TRIGGER_ON_OPERATIONS,
+    TRIGGER_OTHER, ExecutionPlanStore, Policy,
+)
+from fastplan.queue cimport OperationQueue
+from fastplan.search cimport StreamOptimizer
+from fastplan.strategy cimport trailing_included
+
+from fastplan.search import MAX_BLOCKS
+
+from refimpl.ir import Sync
+from refimpl.planner.cache import Always, ExecutionMode, ExecutionPlan, OnOperations, OnSync
+from refimpl.planner.log import NO_LOG, LogLevel
+from refimpl.planner.processor import Exploration, StreamSegment
+from refimpl.planner.strategy import BlockOptimization, Operations
+
+__all__ = ["StreamSegment", "Explorer", "Exploration", "Processor", "StreamPlanner"]
+
+_LAZY = ExecutionMode.Lazy
+_SYNC = ExecutionMode.Sync
+_FULL = LogLevel.FULL
+_Sync = Sync
+_Exploration = Exploration
+_ExecutionPlan = ExecutionPlan
+_OnOperations = OnOperations
+_BlockOptimization = BlockOptimization
+_Operations = Operations
+_CONTINUE = Exploration("Continue")
+_ON_SYNC = OnSync()
+_ALWAYS = Always()
+_ON_SYNC_KEY = (TRIGGER_OTHER, None)
+_ALWAYS_KEY = (TRIGGER_ALWAYS, None)
+
+
+cdef class _QueueOps:
+    """fastplan's queue seen as the sequence of its relative ops (built on first access)."""
+
+    cdef OperationQueue queue
+
+    def __cinit__(self, OperationQueue queue):
+        self.queue = queue
+
+    def __len__(self):
+        return self.queue.size()
+
+    def __getitem__(self, index):
+        cdef Py_ssize_t i, n = self.queue.size()
+        if isinstance(index, slice):
+            return [self.queue.rel_at(i) for i in range(*index.indices(n))]
+        i = index
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("queue index out of range")
+        return self.queue.rel_at(i)
+
+
+cdef class Explorer:
+    """Feeds deferred ops to the ``StreamOptimizer`` (burn ``Explorer``).
+
+    Mirrors refimpl.planner.processor.Explorer.
+    """
+
+    def __init__(self, fusers, max_blocks=MAX_BLOCKS, max_explorations=None, log=NO_LOG):
+        self.optimizer = StreamOptimizer(fusers, max_blocks, log)
+        self.num_deferred = 0
+        self.num_explored = 0
+        self.is_still_optimizing = True
+        self.num_explorations = 0
+        self.max_explorations = max_explorations
+        self.log = log
+
+    def on_new_operation(self):
+        self.num_deferred += 1
+
+    def is_up_to_date(self):
+        return self.num_deferred == 0
+
+    def reset(self, operations):
+        """Start over on the remaining ``operations`` (all deferred)."""
+        self.reset_to(len(operations))
+
+    cdef void reset_to(self, Py_ssize_t count) except *:
+        self.optimizer.reset_all()
+        self.num_explored = 0
+        self.num_deferred = count
+        self.is_still_optimizing = True
+
+    def explore(self, operations, mode):
+        """Register what was deferred; conclude if nothing can improve or at a sync."""
+        return self.explored(operations, mode is _LAZY, False)
+
+    cdef object explored(self, object operations, bint lazy, bint consume):
+        """``explore``; ``consume``: the caller resets the optimizer once it completes (its
+        blocks need not survive the search)."""
+        cdef Py_ssize_t n
+        if self.max_explorations is not None and \
+                self.num_explorations >= self.max_explorations:
+            self.num_deferred = 0
+            self.is_still_optimizing = False
+            ordering = tuple(range(len(operations)))
+            return _Exploration("Unfused", _BlockOptimization(_Operations(ordering), ordering))
+        self._update(operations)
+        if lazy and self.is_still_optimizing:
+            return _CONTINUE
+        optimization = self.optimizer.optimized(operations, consume)
+        self.num_explorations += 1
+        if not lazy:
+            optimization = trailing_included(optimization, len(operations))
+        return _Exploration("Completed", optimization)
+
+    def _update(self, operations):
+        """Register the deferred ops (the last ``num_deferred``) until the optimizer stops
+        optimizing; the rest stay unregistered."""
+        cdef Py_ssize_t back, n = len(operations)
+        for back in range(self.num_deferred - 1, -1, -1):
+            if not self.is_still_optimizing:
+                break
+            self.optimizer.register_op(operations[n - 1 - back], None)
+            self.num_explored += 1
+            self.is_still_optimizing = self.optimizer.optimizing()
+        self.num_deferred = 0
+
+
+cdef class Processor:
+    """Policy + explorer over one stream (burn ``Processor``).
+
+    Mirrors refimpl.planner.processor.Processor.
+    """
+
+    def __init__(self, fusers, max_blocks=MAX_BLOCKS, max_explorations=None, log=NO_LOG):
+        self.policy = Policy()
+        self.explorer = Explorer(fusers, max_blocks, max_explorations, log)
+        self.num_cache_hits = 0
+        self.log = log
+
+    @property
+    def log(self):
+        return self._log
+
+    @log.setter
+    def log(self, value):
+        self._log = value
+        self._full = value.enabled(_FULL)
+
+    @property
+    def num_explorations(self):
+        return self.explorer.num_explorations
+
+    def process(self, segment, store, mode):
+        """React to a newly queued op (Lazy) or drain the queue (Sync)."""
+        self.process_c(segment, store, mode is _LAZY)
+
+    cdef int process_c(self, object segment, ExecutionPlanStore store, bint lazy) except -1:
+        cdef OperationQueue queue = segment if type(segment) is OperationQueue else None
+        cdef Py_ssize_t n, plan_id = -1
+        cdef int code
+        if lazy:
+            if queue is not None:
+                self.policy.update_key(store, queue.key_at(queue.size() - 1))
+            else:
+                operations = segment.operations()
+                self.policy.update_key(store, relative_key(operations[len(operations) - 1]))
+            self.explorer.num_deferred += 1
+        while True:
+            n = queue.size() if queue is not None else len(segment.operations())
+            if n == 0:
+                break
+            code = self.policy.advise(store, n, lazy, &plan_id)
+            if code == ACTION_EXPLORE:
+                self._explore(segment, queue, store, lazy)
+                if self.explorer.num_deferred == 0:
+                    break
+            elif code == ACTION_DEFER:
+                if not lazy:
+                    raise RuntimeError("the policy deferred during a sync")
+                break
+            else:
+                self._execute_cached(segment, queue, store, lazy, plan_id)
+        return 0
+
+    cdef int _execute_cached(self, object segment, OperationQueue queue,
+                             ExecutionPlanStore store, bint lazy,
+                             Py_ssize_t plan_id) except -1:
+        self.num_cache_hits += 1
+        if self._full:
+            n = queue.size() if queue is not None else len(segment.operations())
+            mode = _LAZY if lazy else _SYNC
+            self._log.write(f"[plan] cache hit: execute plan #{plan_id} ({mode.value}, "
+                           f"segment has {n} ops)")
+        if not lazy:
+            store.add_trigger_keyed(plan_id, _ON_SYNC, _ON_SYNC_KEY)
+        if queue is not None:
+            queue.execute_plan(store.plans[plan_id].optimization)
+        else:
+            segment.execute(plan_id, store)
+        self._reset(segment, queue, store)
+        return 0
+
+    cdef int _explore(self, object segment, OperationQueue queue, ExecutionPlanStore store,
+                      bint lazy) except -1:
+        operations = _QueueOps(queue) if queue is not None else segment.operations()
+        # a completed exploration is executed, then the explorer reset (``_reset``)
+        found = self.explorer.explored(operations, lazy, True)
+        if found.kind == "Continue":
+            if not lazy:
+                raise RuntimeError("exploration can't continue during a sync")
+            return 0
+        if found.kind == "Unfused":
+            segment.execute_unfused(found.optimization)
+        else:
+            plan_id = self._store(operations, queue, store, found.optimization, lazy)
+            if queue is not None:
+                queue.execute_plan(store.plans[plan_id].optimization)
+            else:
+                segment.execute(plan_id, store)
+        self._reset(segment, queue, store)
+        return 0
+
+    cdef int _reset(self, object segment, OperationQueue queue,
+                    ExecutionPlanStore store) except -1:
+        cdef Py_ssize_t i, n
+        if queue is not None:
+            n = queue.size()
+            self.explorer.reset_to(n)
+            self.policy.reset_all()
+            for i in range(n):
+                self.policy.update_key(store, queue.key_at(i))
+            return 0
+        operations = segment.operations()
+        self.explorer.reset_to(len(operations))
+        self.policy.reset_all()
+        for operation in operations:
+            self.policy.update_key(store, relative_key(operation))
+        return 0
+
+    cdef Py_ssize_t _store(self, object operations, OperationQueue queue,
+                           ExecutionPlanStore store, object optimization,
+                           bint lazy) except -1:
+        """Cache a completed exploration (or add a trigger to an identical cached plan)."""
+        cdef Py_ssize_t covered = len(optimization.ordering)
+        cdef Py_ssize_t n = len(operations)
+        cdef Py_ssize_t plan_id = -1
+        cdef tuple keys
+        relative = tuple(operations[:covered])
+        if self._full:
+            mode = _LAZY if lazy else _SYNC
+            self._log.write(f"[plan] exploration completed: {mode.value}, "
+                           f"{covered}/{n} ops optimized")
+        if queue is not None:
+            keys = tuple(queue.keys[:covered])
+        else:
+            keys = tuple([relative_key(op) for op in relative])
+        if lazy:
+            rest = tuple(operations[covered:])
+            if rest:
+                trigger = _OnOperations(rest)
+                if queue is not None:
+                    trigger_key = (TRIGGER_ON_OPERATIONS, tuple(queue.keys[covered:]))
+                else:
+                    trigger_key = (TRIGGER_ON_OPERATIONS,
+                                   tuple([relative_key(op) for op in rest]))
+            else:
+                trigger, trigger_key = _ALWAYS, _ALWAYS_KEY
+        else:
+            trigger, trigger_key = _ON_SYNC, _ON_SYNC_KEY
+        if self.policy.advise(store, covered, False, &plan_id) == ACTION_EXECUTE:
+            store.add_trigger_keyed(plan_id, trigger, trigger_key)
+            return plan_id
+        if not keys:
+            raise ValueError("can't add an execution plan that covers no operation")
+        return store.add_keyed(_ExecutionPlan(relative, [trigger], optimization), keys,
+                               [trigger_key])
+
+
+cdef class StreamPlanner:
+    """Plans streams op by op, like burn's fusion stream, keeping its plan cache.
+
+    Mirrors refimpl.planner.processor.StreamPlanner.
+    """
+
+    def __init__(self, fusers, *, max_blocks=MAX_BLOCKS, max_explorations=None, log=NO_LOG):
+        self.store = ExecutionPlanStore()
+        self.processor = Processor(fusers, max_blocks, max_explorations, log)
+        self.queue = OperationQueue(log)
+
+    @property
+    def num_explorations(self):
+        return self.processor.explorer.num_explorations
+
+    @property
+    def num_cache_hits(self):
+        return self.processor.num_cache_hits
+
+    def register(self, index, operation):
+        """Queue one op and let the processor react lazily."""
+        self.queue.add_op(index, operation)
+        self.processor.process_c(self.queue, self.store, True)
+
+    def sync(self, tensors=()):
+        """A read of ``tensors`` (all pending ops if empty): drain when it needs a pending
+        op's result."""
+        if not tensors or self.queue.produces(tensors):
+            self.processor.process_c(self.queue, self.store, False)
+
+    def drain(self):
+        """Execute everything pending (Sync mode)."""
+        self.processor.process_c(self.queue, self.store, False)
+
+    def run(self, stream):
+        """Plan one pass over ``stream``; the steps it executed, in order."""
+        cdef Py_ssize_t start = len(self.queue.steps)
+        cdef Py_ssize_t index = 0
+        cdef OperationQueue queue = self.queue
+        cdef Processor processor = self.processor
+        cdef ExecutionPlanStore store = self.store
+        for item in stream.items:
+            if isinstance(item, _Sync):
+                tensors = item.tensors
+                if not tensors or queue.produces(tensors):
+                    processor.process_c(queue, store, False)
+            else:
+                queue.add_op(index, item)
+                processor.process_c(queue, store, True)
+            index += 1
+        processor.process_c(queue, store, False)
+        return queue.steps[start:]

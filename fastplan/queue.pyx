@@ -1,0 +1,575 @@
+# cython: language_level=3
+"""The lazy operation queue of one stream: pending ops, their relative form, their execution.
+
+burn counterpart: ``crates/burn-fusion/src/stream/queue/{base,execution}.rs``
+(``OperationQueue::add``, ``execute``, ``drain_queue``, ``reset_relative``) and the ``Segment``
+of ``stream/multi.rs`` (register -> lazy process; drain -> sync process). Mirrors
+refimpl/planner/queue.py: same names, same order, same results.
+
+Where the structure differs (the result must not):
+
+* each queued op is relativised into its **key** (``fastplan._keys``) straight from the global
+  op: the converter's maps are filled as refimpl's ``to_relative`` fills them, but no relative
+  ``OperationIr`` is built. The relative op is built from the key only when someone asks for it
+  (``operations()``, the search); a cache hit never needs it.
+* executing a stored plan reads the plan's leaves once (fuser name, score, relative inputs and
+  outputs, block op names, covered count) and reuses them at every later execution of it.
+* ``executed`` (refimpl: one ``ExecutedStep`` per step, with copies of the converter's maps)
+  is built on first access from the segments recorded at execution time: the converter's
+  state at that moment is the relative form of exactly that segment, so it is recomputed.
+* ``converter`` is built on access from the same state.
+
+``ExecutedStep`` is refimpl's class (plain data).
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.object cimport PyTypeObject
+from cpython.ref cimport Py_INCREF, PyObject
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from libc.stdint cimport int64_t
+
+from fastplan._keys cimport (
+    F_INT, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, PyMemberDescrObject, Slots,
+    StructInfo, buf_bytes, buf_free, buf_init, buf_push, dtype_slot, int_slot, interned,
+    is_drop, list_set_slice, new_operation, new_struct, new_tensor, op_codes, schema_of, slot,
+    slots, status_slot, struct_info, value_slot,
+)
+from fastplan.strategy cimport leaves_of
+
+from fastplan._keys import BoundaryError
+
+from fastplan.relative import OperationConverter as _Converter
+
+from refimpl.ir import TensorIr
+from refimpl.planner.log import NO_LOG, LogLevel
+from refimpl.planner.plan import PlanBlock, PlanStep
+from refimpl.planner.queue import ExecutedStep
+from refimpl.planner.strategy import (
+    BlockOptimization,
+    Operations,
+    max_relative_shape_id,
+)
+
+__all__ = ["OperationQueue", "ExecutedStep"]
+
+cdef object _TensorIr = TensorIr
+_PlanStep = PlanStep
+_PlanBlock = PlanBlock
+_Operations = Operations
+_BlockOptimization = BlockOptimization
+_ExecutedStep = ExecutedStep
+_BASIC = LogLevel.BASIC
+cdef object _NO_OUT = object()  # the op has no ``out`` tensor
+
+# PlanStep is a frozen dataclass whose __post_init__ only sorts ``aliases``: steps built here
+# have none, so they are filled field by field without it (equal objects, ~10x faster).
+cdef tuple _STEP_FIELDS = ("kind", "ops", "fuser", "score", "inputs", "outputs", "aliases",
+                           "blocks")
+assert tuple(f for f in PlanStep.__slots__) == _STEP_FIELDS
+
+
+cdef extern from "Python.h":
+    object _generic_alloc "PyType_GenericAlloc"(PyTypeObject* type, Py_ssize_t nitems)
+
+
+cdef Py_ssize_t _field_offset(type cls, str name) except -1:
+    descr = cls.__dict__[name]
+    if type(descr).__name__ != "member_descriptor":
+        raise TypeError(f"{cls.__name__}.{name} is not a __slots__ field")
+    return (<PyMemberDescrObject*><PyObject*>descr).d_member.offset
+
+
+cdef Py_ssize_t _STEP_OFFSETS[8]
+for _i, _name in enumerate(_STEP_FIELDS):
+    _STEP_OFFSETS[_i] = _field_offset(PlanStep, _name)
+
+
+cdef inline void _put(object obj, Py_ssize_t offset, object value) noexcept:
+    """Fill an empty slot of a fresh object (a new reference is stored)."""
+    Py_INCREF(value)
+    (<PyObject**>((<char*><PyObject*>obj) + offset))[0] = <PyObject*>value
+
+
+cdef object _new_step(object kind, tuple ops, object fuser, object score, tuple inputs,
+                      tuple outputs, tuple blocks):
+    """``PlanStep(kind, ops, ...)``: a fresh instance, its eight slots filled directly."""
+    cdef object step = _generic_alloc(<PyTypeObject*>_PlanStep, 0)
+    _put(step, _STEP_OFFSETS[0], kind)
+    _put(step, _STEP_OFFSETS[1], ops)
+    _put(step, _STEP_OFFSETS[2], fuser)
+    _put(step, _STEP_OFFSETS[3], score)
+    _put(step, _STEP_OFFSETS[4], inputs)
+    _put(step, _STEP_OFFSETS[5], outputs)
+    _put(step, _STEP_OFFSETS[6], ())
+    _put(step, _STEP_OFFSETS[7], blocks)
+    return step
+
+
+cdef class _Leaf:
+    """One leaf of a stored strategy, read once (``OperationQueue._run``)."""
+
+    cdef bint fused
+    cdef tuple ordering  # segment positions
+    cdef Py_ssize_t count  # ops it executes: opt.len() or len(ordering)
+    cdef object opt  # the fuser's optimization (fused leaves)
+    cdef object fuser  # opt.name
+    cdef object score
+    cdef tuple inputs  # relative ids read from global memory
+    cdef tuple outputs  # relative ids written back
+    cdef tuple blocks  # PlanBlock per FuseBlock
+
+
+cdef _Leaf _read_leaf(object leaf):
+    cdef _Leaf info = _Leaf.__new__(_Leaf)
+    info.ordering = tuple(leaf.ordering)
+    if isinstance(leaf, _Operations):
+        info.fused = False
+        info.count = len(info.ordering)
+        return info
+    opt = leaf.opt
+    info.fused = True
+    info.opt = opt
+    info.count = opt.len()
+    info.fuser = opt.name
+    info.score = leaf.score
+    info.inputs = tuple(opt.global_inputs())
+    info.outputs = tuple(opt.global_outputs())
+    info.blocks = tuple([_PlanBlock(tuple(names)) for names in opt.block_op_names()])
+    return info
+
+
+cdef class _Compiled:
+    """A stored optimization's leaves, read once, and what ``execute`` checks."""
+
+    cdef object optimization  # the BlockOptimization read (identity checked on reuse)
+    cdef Py_ssize_t covered  # len(optimization.ordering)
+    cdef object needed  # max_relative_shape_id(optimization.strategy)
+    cdef list leaves  # _Leaf
+
+
+cdef class OperationQueue:
+    """Pending ops of one stream (burn ``OperationQueue``); also the processor's segment
+    (burn ``Segment``).
+
+    Mirrors refimpl.planner.queue.OperationQueue.
+    """
+
+    def __init__(self, log=NO_LOG):
+        self.global_ops = []
+        self.indices = []
+        self.shapes_assigned = []
+        self.steps = []
+        self.keys = []
+        self._rel = []
+        self._outs = []
+        self._history = []
+        self._first = 0
+        self._rec_step = []
+        self._rec_opt = []
+        self._rec_first = []
+        self._rec_count = []
+        self._executed = []
+        self._compiled = {}
+        self._segment_maps = None
+        self.log = log
+        self._clear()
+
+    @property
+    def log(self):
+        return self._log
+
+    @log.setter
+    def log(self, value):
+        self._log = value
+        self._basic = value.enabled(_BASIC)
+
+    # --- the converter's state ---------------------------------------------------------------
+
+    cdef void _clear(self) except *:
+        if self.g2r is None:
+            self.g2r = {}
+            self.r2g_ids = []
+            self.r2g_tensors = []
+            self.dims = {}
+            self.dim_values = []
+            self.scalars = []
+            self.ranges = []
+        else:
+            self.g2r.clear()
+            list_set_slice(self.r2g_ids, 0, len(self.r2g_ids), NULL)
+            list_set_slice(self.r2g_tensors, 0, len(self.r2g_tensors), NULL)
+            self.dims.clear()
+            list_set_slice(self.dim_values, 0, len(self.dim_values), NULL)
+            list_set_slice(self.scalars, 0, len(self.scalars), NULL)
+            list_set_slice(self.ranges, 0, len(self.ranges), NULL)
+        self.dims[1] = 0
+        self.dim_values.append(1)
+
+    @property
+    def converter(self):
+        """The ``OperationConverter`` refimpl's queue would hold now (built on access)."""
+        r2g = {}
+        for rel, tensor in enumerate(self.r2g_tensors):
+            if type(tensor) is tuple:  # a drop: the snapshot with its shape emptied
+                tensor = new_tensor(tensor[0].id, (), tensor[0].dtype, tensor[0].status)
+            r2g[rel] = tensor
+        return _Converter(r2g, dict(self.g2r), dict(self.dims),
+                          dict(enumerate(self.dim_values)), list(self.scalars),
+                          list(self.ranges))
+
+    @property
+    def relative(self):
+        """The pending ops in relative form (built on access)."""
+        return self.operations()
+
+    @property
+    def executed(self):
+        """Every step executed so far, with its context (``ExecutedStep``)."""
+        self.executed_since(len(self._executed), True)
+        return self._executed
+
+    cdef list executed_since(self, Py_ssize_t start, bint unfused_context):
+        """``executed[start:]``, built as needed. Without ``unfused_context`` the unfused steps
+        carry an empty context (what launch planning reads of them: nothing) and are not
+        kept."""
+        cdef Py_ssize_t i, first, count
+        cdef list found = []
+        if start < 0:
+            raise ValueError(f"no executed step at {start}")
+        for i in range(start, len(self._rec_opt)):
+            if i < len(self._executed):
+                found.append(self._executed[i])
+                continue
+            opt = self._rec_opt[i]
+            if opt is None and not unfused_context:
+                found.append(_ExecutedStep(self._rec_step[i], None, (), {}, {}, ()))
+                continue
+            first = self._rec_first[i]
+            count = self._rec_count[i]
+            segment, maps = self._segment_of(first, count)
+            g2r, shapes, scalars = maps
+            item = _ExecutedStep(self._rec_step[i], opt, segment, dict(g2r), dict(shapes),
+                                 scalars)
+            found.append(item)
+            if i == len(self._executed):
+                self._executed.append(item)
+        return found
+
+    cdef tuple _segment_of(self, Py_ssize_t first, Py_ssize_t count):
+        """The segment pending at some execution (``count`` ops from history ``first``) and
+        the converter's maps then: the relative form of exactly those ops (rebuilt by encoding
+        them again into a scratch queue)."""
+        cdef OperationQueue scratch
+        if self._segment_maps is None or self._segment_maps[0] != (first, count):
+            segment = tuple(self._history[first:first + count])
+            scratch = OperationQueue.__new__(OperationQueue)
+            scratch._clear()
+            for operation in segment:
+                scratch._encode(operation)
+            self._segment_maps = ((first, count), segment,
+                                  (scratch.g2r, dict(enumerate(scratch.dim_values)),
+                                   tuple(scratch.scalars)))
+        return self._segment_maps[1], self._segment_maps[2]
+
+    # --- keys ------------------------------------------------------------------------------
+
+    cdef int64_t _tensor_id(self, object tensor, object tid, bint drop) except? -1:
+        cdef PyObject* found = PyDict_GetItem(self.g2r, tid)
+        cdef Py_ssize_t rel
+        snapshot = (tensor,) if drop else tensor
+        if found != NULL:
+            rel = <object>found
+            self.r2g_tensors[rel] = snapshot
+            return rel
+        rel = len(self.r2g_ids)
+        PyDict_SetItem(self.g2r, tid, rel)
+        self.r2g_ids.append(tid)
+        self.r2g_tensors.append(snapshot)
+        return rel
+
+    cdef object _push_tensor(self, KeyBuf* b, object tensor):
+        """Push one tensor use; its global id."""
+        cdef PyObject* found
+        cdef Py_ssize_t i, sid
+        cdef tuple shape
+        cdef const Slots* at = slots()
+        if type(tensor) is not _TensorIr:
+            raise BoundaryError(f"fastplan takes TensorIr operands, not {type(tensor).__name__}")
+        value = slot(tensor, at.shape)
+        if type(value) is not tuple:
+            raise BoundaryError(f"a tensor shape must be a tuple, not {type(value).__name__}")
+        shape = value
+        tid = slot(tensor, at.tid)
+        buf_push(b, self._tensor_id(tensor, tid, False))
+        buf_push(b, len(shape))
+        for i in range(len(shape)):
+            found = PyDict_GetItem(self.dims, shape[i])
+            if found != NULL:
+                buf_push(b, <Py_ssize_t><object>found)
+            else:
+                sid = len(self.dim_values)
+                PyDict_SetItem(self.dims, shape[i], sid)
+                self.dim_values.append(shape[i])
+                buf_push(b, sid)
+        buf_push(b, dtype_slot(slot(tensor, at.dtype)))
+        buf_push(b, status_slot(slot(tensor, at.status)))
+        return tid
+
+    cdef bytes _encode(self, object operation):
+        """The key of ``operation``'s relative form, filling the converter's maps; the global
+        id of its ``out`` tensor goes to ``self._out``."""
+        cdef KeyBuf b
+        cdef int64_t code, struct_code
+        cdef const StructInfo* info
+        cdef const Slots* at = slots()
+        cdef Py_ssize_t f
+        cdef int kind
+        op_codes(operation, &code, &struct_code)
+        desc = slot(operation, at.desc)
+        info = struct_info(struct_code)
+        self._out = _NO_OUT
+        buf_init(&b)
+        try:
+            buf_push(&b, code)
+            buf_push(&b, struct_code)
+            if is_drop(code):
+                # burn registers a drop with its shape emptied, so it allocates no shape id.
+                dropped = slot(desc, info.offsets[0])
+                if type(dropped) is not _TensorIr:
+                    raise BoundaryError("fastplan takes TensorIr operands, not "
+                                    f"{type(dropped).__name__}")
+                buf_push(&b, self._tensor_id(dropped, slot(dropped, at.tid), True))
+                buf_push(&b, 0)
+                buf_push(&b, dtype_slot(slot(dropped, at.dtype)))
+                buf_push(&b, status_slot(slot(dropped, at.status)))
+                return buf_bytes(&b)
+            for f in range(info.n_fields):
+                value = slot(desc, info.offsets[f])
+                kind = info.kinds[f]
+                if kind == F_TENSOR:
+                    tid = self._push_tensor(&b, value)
+                    if f == info.out_field:
+                        self._out = tid
+                elif kind == F_TENSORS:
+                    tensors = tuple(value)
+                    buf_push(&b, len(tensors))
+                    for tensor in tensors:
+                        self._push_tensor(&b, tensor)
+                elif kind == F_SCALAR:
+                    self.scalars.append(value)
+                    buf_push(&b, len(self.scalars) - 1)
+                elif kind == F_INT:
+                    buf_push(&b, int_slot(value))
+                elif kind == F_RANGES:
+                    placeholders = []
+                    for one in value:
+                        self.ranges.append(one)
+                        placeholders.append((len(self.ranges) - 1, len(self.ranges) - 1))
+                    buf_push(&b, value_slot(tuple(placeholders)))
+                else:
+                    buf_push(&b, value_slot(value))
+            return buf_bytes(&b)
+        finally:
+            buf_free(&b)
+
+    cdef object rel_at(self, Py_ssize_t i):
+        """The relative op at position ``i`` (built from its key on first use)."""
+        found = self._rel[i]
+        if found is None:
+            found = self._materialize(i)
+            self._rel[i] = found
+        return found
+
+    cdef bytes key_at(self, Py_ssize_t i):
+        return <bytes>self.keys[i]
+
+    cdef Py_ssize_t size(self) noexcept:
+        return len(self.global_ops)
+
+    cdef object _materialize(self, Py_ssize_t i):
+        cdef bytes key = self.keys[i]
+        cdef const int64_t* p = <const int64_t*>PyBytes_AS_STRING(key)
+        cdef Py_ssize_t pos = 2, rank, count, k, n
+        cdef int64_t struct_code = p[1]
+        cdef int field
+        cdef list values = []
+        cdef list tensors
+        operation = self.global_ops[i]
+        desc = operation.desc
+        if is_drop(p[0]):
+            dropped = desc.tensor
+            values.append(new_tensor(p[2], (), dropped.dtype, dropped.status))
+            return new_operation(operation.op, new_struct(struct_code, values))
+        for name, field in schema_of(struct_code):
+            value = getattr(desc, name)
+            if field == F_TENSOR:
+                values.append(_tensor_at(p, &pos, value))
+            elif field == F_TENSORS:
+                count = p[pos]
+                pos += 1
+                tensors = []
+                for tensor in value:
+                    tensors.append(_tensor_at(p, &pos, tensor))
+                values.append(tuple(tensors))
+            elif field == F_SCALAR:
+                values.append(p[pos])
+                pos += 1
+            elif field == F_RANGES:
+                values.append(interned(p[pos]))
+                pos += 1
+            else:
+                values.append(value)
+                pos += 1
+        return new_operation(operation.op, new_struct(struct_code, values))
+
+    # --- StreamSegment -----------------------------------------------------------------------
+
+    def operations(self):
+        cdef Py_ssize_t i
+        for i in range(len(self._rel)):
+            self.rel_at(i)
+        return self._rel
+
+    def execute(self, plan_id, store):
+        """Run the leading ops a stored plan covers. A plan naming a relative shape id this
+        queue's covered ops never assigned runs its ops unfused in order (burn #5400)."""
+        self.execute_plan(store.get(plan_id).optimization)
+
+    cdef int execute_plan(self, object optimization) except -1:
+        cdef _Compiled compiled = <_Compiled>self._compile(optimization)
+        if compiled.covered > len(self.shapes_assigned):  # a plan longer than the queue
+            raise IndexError("list index out of range")
+        assigned = self.shapes_assigned[compiled.covered - 1] if compiled.covered else 1
+        if compiled.needed is not None and compiled.needed >= assigned:
+            ordering = tuple(range(compiled.covered))
+            self._run(_BlockOptimization(_Operations(ordering), ordering))
+            return 0
+        self._run_leaves(compiled.leaves)
+        return 0
+
+    cdef object _compile(self, object optimization):
+        cdef _Compiled compiled
+        entry = self._compiled.get(id(optimization))
+        if entry is not None and (<_Compiled>entry).optimization is optimization:
+            return <_Compiled>entry
+        compiled = _Compiled.__new__(_Compiled)
+        compiled.optimization = optimization
+        compiled.covered = len(optimization.ordering)
+        compiled.needed = max_relative_shape_id(optimization.strategy)
+        compiled.leaves = [_read_leaf(leaf) for leaf in leaves_of(optimization.strategy)]
+        self._compiled[id(optimization)] = compiled
+        return compiled
+
+    def execute_unfused(self, optimization):
+        self._run(optimization)
+
+    # --- queue -------------------------------------------------------------------------------
+
+    def add(self, index, operation):
+        """Queue one op (``index`` = its position in ``Stream.items``)."""
+        self.add_op(index, operation)
+
+    cdef int add_op(self, object index, object operation) except -1:
+        key = self._encode(operation)
+        self._history.append(operation)
+        self.global_ops.append(operation)
+        self.indices.append(index)
+        self.keys.append(key)
+        self._rel.append(None)
+        self._outs.append(self._out)
+        self.shapes_assigned.append(len(self.dim_values))
+        return 0
+
+    def produces_pending(self, tensor_ids):
+        """Whether a pending op outputs any of the tensors (their handle doesn't exist yet)."""
+        return self.produces(tensor_ids)
+
+    cdef bint produces(self, object tensor_ids) except -1:
+        wanted = set(tensor_ids)
+        for out in self._outs:
+            if out is not _NO_OUT and out in wanted:
+                return True
+        return False
+
+    cdef int _run(self, object optimization) except -1:
+        return self._run_leaves([_read_leaf(leaf) for leaf in leaves_of(optimization.strategy)])
+
+    cdef int _run_leaves(self, list leaves) except -1:
+        cdef _Leaf leaf
+        cdef Py_ssize_t executed = 0
+        cdef Py_ssize_t pending = len(self.global_ops)
+        for leaf in leaves:
+            step = self._step(leaf)
+            self.steps.append(step)
+            self._rec_step.append(step)
+            self._rec_opt.append(leaf.opt if leaf.fused else None)
+            self._rec_first.append(self._first)
+            self._rec_count.append(pending)
+            if self._basic:
+                self._log.write(f"[step] {step.kind} {step.fuser or ''} ops={list(step.ops)}")
+            executed += leaf.count
+        self._drain(executed)
+        return 0
+
+    cdef object _step(self, object leaf_obj):
+        cdef _Leaf leaf = leaf_obj
+        cdef list indices = self.indices
+        cdef Py_ssize_t i, pos, n = len(leaf.ordering)
+        cdef tuple ops = PyTuple_New(n)
+        for i in range(n):
+            pos = leaf.ordering[i]
+            if pos < 0:  # a plan made by hand: refimpl's list indexing
+                pos += len(indices)
+            if not 0 <= pos < len(indices):
+                raise IndexError("list index out of range")
+            value = indices[pos]
+            Py_INCREF(value)
+            PyTuple_SET_ITEM(ops, i, value)
+        if not leaf.fused:
+            return _new_step("unfused", ops, None, None, (), (), ())
+        return _new_step("fused", ops, leaf.fuser, leaf.score, self._global_ids(leaf.inputs),
+                         self._global_ids(leaf.outputs), leaf.blocks)
+
+    cdef tuple _global_ids(self, tuple relative_ids):
+        cdef list ids = self.r2g_ids
+        cdef Py_ssize_t i, n = len(relative_ids)
+        cdef tuple found = PyTuple_New(n)
+        for i in range(n):
+            rid = relative_ids[i]
+            if type(rid) is not int or not 0 <= rid < len(ids):
+                raise KeyError(rid)
+            value = ids[<Py_ssize_t>rid]
+            Py_INCREF(value)
+            PyTuple_SET_ITEM(found, i, value)
+        return found
+
+    cdef int _drain(self, Py_ssize_t count) except -1:
+        """Forget the first ``count`` ops and re-relativise the rest (burn ``drain_queue`` +
+        ``reset_relative``)."""
+        cdef Py_ssize_t i, n
+        list_set_slice(self.global_ops, 0, count, NULL)
+        list_set_slice(self.indices, 0, count, NULL)
+        list_set_slice(self._outs, 0, count, NULL)
+        self._first += count
+        n = len(self.global_ops)
+        self._clear()
+        list_set_slice(self.keys, 0, len(self.keys), NULL)
+        list_set_slice(self._rel, 0, len(self._rel), NULL)
+        list_set_slice(self.shapes_assigned, 0, len(self.shapes_assigned), NULL)
+        for i in range(n):
+            self.keys.append(self._encode(self.global_ops[i]))
+            self._rel.append(None)
+            self.shapes_assigned.append(len(self.dim_values))
+        return 0
+
+
+cdef object _tensor_at(const int64_t* p, Py_ssize_t* pos, object tensor):
+    """The relative ``TensorIr`` encoded at ``p[pos]`` (advancing ``pos``)."""
+    cdef Py_ssize_t rank = p[pos[0] + 1]
+    cdef Py_ssize_t at = pos[0] + 2
+    cdef Py_ssize_t i
+    cdef tuple shape = tuple([p[at + i] for i in range(rank)])
+    result = new_tensor(p[pos[0]], shape, tensor.dtype, tensor.status)
+    pos[0] = at + rank + 2
+    return result

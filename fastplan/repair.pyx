@@ -1,0 +1,199 @@
+# cython: language_level=3
+"""The last pass of the search: put the strategy chunks into an order that respects every
+tensor lifetime, or fall back to running the segment unfused in stream order.
+
+burn counterpart: ``repair_order``, ``repair_order_split``, ``assemble``,
+``unfused_stream_order``, ``ordering_is_valid`` and ``Chunk`` in
+``crates/burn-fusion/src/search/optimization/stream.rs`` (notes §9.3 step 4). Mirrors
+refimpl/planner/repair.py: same names, same order, same results.
+
+Where the structure differs (the result must not): each op's data flow is read once per call
+(``block.op_flow``) and shared by the chunks and the lifetime checks.
+"""
+
+from fastplan.block cimport op_flow
+from fastplan.graph cimport _Flow, Dag, dag_from, flow_new, valid_flows
+from fastplan.strategy cimport len_of
+
+from refimpl.planner.strategy import BlockOptimization, Composed, Operations
+
+__all__ = ["Chunk", "repair_order", "ordering_is_valid", "unfused_stream_order"]
+
+_BlockOptimization = BlockOptimization
+_Composed = Composed
+_Operations = Operations
+
+
+cdef class _Flows:
+    """The flows of a segment's ops, read on first use."""
+
+    cdef object operations
+    cdef dict cache
+
+    def __cinit__(self, operations):
+        self.operations = operations
+        self.cache = {}
+
+    cdef _Flow at(self, object pos):
+        found = self.cache.get(pos)
+        if found is None:
+            found = op_flow(self.operations[pos])
+            self.cache[pos] = found
+        return <_Flow>found
+
+
+cdef class Chunk:
+    """One top-level strategy seen as a single graph node over its positions.
+
+    Mirrors refimpl.planner.repair.Chunk.
+    """
+
+    def __init__(self, positions, operations):
+        _fill(self, positions, _Flows(operations))
+
+    def produced(self):
+        return tuple(self.produced_ids)
+
+    def read(self):
+        return tuple(self.read_ids)
+
+    def freed(self):
+        return tuple(self.freed_ids)
+
+    def produces(self, resource):
+        return resource in self.produced_ids
+
+    def reads(self, resource):
+        return resource in self.read_ids
+
+    def position(self):
+        return min(self.positions) if self.positions else 0
+
+
+
+cdef _Flow _chunk_flow(Chunk chunk):
+    return flow_new(tuple(chunk.produced_ids), tuple(chunk.read_ids), tuple(chunk.freed_ids))
+
+
+cdef int _fill(Chunk chunk, object positions, _Flows flows) except -1:
+    cdef _Flow flow
+    chunk.positions = tuple(positions)
+    chunk.produced_ids = {}
+    chunk.read_ids = {}
+    chunk.freed_ids = {}
+    for pos in chunk.positions:
+        for tid in flows.at(pos).produced:
+            chunk.produced_ids[tid] = None
+    for pos in chunk.positions:
+        flow = flows.at(pos)
+        # A ReadWrite read frees the tensor even if this chunk produced it: readers in other
+        # chunks must still run first.
+        for tid, rw in zip(flow.read, flow.read_rw):
+            if rw:
+                chunk.freed_ids[tid] = None
+            if tid not in chunk.produced_ids:
+                chunk.read_ids[tid] = None
+    return 0
+
+
+cdef Chunk _chunk(object positions, _Flows flows):
+    cdef Chunk chunk = Chunk.__new__(Chunk)
+    _fill(chunk, positions, flows)
+    return chunk
+
+
+cdef bint _valid(object ordering, _Flows flows) except -1:
+    return valid_flows([flows.at(p) for p in ordering])
+
+
+def ordering_is_valid(ordering, operations):
+    """Whether running the ops at ``ordering`` in that order keeps every input live.
+
+    Mirrors refimpl.planner.repair.ordering_is_valid.
+    """
+    return _valid(ordering, _Flows(operations))
+
+
+cdef object unfused_order(object positions):
+    """``unfused_stream_order`` (see there)."""
+    ordering = tuple(sorted(positions))
+    return _BlockOptimization(_Operations(ordering), ordering)
+
+
+def unfused_stream_order(positions):
+    """Every op unfused in ascending position: the always-valid last resort.
+
+    Mirrors refimpl.planner.repair.unfused_stream_order.
+    """
+    return unfused_order(positions)
+
+
+cdef Dag _dag(list chunks):
+    cdef Chunk chunk
+    return dag_from([_chunk_flow(chunk) for chunk in chunks],
+                    [chunk.position() for chunk in chunks])
+
+
+cdef object repaired(object opt, object operations):
+    """``repair_order`` (see there)."""
+    cdef _Flows flows = _Flows(operations)
+    cdef list strategies, chunks
+    cdef Py_ssize_t offset, size
+    strategy = opt.strategy
+    if not isinstance(strategy, _Composed):
+        if _valid(opt.ordering, flows):
+            return opt
+        return unfused_order(opt.ordering)
+    strategies = list(strategy.items)
+    chunks = []
+    offset = 0
+    for item in strategies:
+        size = len_of(item)
+        chunks.append(_chunk(opt.ordering[offset: offset + size], flows))
+        offset += size
+    order = _dag(chunks).topological_order()
+    if order is None:
+        return _repair_order_split(strategies, chunks, flows)
+    return _assemble(strategies, chunks, order, flows)
+
+
+def repair_order(opt, operations):
+    """``opt`` with its top-level chunks in a lifetime-respecting order.
+
+    Mirrors refimpl.planner.repair.repair_order.
+    """
+    return repaired(opt, operations)
+
+
+cdef object _repair_order_split(list strategies, list chunks, _Flows flows):
+    """Retry with every unfused chunk split per op; fused chunks stay atomic."""
+    cdef list split_strategies = []
+    cdef list split_chunks = []
+    cdef Chunk chunk
+    cdef Py_ssize_t i
+    if len(strategies) != len(chunks):
+        raise ValueError("strategies and chunks differ in length")
+    for i in range(len(strategies)):
+        strategy = strategies[i]
+        chunk = chunks[i]
+        if isinstance(strategy, _Operations):
+            for pos in chunk.positions:
+                split_strategies.append(_Operations((pos,)))
+                split_chunks.append(_chunk((pos,), flows))
+        else:
+            split_strategies.append(strategy)
+            split_chunks.append(chunk)
+    order = _dag(split_chunks).topological_order()
+    if order is None:
+        return unfused_order([p for chunk in split_chunks for p in chunk.positions])
+    return _assemble(split_strategies, split_chunks, order, flows)
+
+
+cdef object _assemble(list strategies, list chunks, list order, _Flows flows):
+    """The strategies in chunk order; unfused stream order if the result is still invalid."""
+    cdef list ordering = []
+    for index in order:
+        ordering.extend((<Chunk>chunks[index]).positions)
+    if not _valid(ordering, flows):
+        return unfused_order(ordering)
+    return _BlockOptimization(_Composed(tuple([strategies[i] for i in order])), tuple(ordering))

@@ -1,0 +1,36 @@
+# cython: language_level=3
+"""C-level declarations of fastplan.search (used by processor)."""
+
+from fastplan.graph cimport _Flow
+
+
+cdef class BlocksOptimizer:
+    cdef public list blocks  # the blocks to merge and optimize
+    cdef public object num_ops  # largest end position: the segment length they cover
+    cdef public object log  # a refimpl.planner.log.FusionLog
+    cdef object run(self)
+
+
+cdef class StreamOptimizer:
+    cdef public list fusers  # the fusers every new block clones
+    cdef public list blocks  # sorted by start position
+    cdef public object length  # ops registered so far (= the next position)
+    cdef public bint stopped  # the block cap (or a cycle) stopped registration
+    cdef public object max_blocks  # None: no cap
+    cdef object _log  # the FusionLog (property ``log``)
+    cdef bint _full  # the log prints stream events
+    cdef bint _fusers_reset  # self.fusers were reset and never fed since
+    cdef int register_op(self, object operation, _Flow flow) except -1
+    cdef bint optimizing(self) except -1
+    cdef void reset_all(self) except *
+    cdef void _trace(self, str template, object a=*, object b=*, object c=*) except *
+    cdef bint _register_max_block(self, object operation, _Flow flow,
+                                  object max_blocks) except -1
+    cdef Py_ssize_t _register_inner(self, object operation, _Flow flow,
+                                    bint force) except -1
+    cdef int _merge(self, object operation, _Flow flow, bint everything) except -1
+    cdef void _new_block(self, object operation, _Flow flow) except *
+    cdef void _dependent(self, object operation, _Flow flow) except *
+    cdef StreamOptimizer empty_clone(self)
+    cdef object first_pass(self, bint consume)
+    cdef object optimized(self, object operations, bint consume)

@@ -1,0 +1,395 @@
+# cython: language_level=3
+"""The fusion search: partition a segment into blocks, merge them, pick a fuser per block.
+
+burn counterpart: ``crates/burn-fusion/src/search/optimization/stream.rs``
+(``StreamOptimizer``) and ``.../optimization/blocks.rs`` (``BlocksOptimizer``); notes
+§9.1–§9.3. Mirrors refimpl/planner/search.py: same names, same order, same results.
+
+Where the structure differs (the result must not): an op's data flow is read once when it is
+registered (``block.op_flow``) and handed to every block that sees it; the block DAG is built
+from those flows. ``BlocksOptimizerResult`` is refimpl's class (plain data). Hole searches
+nest on an explicit stack of ``_HoleFrame``s, as in refimpl.
+
+Invariants (refimpl's):
+
+* Registered positions are ``0..length`` without gaps; an optimization's ordering covers a
+  prefix ``0..k`` of them (holes filled, trailing positions excluded).
+* Ties: blocks sort stably by start position; topological order by ``(position, index)``.
+"""
+
+from fastplan.block cimport Block, op_flow
+from fastplan.graph cimport _Flow, Dag, dag_from
+from fastplan.merging cimport blocks_merged
+from fastplan.repair cimport repaired
+from fastplan.strategy cimport map_block_ordering_of
+
+from refimpl.planner.log import NO_LOG, LogLevel
+from refimpl.planner.search import BlocksOptimizerResult
+from refimpl.planner.strategy import BlockOptimization, Composed
+
+__all__ = ["MAX_BLOCKS", "StreamOptimizer", "BlocksOptimizer", "BlocksOptimizerResult"]
+
+cdef object _ONE = 1  # a Python int: bit sets grow past 64 bits
+
+MAX_BLOCKS = 5  # burn ``fusion.beam_search.max_blocks`` default
+
+_Result = BlocksOptimizerResult
+_BlockOptimization = BlockOptimization
+_Composed = Composed
+_FULL = LogLevel.FULL
+
+# _MergeStep
+cdef enum:
+    STEP_FULL = 0
+    STEP_PARTIAL = 1
+    STEP_FAIL = 2
+    STEP_NO_NEED = 3
+
+
+def _start(Block block):
+    return block.start_pos
+
+
+cdef Dag blocks_dag(list blocks):
+    """The dependency graph of blocks (each one node at its start position)."""
+    cdef Block block
+    return dag_from([block.as_flow() for block in blocks], [block.start_pos for block in blocks])
+
+
+cdef class BlocksOptimizer:
+    """Turns a list of blocks into a strategy (burn ``BlocksOptimizer``).
+
+    Mirrors refimpl.planner.search.BlocksOptimizer.
+    """
+
+    def __init__(self, blocks, log=NO_LOG):
+        cdef Block block
+        self.blocks = blocks
+        self.num_ops = max([block.end_pos for block in blocks])
+        self.log = log
+
+    def optimize(self):
+        """Merge, emit in dependency order, optimize each block, find the holes."""
+        return self.run()
+
+    cdef object run(self):
+        cdef list strategies = []
+        cdef list ordering = []
+        cdef list resolved
+        cdef list holes
+        cdef Py_ssize_t end, pos
+        self._merging_pass()
+        order = blocks_dag(self.blocks).topological_order()
+        if order is None:
+            order = list(range(len(self.blocks)))
+        resolved = [False] * self.num_ops
+        for index in order:
+            block_opt = self.blocks[index].optimize(self.log)
+            for pos in block_opt.ordering:
+                resolved[pos] = True
+            ordering.extend(block_opt.ordering)
+            strategies.append(block_opt.strategy)
+        end = _last_resolved_end(resolved)
+        holes = [pos for pos in range(end) if not resolved[pos]]
+        if self.log.enabled(_FULL):
+            self.log.write(f"[search] {len(strategies)} strategy chunk(s), holes={holes}")
+        return _Result(strategies, ordering, holes)
+
+    def _merging_pass(self):
+        cdef Block block
+        cdef Py_ssize_t index
+        if len(self.blocks) == 1:
+            return
+        self.blocks.sort(key=_start)
+        for index in range(len(self.blocks)):
+            (<Block>self.blocks[index]).constituents = _ONE << index
+        guard = blocks_dag(self.blocks).reachability()
+        result = blocks_merged(self.blocks, guard, False)
+        if result.kind == "Full":
+            self.blocks = result.merged
+        elif result.kind == "Partial":
+            self.blocks = sorted(result.merged + result.failed, key=_start)
+
+
+cdef Py_ssize_t _last_resolved_end(list resolved):
+    cdef Py_ssize_t pos
+    for pos in range(len(resolved) - 1, -1, -1):
+        if resolved[pos]:
+            return pos + 1
+    return 0
+
+
+cdef class _HoleFrame:
+    """One optimize call waiting for its holes to be filled."""
+
+    cdef StreamOptimizer optimizer
+    cdef object operations
+    cdef list strategies
+    cdef list ordering
+    cdef list holes
+
+    def __cinit__(self, StreamOptimizer optimizer, operations, list strategies, list ordering,
+                  list holes):
+        self.optimizer = optimizer
+        self.operations = operations
+        self.strategies = strategies
+        self.ordering = ordering
+        self.holes = holes
+
+    cdef void absorb(self, object holes_opt) except *:
+        """Append the optimization of the first holes (its positions index ``holes``)."""
+        mapped = map_block_ordering_of(holes_opt, self.holes)
+        self.strategies.append(mapped.strategy)
+        self.ordering.extend(mapped.ordering)
+        del self.holes[: len(mapped.ordering)]
+
+    cdef list hole_operations(self):
+        return [self.operations[pos] for pos in self.holes]
+
+
+cdef class StreamOptimizer:
+    """Incremental partition of a segment into blocks (burn ``StreamOptimizer``).
+
+    Mirrors refimpl.planner.search.StreamOptimizer.
+    """
+
+    def __init__(self, fusers, max_blocks=MAX_BLOCKS, log=NO_LOG):
+        self.fusers = list(fusers)
+        self.blocks = []
+        self.length = 0
+        self.stopped = False
+        self.max_blocks = max_blocks
+        self.log = log
+
+    @property
+    def log(self):
+        return self._log
+
+    @log.setter
+    def log(self, value):
+        self._log = value
+        self._full = value.enabled(_FULL)
+
+    # --- registration ------------------------------------------------------------------------
+
+    def register(self, operation):
+        """Place the next op of the segment (see the module docstring)."""
+        self.register_op(operation, None)
+
+    cdef int register_op(self, object operation, _Flow flow) except -1:
+        """``register``; ``flow`` is the op's data flow when the caller has it already."""
+        cdef int step
+        if self.stopped:
+            self._trace("op {} dropped (optimizer stopped at op {})", operation.name,
+                        self.length)
+            return 0
+        if flow is None:
+            flow = op_flow(operation)
+        if not self.blocks:
+            self._new_block(operation, flow)
+            self.length += 1
+            return 0
+        step = self._merge(operation, flow, False)
+        if step == STEP_FAIL or step == STEP_PARTIAL:
+            self._dependent(operation, flow)
+            if not self.stopped:
+                self.length += 1
+            return 0
+        if self.max_blocks is not None:
+            if self._register_max_block(operation, flow, self.max_blocks):
+                self.length += 1
+            else:
+                self._trace("stopped (max_blocks={}) at op {}", self.max_blocks, self.length)
+                self.stopped = True
+            return 0
+        if self._register_inner(operation, flow, False) == 0:
+            self._new_block(operation, flow)
+        self.length += 1
+        return 0
+
+    def still_optimizing(self):
+        """Not stopped, and no block yet or some block with an open fuser."""
+        return self.optimizing()
+
+    cdef bint optimizing(self) except -1:
+        cdef Block block
+        if self.stopped:
+            return False
+        if not self.blocks:
+            return True
+        for block in self.blocks:
+            if block.open_():
+                return True
+        return False
+
+    def reset(self):
+        self.reset_all()
+
+    cdef void reset_all(self) except *:
+        # The optimizer never feeds its own fusers (every block and hole search feeds clones),
+        # so once reset they stay reset: later resets skip them (refimpl resets them again,
+        # to the same state).
+        if not self._fusers_reset:
+            for fuser in self.fusers:
+                fuser.reset()
+            self._fusers_reset = True
+        self.length = 0
+        if self.blocks:
+            self.blocks = []
+        self.stopped = False
+
+    cdef void _trace(self, str template, object a=None, object b=None, object c=None) except *:
+        """A ``full``-level stream event; the text is only built when it is printed."""
+        if self._full:
+            self._log.write("[stream] " + template.format(a, b, c))
+
+    cdef bint _register_max_block(self, object operation, _Flow flow,
+                                  object max_blocks) except -1:
+        if max_blocks == 1:
+            self._register_inner(operation, flow, True)
+            return True
+        if self._register_inner(operation, flow, False) > 0:
+            return True
+        if len(self.blocks) < max_blocks:
+            self._new_block(operation, flow)
+            return True
+        self._merge(operation, flow, True)
+        if len(self.blocks) >= max_blocks:
+            self.stopped = True
+            return False
+        if self._register_inner(operation, flow, False) == 0:
+            self._new_block(operation, flow)
+        return True
+
+    cdef Py_ssize_t _register_inner(self, object operation, _Flow flow,
+                                    bint force) except -1:
+        cdef Py_ssize_t added = 0
+        cdef Block block
+        for block in self.blocks:
+            if block.accepts(operation, self.length, flow, force):
+                added += 1
+        if added:
+            self._trace("op {} {} -> accepted in {} block(s)", self.length, operation.name,
+                        added)
+        return added
+
+    cdef int _merge(self, object operation, _Flow flow, bint everything) except -1:
+        cdef list chosen = []
+        cdef Py_ssize_t i
+        cdef Block block
+        for i in range(len(self.blocks)):
+            block = self.blocks[i]
+            if everything or block.touches(flow):
+                chosen.append(i)
+        if len(chosen) <= 1:
+            return STEP_NO_NEED
+        for i in range(len(self.blocks)):
+            (<Block>self.blocks[i]).constituents = _ONE << i
+        guard = blocks_dag(self.blocks).reachability()
+        result = blocks_merged([self.blocks[i] for i in chosen], guard, False)
+        if result.kind == "Fail":
+            return STEP_FAIL
+        kept = [self.blocks[i] for i in range(len(self.blocks)) if i not in chosen]
+        self.blocks = sorted(kept + result.merged + result.failed, key=_start)
+        return STEP_FULL if result.kind == "Full" else STEP_PARTIAL
+
+    cdef void _new_block(self, object operation, _Flow flow) except *:
+        cdef Block block = Block(self.fusers)
+        block.register_op(operation, self.length, flow)
+        self.blocks.append(block)
+        self._trace("op {} {} -> new block (total: {})", self.length, operation.name,
+                    len(self.blocks))
+
+    def _on_dependent_op(self, operation):
+        """Give the op its own block depending on the blocks it reads from."""
+        self._dependent(operation, op_flow(operation))
+
+    cdef void _dependent(self, object operation, _Flow flow) except *:
+        cdef Block block
+        if self.max_blocks is not None and len(self.blocks) >= self.max_blocks:
+            self._merge(operation, flow, True)
+            if len(self.blocks) >= self.max_blocks:
+                self._trace("stopped (max_blocks={} reached on dependency) at op {}",
+                            self.max_blocks, self.length)
+                self.stopped = True
+                return
+        block = Block(self.fusers)
+        block.register_op(operation, self.length, flow)
+        self.blocks.append(block)
+        if not blocks_dag(self.blocks).is_acyclic():
+            self.blocks.pop()
+            self._trace("stopped (unresolvable dependency cycle) at op {}", self.length)
+            self.stopped = True
+            return
+        self._trace("op {} {} -> new dependent block (total: {})", self.length,
+                    operation.name, len(self.blocks))
+
+    # --- optimization ------------------------------------------------------------------------
+
+    def new_empty_search(self):
+        """A fresh optimizer with reset clones of the same fusers (for holes)."""
+        return self.empty_clone()
+
+    cdef StreamOptimizer empty_clone(self):
+        cdef list fusers = []
+        for fuser in self.fusers:
+            clone = fuser.clone()
+            clone.reset()
+            fusers.append(clone)
+        return StreamOptimizer(fusers, self.max_blocks, self._log)
+
+    def _first_pass(self):
+        return self.first_pass(False)
+
+    cdef object first_pass(self, bint consume):
+        """BlocksOptimizer over clones of the blocks, or (``consume``: the caller resets this
+        optimizer right after) over the blocks themselves — the same result without copying
+        every fuser once more."""
+        cdef Block block
+        cdef list blocks = list(self.blocks) if consume else \
+            [block.clone() for block in self.blocks]
+        cdef BlocksOptimizer optimizer = BlocksOptimizer(blocks, self._log)
+        if consume:
+            self.blocks = []
+        return optimizer.run()
+
+    def optimize(self, operations):
+        """The segment's strategy; ``operations`` are the ops registered so far (at least)."""
+        return self.optimized(operations, False)
+
+    cdef object optimized(self, object operations, bint consume):
+        """``optimize``; ``consume``: the blocks are used up (the caller resets next)."""
+        cdef list stack
+        cdef _HoleFrame frame
+        first = self.first_pass(consume)
+        if not first.holes:
+            return repaired(first.full(), operations)
+        stack = [_HoleFrame(self, operations, first.strategies, first.ordering, first.holes)]
+        done = None
+        while stack:
+            frame = stack[len(stack) - 1]
+            if done is not None:
+                frame.absorb(done)
+                done = None
+                if not frame.holes:
+                    stack.pop()
+                    whole = _BlockOptimization(_Composed(tuple(frame.strategies)),
+                                               tuple(frame.ordering))
+                    done = repaired(whole, frame.operations)
+                    continue
+            done = _search_holes(frame, stack)
+        return done
+
+
+cdef object _search_holes(_HoleFrame frame, list stack):
+    """Start a fresh search over the frame's holes: its result, or ``None`` after pushing a
+    nested frame for holes of its own."""
+    cdef StreamOptimizer search = frame.optimizer.empty_clone()
+    cdef list hole_ops = frame.hole_operations()
+    for operation in hole_ops:
+        search.register_op(operation, None)
+    first = search.first_pass(True)  # a hole search is used once
+    if not first.holes:
+        return repaired(first.full(), hole_ops)
+    stack.append(_HoleFrame(search, hole_ops, first.strategies, first.ordering, first.holes))
+    return None

@@ -1,0 +1,9 @@
+# cython: language_level=3
+"""C-level declarations of fastplan.strategy (used by repair, search, queue and processor)."""
+
+
+cdef list leaves_of(object strategy)
+cdef Py_ssize_t len_of(object strategy) except -1
+cdef object map_ordering_of(object strategy, object mapping)
+cdef object map_block_ordering_of(object block_opt, object mapping)
+cdef object trailing_included(object block_opt, object num_operations)

@@ -1,0 +1,160 @@
+"""fastplan's launch planning equals refimpl's, launch by launch.
+
+Every launch refimpl's interpreter plans (``refimpl.interpreter.launch_plan_stream``: fused
+steps, matmul and reduce fallbacks, dry runs) is planned a second time by the twin, on a fork
+of the same memory: the ``LaunchPlan`` (refimpl's frozen dataclasses), the handles of the
+``Launch``, the error class (``LaunchError``) and the memory left behind (handles, next
+buffer, buffer sizes) must all be equal. Streams come from ``refimpl.strategies.streams``
+(every op kind, drops, syncs, strided inputs) on every device preset, plus the golden corpus.
+The per-tensor rules are compared directly on hypothesis-drawn shapes and strides.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fastplan
+from refimpl import interpreter
+from refimpl.devices import PRESETS, profile_named
+from refimpl.planner import layout as ref_layout
+from refimpl.planner import vectorization as ref_vect
+from refimpl.planner.launch import LaunchError
+from refimpl.planner.launch import plan_launch as reference_plan_launch
+from refimpl.strategies import streams
+from refimpl.stream import Stream, load_stream
+
+pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
+
+GOLDEN = sorted((Path(__file__).resolve().parents[1] / "golden" / "streams").glob("*.json"))
+DEVICES = st.sampled_from(sorted(PRESETS))
+
+
+def _outcome(plan_launch, call, memory):
+    trace, context, _, device, operands = call
+    try:
+        launch = plan_launch(trace, context, memory, device, operands)
+    except LaunchError as exc:
+        return ("LaunchError", str(exc))
+    return (launch.plan, launch.input_handles, launch.output_handles)
+
+
+def _state(memory):
+    return memory.handles, memory.sizes, memory.next_buffer
+
+
+def recorded_launches(stream: Stream, device) -> list[tuple]:
+    """(trace, context, memory before, device, matmul operands) of every launch refimpl plans
+    for ``stream``, in order."""
+    calls = []
+
+    def record(trace, context, memory, device, operands=None):
+        calls.append((trace, context, memory.fork(), device, operands))
+        return reference_plan_launch(trace, context, memory, device, operands)
+
+    profile, executed = interpreter.executed_steps(stream, device)
+    saved = interpreter.plan_launch
+    interpreter.plan_launch = record
+    try:
+        interpreter.launch_plan_stream(stream, executed, profile)
+    finally:
+        interpreter.plan_launch = saved
+    return calls
+
+
+def assert_same_launches(stream: Stream, device) -> int:
+    twin = fastplan.planner_module("launch").plan_launch
+    calls = recorded_launches(stream, device)
+    for n, call in enumerate(calls):
+        ref_memory, fast_memory = call[2].fork(), call[2].fork()
+        expected = _outcome(reference_plan_launch, call, ref_memory)
+        got = _outcome(twin, call, fast_memory)
+        if got != expected and not isinstance(expected[0], str) and not isinstance(got[0], str):
+            for field in expected[0].__slots__:
+                assert getattr(got[0], field) == getattr(expected[0], field), (n, field)
+        assert got == expected, f"launch {n}: {call[0]!r}"
+        assert _state(fast_memory) == _state(ref_memory), f"launch {n}: memory"
+    return len(calls)
+
+
+def test_launch_twin_is_compiled():
+    module = fastplan.planner_module("launch")
+    assert module.__name__ == "fastplan.launch"
+    assert module.plan_launch is not reference_plan_launch
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_launch_equivalence_on_the_golden_corpus(path):
+    assert_same_launches(load_stream(path), "metal")
+
+
+def test_launch_equivalence_golden_corpus_has_fused_launches():
+    assert sum(len(recorded_launches(load_stream(p), "metal")) for p in GOLDEN) > 0
+
+
+@given(stream=streams(max_ops=12, max_rank=4), device=DEVICES)
+def test_launch_equivalence_on_generated_streams(stream, device):
+    assert_same_launches(stream, profile_named(device))
+
+
+# --- the per-tensor rules ---------------------------------------------------------------------
+
+DIMS = st.integers(0, 6)
+STRIDES = st.integers(-2, 40)
+
+
+@st.composite
+def layouts(draw):
+    rank = draw(st.integers(0, 5))
+    shape = tuple(draw(st.lists(DIMS, min_size=rank, max_size=rank)))
+    strides = tuple(draw(st.lists(STRIDES, min_size=rank, max_size=rank)))
+    return shape, strides
+
+
+@st.composite
+def dense_layouts(draw):
+    """A dense layout in a random dim order (so that the dense branches run)."""
+    rank = draw(st.integers(1, 5))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    order = draw(st.permutations(range(rank)))
+    return shape, ref_layout.strides_for(shape, order)
+
+
+LAYOUTS = st.one_of(layouts(), dense_layouts())
+SIZES = st.sampled_from([(4, 2, 1), (2, 1), (8, 4, 2, 1), (16, 8, 4, 2, 1), (3, 1)])
+
+
+def _same(name, module_ref, *args):
+    twin = getattr(fastplan.planner_module(module_ref.__name__.rsplit(".", 1)[1]), name)
+    try:
+        expected = getattr(module_ref, name)(*args)
+    except Exception as exc:  # noqa: BLE001  (the error class must match)
+        with pytest.raises(type(exc)):
+            twin(*args)
+        return
+    assert twin(*args) == expected, (name, args)
+
+
+@given(layout=LAYOUTS)
+def test_launch_equivalence_layout_rules(layout):
+    shape, strides = layout
+    for name in ("is_contiguous", "is_dense", "dim_order", "permuted_innermost_axis"):
+        _same(name, ref_layout, shape, strides)
+    _same("contiguous_strides", ref_layout, shape)
+    _same("strides_for", ref_layout, shape, tuple(range(len(shape)))[::-1])
+    _same("is_contiguous_order", ref_layout, tuple(range(len(shape))))
+    _same("block_axis", ref_vect, shape, strides)
+
+
+@given(layout=LAYOUTS, axis=st.integers(-1, 5), sizes=SIZES, multi=st.booleans(),
+       dims=st.tuples(st.integers(0, 4), st.integers(0, 4)), cap=st.sampled_from([1, 2, 255]))
+def test_launch_equivalence_vectorization_rules(layout, axis, sizes, multi, dims, cap):
+    shape, strides = layout
+    _same("vectorization_input", ref_vect, shape, strides, axis, sizes)
+    _same("vectorization_output", ref_vect, shape, axis, sizes, cap)
+    _same("vectorization_reshape", ref_vect, shape, shape[::-1], multi, axis, sizes, cap)
+    _same("vectorization_swapped", ref_vect, strides, shape, shape, multi, dims, axis, sizes,
+          cap)

@@ -1,0 +1,59 @@
+"""fastplan's ``fuselab`` plugin: ``fuselab plan --planner fast`` and ``fuselab bench planner``.
+
+``fastplan.cli:register`` is published under the entry-point group ``fuselab.cli``
+(pyproject.toml); ``refimpl.cli.main`` loads it before parsing the arguments.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from refimpl import cli
+from refimpl.planner import plan_from_json
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+STREAMS = ["mul_add_exp", "chain", "independent", "matmul_add_exp", "search_softmax"]
+
+
+@pytest.mark.parametrize("name", STREAMS)
+@pytest.mark.parametrize("device", ["metal", "webgpu-default"])
+def test_cli_plan_fast_prints_the_same_bytes_as_ref(name, device, capsys):
+    path = str(GOLDEN / "streams" / f"{name}.json")
+    assert cli.main(["plan", path, "--device", device, "--planner", "ref"]) == 0
+    expected = capsys.readouterr().out
+    assert cli.main(["plan", path, "--device", device, "--planner", "fast"]) == 0
+    assert capsys.readouterr().out == expected
+    assert expected == (GOLDEN / "plans" / device / f"{name}.json").read_text()
+
+
+def test_cli_plan_fast_bad_stream_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version": 1, "ops": [{"op": "Float.Exq"}]}')
+    assert cli.main(["plan", str(bad), "--planner", "fast"]) == 2
+    assert "unknown op" in capsys.readouterr().err
+
+
+def test_cli_bench_planner_prints_a_table(capsys):
+    assert cli.main(["bench", "planner", "--workload", "transformer", "--sizes", "150",
+                     "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| workload | ops | path | refimpl µs/op | fastplan µs/op | ratio | searches |" in out
+    assert out.count("| transformer |") == 4  # plan(), search only, cache hit, + launch
+
+
+def test_cli_bench_planner_json(capsys):
+    import json
+
+    assert cli.main(["bench", "planner", "--workload", "elementwise", "--sizes", "120",
+                     "--repeats", "1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {row["path"] for row in rows} == {"plan", "search", "cache", "cache+launch"}
+    assert all(row["refimpl_us"] > 0 and row["fastplan_us"] > 0 for row in rows)
+
+
+def test_cli_plan_fast_output_parses(capsys):
+    path = str(GOLDEN / "streams" / "chain.json")
+    assert cli.main(["plan", path, "--planner", "fast"]) == 0
+    assert plan_from_json(capsys.readouterr().out).device == "metal"

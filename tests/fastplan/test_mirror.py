@@ -1,0 +1,260 @@
+"""API parity: every fastplan twin module mirrors its refimpl.planner module (style §6.8.4).
+
+For each pair: the same ``__all__`` (same order), the same signatures (``inspect.signature``;
+a ``cdef class`` constructor from its ``__init__`` in the .pyx source), the same
+public methods on each class and the same first docstring line, checked in both directions;
+twins defined in fastplan (not re-exported refimpl objects) say ``Mirrors refimpl.planner.<module>
+.<name>.`` and are defined in the same order as in refimpl's file.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.machinery
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+import fastplan
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUIRE_EXTENSIONS = __import__("os").environ.get("FASTPLAN_REQUIRE_EXTENSIONS", "") not in (
+    "", "0")
+
+if not fastplan.COMPILED:
+    if REQUIRE_EXTENSIONS:
+        raise RuntimeError("fastplan is not compiled (FASTPLAN_REQUIRE_EXTENSIONS=1)")
+    pytest.skip("fastplan is not compiled", allow_module_level=True)
+
+MODULES = fastplan.PLANNER_TWINS
+
+
+def pair(module: str):
+    return (importlib.import_module(f"refimpl.planner.{module}"),
+            importlib.import_module(f"fastplan.{module}"))
+
+
+# --- signatures -----------------------------------------------------------------------------------
+
+_EMBEDDED = re.compile(r"^(?P<name>[\w.]+)\((?P<params>.*)\)(?: -> .*)?$")
+
+
+def _default(node, namespace) -> object:
+    """An embedded default: a literal, or a module-level name of the twin (``MAX_BLOCKS``)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return getattr(namespace, node.id, None)
+    return None
+
+
+def _init_source(cls) -> str | None:
+    """The parameter list of a ``cdef class``'s ``__init__``, from its .pyx source (Cython's
+    embedded class signature misplaces a bare ``*``, so the source is the reference)."""
+    path = ROOT / "fastplan" / f"{cls.__module__.split('.')[-1]}.pyx"
+    source = path.read_text() if path.is_file() else ""
+    start = source.find(f"cdef class {cls.__name__}")
+    if start < 0:
+        return None
+    line_end = source.index("\n", start) + 1
+    following = re.search(r"^[a-zA-Z_]", source[line_end:], re.MULTILINE)  # next top level
+    body = source[start:line_end + following.start()] if following else source[start:]
+    init = re.search(r"\n    def __init__\(self,?\s*(.*?)\):\n", body, re.DOTALL)
+    return init.group(1) if init else ""
+
+
+def _embedded_params(obj) -> list[tuple]:
+    """Parameters of a ``cdef class`` constructor, from its source (or Cython's embedded
+    signature in the class docstring)."""
+    text = _init_source(obj)
+    if text is None:
+        first = (obj.__doc__ or "").splitlines()[0] if obj.__doc__ else ""
+        match = _EMBEDDED.match(first)
+        assert match and match["name"] == obj.__name__, f"{obj!r}: no embedded signature"
+        text = match["params"]
+    args = ast.parse(f"def f({text}): pass").body[0].args
+    namespace = importlib.import_module(obj.__module__)
+    positional = args.posonlyargs + args.args
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    params = [(a.arg, "POSITIONAL_OR_KEYWORD", d is not None, _default(d, namespace))
+              for a, d in zip(positional, defaults)]
+    if args.vararg:
+        params.append((args.vararg.arg, "VAR_POSITIONAL", False, None))
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        params.append((a.arg, "KEYWORD_ONLY", d is not None, _default(d, namespace)))
+    if args.kwarg:
+        params.append((args.kwarg.arg, "VAR_KEYWORD", False, None))
+    return params
+
+
+def _simple(value) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def params(obj) -> list[tuple]:
+    """(name, kind, has a default, the default when it is a plain literal) per parameter."""
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return _embedded_params(obj)
+    result = []
+    for p in signature.parameters.values():
+        has_default = p.default is not inspect.Parameter.empty
+        value = p.default if has_default and _simple(p.default) else None
+        result.append((p.name, p.kind.name, has_default, value))
+    return result
+
+
+def same_params(reference, twin) -> bool:
+    """Equal names and kinds; defaults compared where both are plain literals (a dataclass
+    ``field(default_factory=...)`` twin uses ``None``)."""
+    ref, fast = params(reference), params(twin)
+    if [p[:3] for p in ref] != [p[:3] for p in fast]:
+        return False
+    return all(r[3] == f[3] or not (_simple(r[3]) and r[3] is not None)
+               for r, f in zip(ref, fast))
+
+
+# --- docstrings -----------------------------------------------------------------------------------
+
+
+def first_line(obj) -> str | None:
+    """The first line of ``obj``'s own docstring (an embedded signature skipped)."""
+    doc = inspect.getdoc(obj) if not isinstance(obj, type) else obj.__doc__
+    if not doc:
+        return None
+    lines = inspect.cleandoc(doc).splitlines()
+    if _EMBEDDED.match(lines[0]) and len(lines) > 1:
+        lines = lines[1:]
+        while lines and not lines[0].strip():
+            lines = lines[1:]
+    return lines[0] if lines else None
+
+
+def public_methods(cls) -> dict[str, object]:
+    """Public routines a class defines or inherits (``object``'s own left out)."""
+    names = [n for n in dir(cls) if not n.startswith("_") and not hasattr(object, n)]
+    found = {}
+    for name in names:
+        attr = inspect.getattr_static(cls, name)
+        if isinstance(attr, (staticmethod, classmethod)) or inspect.isroutine(attr):
+            found[name] = getattr(cls, name)
+    return found
+
+
+def defined_here(module, name: str) -> bool:
+    """Whether ``name`` is defined by fastplan (not a re-exported refimpl object)."""
+    reference = importlib.import_module(f"refimpl.planner.{module.__name__.split('.')[-1]}")
+    return getattr(module, name) is not getattr(reference, name, object())
+
+
+# --- the tests ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_mirror_twin_is_compiled(module):
+    _, twin = pair(module)
+    assert twin.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)), twin.__file__
+    assert fastplan.planner_module(module) is twin
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_mirror_same_all(module):
+    reference, twin = pair(module)
+    assert list(twin.__all__) == list(reference.__all__)
+    for name in reference.__all__:
+        assert hasattr(twin, name), name
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_mirror_same_signatures(module):
+    reference, twin = pair(module)
+    for name in reference.__all__:
+        ref, fast = getattr(reference, name), getattr(twin, name)
+        if ref is fast:
+            continue  # a refimpl object shared as is
+        if callable(ref):
+            assert callable(fast), name
+            assert same_params(ref, fast), f"{name}: {params(fast)} != {params(ref)}"
+        else:
+            assert fast == ref, name
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_mirror_same_methods_both_directions(module):
+    reference, twin = pair(module)
+    for name in reference.__all__:
+        ref, fast = getattr(reference, name), getattr(twin, name)
+        if ref is fast or not isinstance(ref, type):
+            continue
+        ref_methods, fast_methods = public_methods(ref), public_methods(fast)
+        assert sorted(fast_methods) == sorted(ref_methods), name  # refimpl's, and no others
+        for method, ref_method in ref_methods.items():
+            where = f"{name}.{method}"
+            assert same_params(ref_method, fast_methods[method]), where
+            if first_line(ref_method) is not None:
+                assert first_line(fast_methods[method]) == first_line(ref_method), where
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_mirror_same_first_docstring_line(module):
+    reference, twin = pair(module)
+    for name in reference.__all__:
+        ref, fast = getattr(reference, name), getattr(twin, name)
+        if ref is fast or not callable(ref):
+            continue
+        assert first_line(fast) == first_line(ref), name
+        mirrors = f"Mirrors refimpl.planner.{module}.{name}."
+        assert mirrors in (fast.__doc__ or ""), f"{name}: no {mirrors!r}"
+
+
+def _definition_order(path: Path, names) -> list[str]:
+    """The order ``names`` are defined in (``def``/``class``/``cdef class`` or assigned)."""
+    pattern = re.compile(r"^(?:cdef class|class|def|cpdef) (\w+)|^(\w+)\s*=", re.MULTILINE)
+    seen = []
+    for match in pattern.finditer(path.read_text()):
+        name = match.group(1) or match.group(2)
+        if name in names and name not in seen:
+            seen.append(name)
+    return seen
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_mirror_same_order_in_the_file(module):
+    reference, twin = pair(module)
+    names = [n for n in reference.__all__ if defined_here(twin, n) and callable(getattr(twin, n))]
+    ref_order = _definition_order(ROOT / "refimpl" / "planner" / f"{module}.py", names)
+    fast_order = _definition_order(ROOT / "fastplan" / f"{module}.pyx", names)
+    assert fast_order == ref_order
+
+
+def test_mirror_every_twin_module_is_built():
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    [modules] = [ast.literal_eval(node.value) for node in tree.body
+                 if isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["MODULES"]]
+    twins = {m for m in modules if m != "opinfo" and not m.startswith("_")}
+    assert set(MODULES) <= twins
+    assert twins - set(MODULES) <= {"planner"}  # refimpl/planner/__init__.py's twin
+
+
+def test_mirror_trace_fuser_handlers_match_refimpl():
+    """fastplan dispatches on a handler code per op, computed by refimpl's rules: the code of
+    every op of the table names the handler refimpl's ``_fuse_op`` would run."""
+    from refimpl.ops import FUSED_CATEGORIES, OPS, OpKind
+    from refimpl.planner import trace_fuser as reference
+
+    twin = importlib.import_module("fastplan.trace_fuser")
+    for op in OPS:
+        if op.kind is OpKind.DROP:
+            expected = "drop"
+        elif op.category not in FUSED_CATEGORIES:
+            expected = reference.REASON_UNSUPPORTED_VARIANT
+        else:
+            handler = reference._handler_for(op)
+            # refimpl's Gather/Select handlers are closures made by ``_indexed``
+            expected = reference.REASON_UNSUPPORTED_OP if handler is None else {
+                "handler": "_indexed"}.get(handler.__name__, handler.__name__)
+        assert twin.HANDLER_NAMES[twin.handler_code(op)] == expected, op.name
