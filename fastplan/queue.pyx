@@ -280,7 +280,10 @@ cdef class OperationQueue:
         snapshot = (tensor,) if drop else tensor
         if found != NULL:
             rel = <object>found
+            # refimpl keeps the latest snapshot per relative id and maps steps back through
+            # its id: equal ids (0 and False) may differ in what they print
             self.r2g_tensors[rel] = snapshot
+            self.r2g_ids[rel] = tid
             return rel
         rel = len(self.r2g_ids)
         PyDict_SetItem(self.g2r, tid, rel)

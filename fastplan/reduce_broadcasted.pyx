@@ -66,12 +66,22 @@ _CLOSED = ReduceBroadcastedState.Closed
 _ABORT = ReduceBroadcastedState.Abort
 _STARTING = ReduceBroadcastedState.Starting
 
-# Position of the ``out`` tensor in an EncodedOp of each operand struct (-1: none): the other
-# tensors are ``op.inputs()``, in order.
-_OUT_INDEX = tuple(
-    [name for name, kind in s.SCHEMA if kind.name in ("TENSOR", "TENSORS")].index("out")
-    if any(name == "out" for name, _ in s.SCHEMA) else -1
-    for s in OP_IR_STRUCTS)
+# The encoded tensors of an op are its TENSOR/TENSORS fields in SCHEMA order (a TENSORS field
+# contributes all its tensors), so ``out`` sits _AFTER_OUT[struct] entries before the end (-1:
+# no ``out``); the other tensors are ``op.inputs()``, in order.
+def _after_out(struct):
+    names = [name for name, _ in struct.SCHEMA]
+    if "out" not in names:
+        return -1
+    return sum(kind.name == "TENSOR" for _, kind in struct.SCHEMA[names.index("out") + 1:])
+
+
+_AFTER_OUT = tuple(_after_out(s) for s in OP_IR_STRUCTS)
+
+
+cdef inline int _out_index(EncodedOp op):
+    cdef int after = _AFTER_OUT[op.c.struct_code]
+    return op.c.n_tensors - 1 - after if after >= 0 else -1
 
 
 cdef class ReduceBlockFuser:
@@ -279,7 +289,7 @@ cdef class FullFuserAnalyzer:
         # Only values from a reduce's write side can be read across blocks (a broadcast);
         # full-shape values live in another reduction loop.
         cdef Py_ssize_t i
-        cdef int out = _OUT_INDEX[op.c.struct_code]
+        cdef int out = _out_index(op)
         for i in range(op.c.n_tensors):
             if i == out:
                 continue
@@ -514,7 +524,7 @@ cdef class ReduceBroadcastedFuser:
                 or last.encoded[len(last.encoded) - 1] is not op \
                 or last.elemwise != cached.elemwise or last.ops_index != cached.ops_index:
             return False
-        out = _OUT_INDEX[op.c.struct_code]
+        out = _out_index(op)
         for i in range(op.c.n_tensors):
             if i != out and op.c.tensors[i].id in self._full_single:
                 return False

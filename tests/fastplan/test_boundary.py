@@ -18,6 +18,7 @@ test process down.
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import signal
 from contextlib import contextmanager
@@ -29,8 +30,9 @@ from hypothesis import strategies as st
 import fastplan
 from refimpl import errors
 from refimpl.dtypes import DType
-from refimpl.ir import BinaryOpIr, CatOpIr, DropOpIr, OperationIr, Sync, TensorIr, TensorStatus
-from refimpl.ops import op_named
+from refimpl.ir import (BinaryOpIr, CatOpIr, DropOpIr, OperationIr, Sync, TensorIr, TensorStatus,
+                        UnaryOpIr)
+from refimpl.ops import OPS, op_named
 from refimpl.planner import plan as reference_plan
 from refimpl.planner import plan_to_json
 from refimpl.stream import InputSpec, Stream, stream_from_json, stream_to_json
@@ -131,7 +133,7 @@ def test_boundary_mutated_json_streams_planned_alike(text):
 
 _TENSOR_KEYS = {"id", "shape", "dtype", "status"}
 _OPS_BY_STRUCT: dict = {}
-for _op in __import__("refimpl.ops", fromlist=["OPS"]).OPS:
+for _op in OPS:
     _OPS_BY_STRUCT.setdefault(_op.struct, []).append(_op.name)
 
 
@@ -280,7 +282,17 @@ def _chain(length: int, shape=(4, 6), first: int = 0) -> Stream:
     return Stream(_inputs(first, first + length + 1, shape=shape), tuple(items))
 
 
+def _false_for_zero() -> Stream:
+    """Found by hypothesis: a Drop naming tensor ``False`` (== 0): refimpl maps steps back
+    through the latest snapshot's id, so the fused step reads ``False``."""
+    exp = OperationIr(op_named("Float.Exp"), UnaryOpIr(TensorIr(0, (1,), F32, RO),
+                                                       TensorIr(1, (1,), F32, NEW)))
+    drop = OperationIr(op_named("Drop"), DropOpIr(TensorIr(False, (1,), F32, RW)))
+    return Stream(_inputs(0, shape=(1,)), (Sync((0,)), exp, drop, Sync((1,))))
+
+
 EDGE_STREAMS = {
+    "false_for_zero": _false_for_zero(),
     "empty": Stream({}, ()),
     "syncs_only": Stream(_inputs(0), (Sync(()), Sync((0,)), Sync((5,)))),
     "drops_only": Stream(_inputs(0, 1), (
@@ -353,14 +365,11 @@ def _api_calls(module_of):
     }
 
 
-API_CASES = sorted(_api_calls(lambda name: __import__(f"refimpl.planner.{name}",
-                                                      fromlist=["x"])))
+API_CASES = sorted(_api_calls(lambda name: importlib.import_module(f"refimpl.planner.{name}")))
 
 
 @pytest.mark.parametrize("name", API_CASES)
 def test_boundary_api_out_of_range_like_refimpl(name):
-    import importlib
-
     def result(module_of):
         try:
             value = _api_calls(module_of)[name]()
