@@ -27,7 +27,7 @@ __all__ = ["NAME", "NHWC_SCORE_BONUS", "nhwc_permutation", "NHWCRelayoutOptimiza
            "NHWCRelayoutFuser"]
 
 NAME = "NHWCRelayout"
-NHWC_SCORE_BONUS = 100  # burn: a flat bonus ("TODO: proper score calculation")
+NHWC_SCORE_BONUS = 100  # burn: a flat bonus, marked provisional in its source
 
 
 def nhwc_permutation(rank: int) -> tuple[int, ...]:
