@@ -21,7 +21,8 @@ MODULES = ["opinfo", "relative", "builder", "scoring", "trace_fuser", "elemwise"
            "reduce", "reduce_broadcasted", "nhwc", "registry",
            "_keys", "strategy", "graph", "block", "merging", "repair", "search", "cache",
            "queue", "processor", "planner",
-           "layout", "vectorization", "launch_planners", "launch_vectorize", "launch"]
+           "layout", "vectorization", "handles", "launch_planners", "launch_vectorize", "launch",
+           "launch_stream"]
 
 
 def _flag(name):

@@ -69,7 +69,6 @@ cdef int64_t int_slot(object value) except? -1
 cdef object interned(int64_t slot)
 cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except -1
 cdef tuple schema_of(int64_t struct_code)
-cdef bint is_drop(int64_t code) noexcept
 cdef bytes relative_key(object operation)
 cdef object new_tensor(object tid, tuple shape, object dtype, object status)
 cdef object new_struct(int64_t struct_code, list values)

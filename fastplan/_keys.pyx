@@ -39,7 +39,7 @@ from libc.string cimport memcpy
 
 from refimpl.dtypes import DType
 from refimpl.ir import OP_IR_STRUCTS, FieldKind, OperationIr, TensorIr, TensorStatus
-from refimpl.ops import OPS, OpKind
+from refimpl.ops import OPS
 
 cdef int64_t _INTERN_BASE = (<int64_t>1) << 62
 cdef int64_t _LOW = -((<int64_t>1) << 62)
@@ -63,7 +63,6 @@ _FIELD_CODE = {FieldKind.TENSOR: F_TENSOR, FieldKind.TENSORS: F_TENSORS,
 cdef tuple _SCHEMAS = tuple(
     tuple((name, _FIELD_CODE.get(kind, F_OTHER)) for name, kind in s.SCHEMA)
     for s in OP_IR_STRUCTS)
-cdef bytes _IS_DROP = bytes(op.kind is OpKind.DROP for op in OPS)
 cdef tuple _OP_STRUCT = tuple(op.struct for op in OPS)
 cdef tuple _STRUCTS = tuple(OP_IR_STRUCTS)
 
@@ -269,10 +268,6 @@ cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except 
 cdef tuple schema_of(int64_t struct_code):
     """``(field name, field code)`` of an operand struct, in SCHEMA order."""
     return <tuple>_SCHEMAS[struct_code]
-
-
-cdef bint is_drop(int64_t code) noexcept:
-    return _IS_DROP[code]
 
 
 cdef int _push_tensor(KeyBuf* b, object tensor) except -1:

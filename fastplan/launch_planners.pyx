@@ -13,6 +13,7 @@ fastplan.layout's C cores; frozen values are built with their constructors inste
 
 from dataclasses import replace
 
+from fastplan.handles cimport Memory as PlanningMemory
 from fastplan.layout cimport (
     contiguous_strides_t, dim_order_t, is_contiguous_t, is_dense_t, strides_for_t,
 )
@@ -65,6 +66,8 @@ cdef object _alloc(object memory, tuple shape, object dtype, tuple strides):
     """``memory.alloc(shape, dtype, strides)``; inlined for a planning-only ``Memory`` (no
     values): the same buffer number, size entry and handle."""
     cdef Py_ssize_t i
+    if type(memory) is PlanningMemory and len(strides) == len(shape):
+        return (<PlanningMemory>memory)._alloc(shape, dtype, strides)
     if type(memory) is not Memory or memory.with_values or len(strides) != len(shape):
         return memory.alloc(shape, dtype, strides)
     size = 1
@@ -137,6 +140,7 @@ def plan_inputs(state):
     inputs = state.inputs
     cdef list fetched = []
     cdef Py_ssize_t rank = state.rank
+    cdef bint fast_memory = type(memory) is PlanningMemory
     pos = 0
     for entry in resources.inputs:
         relative = entry.tensor
@@ -144,11 +148,14 @@ def plan_inputs(state):
         handle = memory.take(glob.id, relative.status)
         buffer = handle.buffer
         # burn ``can_mut``: no live handle and no input fetched before shares the buffer
-        can_mut = True
-        for other in handles.values():
-            if other.buffer == buffer:
-                can_mut = False
-                break
+        if fast_memory:
+            can_mut = (<PlanningMemory>memory).users(buffer) == 0
+        else:
+            can_mut = True
+            for other in handles.values():
+                if other.buffer == buffer:
+                    can_mut = False
+                    break
         if can_mut:
             for other in fetched:
                 if other.buffer == buffer:

@@ -16,8 +16,9 @@ byte-equal canonical JSON).
 3. ``StreamPlanner.run(stream)`` — every item fed in order: ops registered lazily, syncs
    drain, the end of the stream drains;
 4. the executed steps become the ``Plan``, with their launch plans (``aliases`` per step,
-   ``width`` per block) from refimpl's ``refimpl.interpreter.launch_plan_stream``, run on
-   fastplan's executed steps (launch planning has no compiled twin yet).
+   ``width`` per block) from ``fastplan.launch_stream.launch_plan_stream`` (the compiled
+   launch planning of refimpl's ``refimpl.interpreter.launch_plan_stream``, with its step
+   memo: a fused step met again on the same layouts is replayed).
 
 ``Plan``, ``PlanStep``, ``PlanBlock``, ``plan_to_json`` and ``plan_from_json`` are refimpl's
 (plain data and its canonical JSON).
@@ -29,6 +30,8 @@ shapes, ``DType``/``TensorStatus`` members, int axes). For anything else
 outcome, a plan or an error, is refimpl's by construction.
 """
 
+import gc as _gc
+
 from fastplan.processor cimport StreamPlanner as _Planner
 
 from fastplan.processor import StreamPlanner
@@ -37,7 +40,7 @@ from fastplan.registry import FusionRegistry
 from fastplan._keys import BoundaryError
 
 from refimpl.devices import profile_named
-from refimpl.interpreter import launch_plan_stream
+from fastplan.launch_stream import LaunchMemo, launch_plan_stream
 from refimpl.planner.log import FusionLog
 from refimpl.planner.plan import Plan, PlanBlock, PlanStep, plan_from_json, plan_to_json
 
@@ -90,9 +93,28 @@ def plan(stream, device="metal", registry=None, log=None):
                                                - len(steps), profile))
 
 
-def _launch_planned(stream, _Planner planner, start, profile):
+def _launch_planned(stream, _Planner planner, start, profile, memo=None):
     """The steps ``planner`` executed from ``start`` on, launch-planned: ``aliases`` per step,
-    ``width`` per block. refimpl's own launch planner runs on fastplan's executed steps (equal
-    to refimpl's; the unfused ones without their context, which it does not read): launch
-    planning has no compiled twin yet."""
-    return launch_plan_stream(stream, planner.queue.executed_since(start, False), profile)
+    ``width`` per block (the unfused steps carry no context: launch planning reads none).
+    ``memo``: a ``LaunchMemo`` a runtime keeps with its planner (a fresh one by default)."""
+    paused = _gc.isenabled()  # see fastplan.processor.StreamPlanner.run
+    _gc.disable()
+    try:
+        executed = planner.queue.executed_since(start, False)
+    finally:
+        if paused:
+            _gc.enable()
+    try:
+        return launch_plan_stream(stream, executed, profile,
+                                  memo if memo is not None else LaunchMemo())
+    except Exception:
+        # A stream no loader would build (a dim past int64, ...) can make the compiled walk
+        # fail where refimpl's fails differently: refimpl decides what it gives, as for the
+        # search (see ``plan``).
+        return _reference_launch(stream, executed, profile)
+
+
+def _reference_launch(stream, executed, profile):
+    from refimpl.interpreter import launch_plan_stream as reference
+
+    return reference(stream, executed, profile)

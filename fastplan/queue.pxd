@@ -20,12 +20,13 @@ cdef class OperationQueue:
     cdef list _rec_opt  # per executed step: its optimization (None: unfused)
     cdef list _rec_first  # per executed step: history position of its segment's first op
     cdef list _rec_count  # per executed step: length of its segment
+    cdef list _rec_maps  # per executed step: [segment|None, g2r, shapes, scalars] (fused) or None
     cdef list _executed  # the ExecutedSteps built so far from _records
     cdef dict _compiled  # id(optimization) -> _Compiled: stored plans already read
     cdef object _segment_maps  # ((first, count), segment, maps) last built for ``executed``
     cdef dict g2r  # converter: global tensor id -> relative id
     cdef list r2g_ids  # converter: relative id -> global tensor id
-    cdef list r2g_tensors  # converter: relative id -> latest snapshot ((snapshot,): a drop)
+    cdef list r2g_tensors  # converter: relative id -> latest snapshot
     cdef dict dims  # converter: dimension value -> shape id (1 -> 0)
     cdef list dim_values  # converter: shape id -> dimension value
     cdef list scalars  # converter: stashed scalars
@@ -37,7 +38,7 @@ cdef class OperationQueue:
     cdef void _clear(self) except *
     cdef list executed_since(self, Py_ssize_t start, bint unfused_context)
     cdef tuple _segment_of(self, Py_ssize_t first, Py_ssize_t count)
-    cdef int64_t _tensor_id(self, object tensor, object tid, bint drop) except? -1
+    cdef int64_t _tensor_id(self, object tensor, object tid) except? -1
     cdef object _push_tensor(self, KeyBuf* b, object tensor)
     cdef bytes _encode(self, object operation)
     cdef object rel_at(self, Py_ssize_t i)

@@ -32,7 +32,7 @@ from libc.stdint cimport int64_t
 from fastplan._keys cimport (
     F_INT, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, PyMemberDescrObject, Slots,
     StructInfo, buf_bytes, buf_free, buf_init, buf_push, dtype_slot, int_slot, interned,
-    is_drop, list_set_slice, new_operation, new_struct, new_tensor, op_codes, schema_of, slot,
+    list_set_slice, new_operation, new_struct, new_tensor, op_codes, schema_of, slot,
     slots, status_slot, struct_info, value_slot,
 )
 from fastplan.strategy cimport leaves_of
@@ -169,6 +169,7 @@ cdef class OperationQueue:
         self._rec_opt = []
         self._rec_first = []
         self._rec_count = []
+        self._rec_maps = []
         self._executed = []
         self._compiled = {}
         self._segment_maps = None
@@ -211,8 +212,6 @@ cdef class OperationQueue:
         """The ``OperationConverter`` refimpl's queue would hold now (built on access)."""
         r2g = {}
         for rel, tensor in enumerate(self.r2g_tensors):
-            if type(tensor) is tuple:  # a drop: the snapshot with its shape emptied
-                tensor = new_tensor(tensor[0].id, (), tensor[0].dtype, tensor[0].status)
             r2g[rel] = tensor
         return _Converter(r2g, dict(self.g2r), dict(self.dims),
                           dict(enumerate(self.dim_values)), list(self.scalars),
@@ -247,10 +246,17 @@ cdef class OperationQueue:
                 continue
             first = self._rec_first[i]
             count = self._rec_count[i]
-            segment, maps = self._segment_of(first, count)
-            g2r, shapes, scalars = maps
-            item = _ExecutedStep(self._rec_step[i], opt, segment, dict(g2r), dict(shapes),
-                                 scalars)
+            maps = self._rec_maps[i]
+            if maps is None:
+                segment, maps = self._segment_of(first, count)
+                g2r, shapes, scalars = maps
+                g2r, shapes = dict(g2r), dict(shapes)
+            else:  # the converter's maps as the step executed, shared by its execution
+                segment, g2r, shapes, scalars = maps
+                if segment is None:
+                    segment = tuple(self._history[first:first + count])
+                    maps[0] = segment
+            item = _ExecutedStep(self._rec_step[i], opt, segment, g2r, shapes, scalars)
             found.append(item)
             if i == len(self._executed):
                 self._executed.append(item)
@@ -274,21 +280,20 @@ cdef class OperationQueue:
 
     # --- keys ------------------------------------------------------------------------------
 
-    cdef int64_t _tensor_id(self, object tensor, object tid, bint drop) except? -1:
+    cdef int64_t _tensor_id(self, object tensor, object tid) except? -1:
         cdef PyObject* found = PyDict_GetItem(self.g2r, tid)
         cdef Py_ssize_t rel
-        snapshot = (tensor,) if drop else tensor
         if found != NULL:
             rel = <object>found
             # refimpl keeps the latest snapshot per relative id and maps steps back through
             # its id: equal ids (0 and False) may differ in what they print
-            self.r2g_tensors[rel] = snapshot
+            self.r2g_tensors[rel] = tensor
             self.r2g_ids[rel] = tid
             return rel
         rel = len(self.r2g_ids)
         PyDict_SetItem(self.g2r, tid, rel)
         self.r2g_ids.append(tid)
-        self.r2g_tensors.append(snapshot)
+        self.r2g_tensors.append(tensor)
         return rel
 
     cdef object _push_tensor(self, KeyBuf* b, object tensor):
@@ -304,7 +309,7 @@ cdef class OperationQueue:
             raise BoundaryError(f"a tensor shape must be a tuple, not {type(value).__name__}")
         shape = value
         tid = slot(tensor, at.tid)
-        buf_push(b, self._tensor_id(tensor, tid, False))
+        buf_push(b, self._tensor_id(tensor, tid))
         buf_push(b, len(shape))
         for i in range(len(shape)):
             found = PyDict_GetItem(self.dims, shape[i])
@@ -336,17 +341,6 @@ cdef class OperationQueue:
         try:
             buf_push(&b, code)
             buf_push(&b, struct_code)
-            if is_drop(code):
-                # burn registers a drop with its shape emptied, so it allocates no shape id.
-                dropped = slot(desc, info.offsets[0])
-                if type(dropped) is not _TensorIr:
-                    raise BoundaryError("fastplan takes TensorIr operands, not "
-                                    f"{type(dropped).__name__}")
-                buf_push(&b, self._tensor_id(dropped, slot(dropped, at.tid), True))
-                buf_push(&b, 0)
-                buf_push(&b, dtype_slot(slot(dropped, at.dtype)))
-                buf_push(&b, status_slot(slot(dropped, at.status)))
-                return buf_bytes(&b)
             for f in range(info.n_fields):
                 value = slot(desc, info.offsets[f])
                 kind = info.kinds[f]
@@ -400,10 +394,6 @@ cdef class OperationQueue:
         cdef list tensors
         operation = self.global_ops[i]
         desc = operation.desc
-        if is_drop(p[0]):
-            dropped = desc.tensor
-            values.append(new_tensor(p[2], (), dropped.dtype, dropped.status))
-            return new_operation(operation.op, new_struct(struct_code, values))
         for name, field in schema_of(struct_code):
             value = getattr(desc, name)
             if field == F_TENSOR:
@@ -502,6 +492,13 @@ cdef class OperationQueue:
         cdef _Leaf leaf
         cdef Py_ssize_t executed = 0
         cdef Py_ssize_t pending = len(self.global_ops)
+        maps = None
+        for leaf in leaves:
+            if leaf.fused and maps is None:
+                # launch planning reads the converter's maps as they are now (the drain below
+                # re-relativises the rest); the segment is sliced from the history on demand
+                maps = [None, dict(self.g2r), dict(enumerate(self.dim_values)),
+                        tuple(self.scalars)]
         for leaf in leaves:
             step = self._step(leaf)
             self.steps.append(step)
@@ -509,6 +506,7 @@ cdef class OperationQueue:
             self._rec_opt.append(leaf.opt if leaf.fused else None)
             self._rec_first.append(self._first)
             self._rec_count.append(pending)
+            self._rec_maps.append(maps if leaf.fused else None)
             if self._basic:
                 self._log.write(f"[step] {step.kind} {step.fuser or ''} ops={list(step.ops)}")
             executed += leaf.count

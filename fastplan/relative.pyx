@@ -33,7 +33,7 @@ from fastplan.opinfo import OP_TABLE
 
 from refimpl.dtypes import DType
 from refimpl.ir import FieldKind, OP_IR_STRUCTS, OperationIr, TensorIr, TensorStatus
-from refimpl.ops import OPS, OpKind
+from refimpl.ops import OPS
 from refimpl.planner.fuse_ir import fuse_type_of
 
 __all__ = ["OperationConverter", "to_relative"]
@@ -183,7 +183,6 @@ _STRUCT_CODE = {s: i for i, s in enumerate(OP_IR_STRUCTS)}
 _SCHEMA_OFFSETS = tuple(tuple(_offset_of(s, name) for name, _ in s.SCHEMA)
                         for s in OP_IR_STRUCTS)
 _FIELDS = tuple(tuple(f.name for f in dataclasses.fields(s)) for s in OP_IR_STRUCTS)
-_OP_KIND_DROP = OpKind.DROP
 _TensorIr = TensorIr
 _OperationIr = OperationIr
 
@@ -525,6 +524,9 @@ cdef class OperationConverter:
 def to_relative(op, converter):
     """The relative form of one op, walking its operand struct's SCHEMA in field order.
 
+    A ``Drop`` is no exception: burn's ``FusionTensor::drop`` moves the tensor's real shape into
+    the ``TensorIr`` it registers, so its dims get shape ids like any other tensor's.
+
     Mirrors refimpl.planner.relative.to_relative.
     """
     cdef int field
@@ -533,11 +535,6 @@ def to_relative(op, converter):
     cdef list values
     entry = op.op
     desc = op.desc
-    if entry.kind is _OP_KIND_DROP:
-        # burn registers a drop with its shape emptied, so it allocates no shape id.
-        dropped = desc.tensor
-        empty = _tensor_ir(dropped.id, (), dropped.dtype, dropped.status)
-        return _OperationIr(entry, dataclasses.replace(desc, tensor=converter.tensor(empty)))
     code = _STRUCT_CODE.get(type(desc))
     if code is None or not _POSITIONAL[code]:
         return _to_relative_generic(op, converter)

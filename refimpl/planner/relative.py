@@ -27,7 +27,6 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from refimpl.ir import FieldKind, OperationIr, Scalar, TensorIr
-from refimpl.ops import OpKind
 
 __all__ = ["OperationConverter", "to_relative"]
 
@@ -95,12 +94,11 @@ class OperationConverter:
 
 
 def to_relative(op: OperationIr, converter: OperationConverter) -> OperationIr:
-    """The relative form of one op, walking its operand struct's SCHEMA in field order."""
-    if op.op.kind is OpKind.DROP:
-        # burn registers a drop with its shape emptied, so it allocates no shape id.
-        dropped = op.desc.tensor
-        empty = TensorIr(dropped.id, (), dropped.dtype, dropped.status)
-        return OperationIr(op.op, dataclasses.replace(op.desc, tensor=converter.tensor(empty)))
+    """The relative form of one op, walking its operand struct's SCHEMA in field order.
+
+    A ``Drop`` is no exception: burn's ``FusionTensor::drop`` moves the tensor's real shape into
+    the ``TensorIr`` it registers, so its dims get shape ids like any other tensor's.
+    """
     changes = {}
     for name, kind in op.desc.SCHEMA:
         value = getattr(op.desc, name)

@@ -98,7 +98,7 @@ def test_read_only_use_keeps_tensor():
 
 def test_drop_frees_and_double_drop_fails():
     inputs = {0: InputSpec((4, 6), DType.F32, random=1)}
-    drop = op("Drop", tensor=t(0, RW, ()))  # burn empties the shape of a dropped snapshot
+    drop = op("Drop", tensor=t(0, RW, ()))  # the executor reads only the dropped id
     ex = EagerExecutor()
     ex.load_inputs(inputs)
     ex.execute(drop)

@@ -1,0 +1,25 @@
+# cython: language_level=3
+"""C-level declaration of fastplan.handles.Memory (fastplan.launch_stream reads its state)."""
+
+cdef Py_ssize_t layout_id(object handle) except -1
+
+
+cdef class Memory:
+    cdef public dict handles
+    cdef public dict sizes
+    cdef public object next_buffer
+    cdef public dict inputs
+    cdef dict _users
+    cdef readonly dict layouts
+
+    cpdef Memory fork(self)
+    cpdef adopt(self, Memory other)
+    cdef object _alloc(self, tuple shape, object dtype, tuple strides)
+    cpdef register(self, object tensor_id, object handle)
+    cdef int register_layout(self, object tensor_id, object handle, Py_ssize_t layout) except -1
+    cdef void _release(self, object buffer) except *
+    cpdef object handle(self, object tensor_id)
+    cpdef object take(self, object tensor_id, object status)
+    cpdef remove(self, object tensor_id)
+    cpdef Py_ssize_t users(self, object buffer)
+    cpdef run_unfused(self, object op)

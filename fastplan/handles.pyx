@@ -1,0 +1,334 @@
+# cython: language_level=3
+"""Simulated device memory for launch planning: tensor handles and the buffers behind them.
+
+Mirrors ``refimpl/handles.py`` (burn ``CubeFusionHandle`` / ``HandleContainer``,
+``burn-cubecl``'s metadata ops) for the planning-only use: layouts, never values. Same names;
+``Handle`` is refimpl's frozen dataclass, so handles compare equal across the twins.
+
+What differs from refimpl's ``Memory`` is bookkeeping, not results:
+
+* a use count per buffer is kept as handles come and go, so ``users(buffer)`` (burn
+  ``handle.can_mut()``) is one lookup instead of a scan of every live handle;
+* ``sizes`` (buffer -> elements; only the value paths read it) is shared by a memory and its
+  forks instead of copied: an entry is a fact about a buffer number, and a number a discarded
+  fork allocated is written again when the memory allocates it;
+* ``with_values`` is always false: values are ``refimpl.handles.Memory``'s job.
+
+``fastplan.launch_stream`` runs a whole executed stream against one ``Memory``;
+``fastplan.launch.plan_launch`` accepts it wherever it accepts refimpl's.
+"""
+
+from fastplan.relative cimport make_frozen
+
+from fastplan.layout import reshape_action
+
+from refimpl.errors import TensorIdError
+from refimpl.handles import MEMORY_ALIGNMENT_BYTES, Handle
+from refimpl.ir import FieldKind, OperationIr, TensorStatus
+from refimpl.ops import OpKind
+
+__all__ = [
+    "MEMORY_ALIGNMENT_BYTES",
+    "Handle",
+    "Memory",
+    "UNFUSED_LAYOUTS",
+    "unfused_view",
+    "init_targets",
+]
+
+cdef tuple _HANDLE_FIELDS = ("buffer", "shape", "strides", "offset", "dtype")
+cdef object _READ_WRITE = TensorStatus.ReadWrite
+cdef object _DROP = OpKind.DROP
+cdef object _INIT = OpKind.INIT
+cdef object _VIEW_KINDS = (OpKind.VIEW, OpKind.MOVEMENT)
+
+
+cdef object _TENSOR = FieldKind.TENSOR
+cdef object _TENSORS = FieldKind.TENSORS
+cdef dict _INPUT_FIELDS = {}  # operand struct type -> ((field, is a tuple of tensors), ...)
+
+
+cdef tuple _input_fields(type struct):
+    found = _INPUT_FIELDS.get(struct)
+    if found is None:
+        found = _INPUT_FIELDS[struct] = tuple([
+            (name, kind is _TENSORS) for name, kind in struct.SCHEMA
+            if name != "out" and (kind is _TENSOR or kind is _TENSORS)])
+    return <tuple>found
+
+
+cdef tuple _inputs(object op):
+    """``op.inputs()``: the tensors it reads, in field order."""
+    desc = op.desc
+    cdef list found = []
+    for name, many in _input_fields(type(desc)):
+        if many:
+            found.extend(getattr(desc, name))
+        else:
+            found.append(getattr(desc, name))
+    return tuple(found)
+
+
+def init_targets(stream):
+    """Stream inputs an ``Init`` op creates (they are not live before it).
+
+    Mirrors refimpl.handles.init_targets.
+    """
+    cdef list found = []
+    for item in stream.items:
+        if isinstance(item, OperationIr) and item.op.kind is _INIT:
+            found.append(item.desc.out.id)
+    return frozenset(found)
+
+
+cdef inline object _handle(object buffer, tuple shape, tuple strides, object offset,
+                           object dtype):
+    return make_frozen(Handle, _HANDLE_FIELDS, (buffer, shape, strides, offset, dtype))
+
+
+cdef tuple _contiguous(tuple shape):
+    cdef Py_ssize_t i, n = len(shape)
+    cdef list strides = [0] * n
+    current = 1
+    for i in range(n - 1, -1, -1):
+        strides[i] = current
+        current = current * shape[i]
+    return tuple(strides)
+
+
+cdef object _buffer_length(tuple shape, tuple strides):
+    """refimpl.data.buffer_length: dims and strides paired as ``zip`` pairs them."""
+    for d in shape:
+        if d == 0:
+            return 0
+    size = 1
+    for d, stride in zip(shape, strides):
+        size += (d - 1) * stride
+    return size
+
+
+# Layout ids: every distinct (shape, strides, offset, dtype) a handle had gets a small int, so
+# that fastplan.launch_stream's step memo keys on ints (one table for the process).
+cdef dict _LAYOUT_IDS = {}
+
+
+cdef Py_ssize_t layout_id(object handle) except -1:
+    layout = (handle.shape, handle.strides, handle.offset, id(handle.dtype))
+    found = _LAYOUT_IDS.get(layout)
+    if found is None:
+        found = _LAYOUT_IDS[layout] = len(_LAYOUT_IDS)
+    return <Py_ssize_t>found
+
+
+cdef class Memory:
+    """Live handles and the buffers behind them.
+
+    Mirrors refimpl.handles.Memory (planning only: ``with_values`` is false)."""
+
+    # handles: tensor id -> Handle; sizes: buffer -> elements; _users: buffer -> live handles
+    # using it; layouts: tensor id -> layout id of its handle (attributes in handles.pxd)
+
+    def __init__(self, with_values=False):
+        if with_values:
+            raise ValueError("fastplan.handles.Memory plans layouts only (with_values=False); "
+                             "values are refimpl.handles.Memory's")
+        self.handles, self.sizes, self._users, self.inputs = {}, {}, {}, {}
+        self.layouts = {}
+        self.next_buffer = 0
+
+    @property
+    def with_values(self):
+        return False
+
+    # --- copies ---------------------------------------------------------------------------
+
+    cpdef Memory fork(self):
+        """A copy: a launch that fails is rolled back by discarding it."""
+        cdef Memory other = Memory.__new__(Memory)
+        other.handles, other.sizes = dict(self.handles), self.sizes
+        other._users, other.inputs = dict(self._users), self.inputs
+        other.layouts = dict(self.layouts)
+        other.next_buffer = self.next_buffer
+        return other
+
+    cpdef adopt(self, Memory other):
+        """Take ``other``'s state (commit a fork)."""
+        self.handles, self.sizes, self._users = other.handles, other.sizes, other._users
+        self.layouts = other.layouts
+        self.next_buffer = other.next_buffer
+
+    # --- buffers and handles --------------------------------------------------------------
+
+    def alloc(self, shape, dtype, strides=None):
+        """A fresh buffer laid out with ``strides`` (contiguous by default)."""
+        shape = tuple(shape)
+        return self._alloc(shape, dtype, _contiguous(shape) if strides is None
+                           else tuple(strides))
+
+    cdef object _alloc(self, tuple shape, object dtype, tuple strides):
+        buffer = self.next_buffer
+        self.next_buffer = buffer + 1
+        self.sizes[buffer] = _buffer_length(shape, strides)
+        return _handle(buffer, shape, strides, 0, dtype)
+
+    cpdef register(self, object tensor_id, object handle):
+        self.register_layout(tensor_id, handle, layout_id(handle))
+
+    cdef int register_layout(self, object tensor_id, object handle,
+                             Py_ssize_t layout) except -1:
+        """``register`` with the handle's layout id already known."""
+        old = self.handles.get(tensor_id)
+        if old is not None:
+            self._release(old.buffer)
+        self.handles[tensor_id] = handle
+        self.layouts[tensor_id] = layout
+        buffer = handle.buffer
+        self._users[buffer] = self._users.get(buffer, 0) + 1
+        return 0
+
+    cdef void _release(self, object buffer) except *:
+        count = self._users[buffer] - 1
+        if count:
+            self._users[buffer] = count
+        else:
+            del self._users[buffer]
+
+    cpdef object handle(self, object tensor_id):
+        """The live handle of ``tensor_id`` (kept)."""
+        found = self.handles.get(tensor_id)
+        if found is None:
+            raise TensorIdError(f"tensor {tensor_id} has no live handle")
+        return found
+
+    cpdef object take(self, object tensor_id, object status):
+        """burn ``get_handle``: a ``ReadWrite`` fetch removes the handle, ``ReadOnly`` keeps it."""
+        found = self.handle(tensor_id)
+        if status is _READ_WRITE:
+            del self.handles[tensor_id]
+            del self.layouts[tensor_id]
+            self._release(found.buffer)
+        return found
+
+    cpdef remove(self, object tensor_id):
+        found = self.handles.pop(tensor_id, None)
+        if found is not None:
+            del self.layouts[tensor_id]
+            self._release(found.buffer)
+
+    cpdef Py_ssize_t users(self, object buffer):
+        """How many live handles use ``buffer``."""
+        return self._users.get(buffer, 0)
+
+    def load_inputs(self, stream):
+        """A buffer per stream input, laid out with its strides; ``Init`` targets wait."""
+        self.inputs = dict(stream.inputs)
+        deferred = init_targets(stream)
+        for tensor_id in sorted(stream.inputs):
+            if tensor_id in deferred:
+                continue
+            spec = stream.inputs[tensor_id]
+            self.register(tensor_id, self.alloc(spec.shape, spec.dtype, spec.strides))
+
+    # --- unfused ops ----------------------------------------------------------------------
+
+    cpdef run_unfused(self, object op):
+        """Execute one op as its own kernel: output layout, releases."""
+        entry = op.op
+        kind = entry.kind
+        if kind is _DROP:
+            self.remove(op.desc.tensor.id)
+            return
+        desc = op.desc
+        if kind is _INIT:
+            out = desc.out
+            self.inputs[out.id]  # refimpl reads the spec: an unknown target is a KeyError
+            self.register(out.id, self.alloc(out.shape, out.dtype))
+            return
+        reads = _inputs(op) if type(op) is OperationIr else op.inputs()
+        handles = {}
+        for tensor in reads:
+            handles[tensor.id] = self.handle(tensor.id)
+        out = desc.out
+        view = unfused_view(op, handles)
+        handle = view if view is not None else self.alloc(out.shape, out.dtype)
+        for tensor in reads:
+            if tensor.status is _READ_WRITE:
+                self.remove(tensor.id)
+        self.register(out.id, handle)
+
+
+# --- view layouts of burn-cubecl's metadata ops -------------------------------------------------
+
+
+def _swap_dims(op, h):
+    d = op.desc
+    strides, shape = list(h.strides), list(h.shape)
+    strides[d.dim1], strides[d.dim2] = strides[d.dim2], strides[d.dim1]
+    shape[d.dim1], shape[d.dim2] = shape[d.dim2], shape[d.dim1]
+    return _handle(h.buffer, tuple(shape), tuple(strides), h.offset, h.dtype)
+
+
+def _permute(op, h):
+    axes = op.desc.axes
+    shape, strides = h.shape, h.strides
+    return _handle(h.buffer, tuple([shape[a] for a in axes]), tuple([strides[a] for a in axes]),
+                   h.offset, h.dtype)
+
+
+def _expand(op, h):
+    cdef Py_ssize_t i, diff
+    target = tuple(op.desc.out.shape)
+    diff = len(target) - len(h.shape)
+    strides = [0] * len(target)
+    for i in range(diff, len(target)):
+        if h.shape[i - diff] == target[i]:
+            strides[i] = h.strides[i - diff]
+    return _handle(h.buffer, target, tuple(strides), h.offset, h.dtype)
+
+
+def _reshape(op, h):
+    action = reshape_action(h.shape, h.strides, op.desc.out.shape)
+    if action.kind == "Recompute":
+        return None
+    return _handle(h.buffer, tuple(op.desc.out.shape), action.strides, h.offset, h.dtype)
+
+
+def _slice(op, h):
+    start = end = 0
+    shape = list(h.shape)
+    for i, (first, last) in enumerate(op.desc.ranges):
+        start += h.strides[i] * first
+        end += h.strides[i] * (shape[i] - last)
+        shape[i] = last - first
+    size = h.dtype.storage_bytes
+    if (start * size) % MEMORY_ALIGNMENT_BYTES or (end * size) % MEMORY_ALIGNMENT_BYTES:
+        return None
+    return _handle(h.buffer, tuple(shape), h.strides, h.offset + start, h.dtype)
+
+
+UNFUSED_LAYOUTS = {
+    "SwapDims": _swap_dims,
+    "Permute": _permute,
+    "Expand": _expand,
+    "Reshape": _reshape,
+    "Slice": _slice,
+}
+
+
+def unfused_view(op, handles):
+    """The output handle of a metadata op (sharing its input's buffer), or ``None`` when the
+
+    Mirrors refimpl.handles.unfused_view.
+    """
+    entry = op.op
+    view = UNFUSED_LAYOUTS.get(entry.variant)
+    if view is None or entry.kind not in _VIEW_KINDS:
+        return None
+    source = (_inputs(op) if type(op) is OperationIr else op.inputs())[0]
+    result = view(op, handles[source.id])
+    if result is None:
+        return None
+    dtype = op.desc.out.dtype
+    if result.dtype is dtype:
+        return result
+    return _handle(result.buffer, result.shape, result.strides, result.offset, dtype)

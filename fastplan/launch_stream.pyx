@@ -1,0 +1,360 @@
+# cython: language_level=3
+"""Launch planning of a whole executed stream: every fused step's ``aliases`` and block widths.
+
+fastplan's counterpart of ``refimpl.interpreter.launch_plan_stream`` (the interpreter run with
+``with_values=False``); burn counterpart: ``OperationQueue::execute`` calling each
+optimization's ``execute``, which runs ``FuseTraceLauncher::launch`` (launch planning) before
+its kernel. The walk is refimpl's, step by step: unfused ops lay out their outputs
+(``fastplan.handles.Memory.run_unfused``), fused steps run their optimization's launch path
+(``ElementWise``: the trace; ``Matmul``: the fused launch or its fallback; ``Reduce``: the fused
+launch or read trace → reduction → write trace; ``ReduceBroadcasted``: its per-block
+optimizations; ``NHWCRelayout``: the trace then the module op) through
+``fastplan.launch.plan_launch``.
+
+**The step memo.** A fused step's launch outcome is a pure function of its optimization (the
+trace, fixed by the relative segment the plan cache stored it for), the real dims of its
+relative shape ids, the device, and the layouts of its tensors' live handles: shape, strides,
+offset, dtype, which of them share a buffer and how many live handles use each buffer (burn's
+``can_mut``). The memo keys on exactly that and stores the outcome in relative terms: the
+in-place aliases and the handles the step leaves behind as positions in the step's
+global→relative order, fresh buffers by allocation rank. A step seen before with the same key
+is replayed: its handles registered and released as the first run did, its ``PlanStep``
+filled the same way. Slice ranges, the only stashed values besides scalars, never reach a
+fused step (no fuser takes a ``Slice``); scalar values do not change a launch.
+
+A repeated iteration (the plan cache serving the same optimizations on the same shapes) is
+planned from the memo; ``tests/fastplan/test_launch_stream.py`` checks the outcome equals
+refimpl's with and without the memo.
+"""
+
+import gc as _gc
+
+from fastplan.handles cimport Memory
+from fastplan.relative cimport make_frozen
+
+from fastplan.handles import Memory as _Memory
+from fastplan.launch import context_of, plan_launch
+
+from refimpl.interpreter import _matmul_refused
+from refimpl.planner.launch import LaunchError
+from refimpl.planner.plan import PlanBlock, PlanStep
+
+__all__ = ["LaunchMemo", "launch_plan_stream"]
+
+# Stored outcomes kept per memo before it starts afresh (a runtime meeting new shapes forever
+# must not grow without bound).
+MEMO_CAPACITY = 8192
+
+cdef tuple _STEP_FIELDS = ("kind", "ops", "fuser", "score", "inputs", "outputs", "aliases",
+                           "blocks")
+cdef tuple _BLOCK_FIELDS = ("ops", "width")
+cdef tuple _HANDLE_FIELDS = ("buffer", "shape", "strides", "offset", "dtype")
+cdef object _Handle = None
+
+
+cdef class LaunchMemo:
+    """Launch outcomes of fused steps, per device profile (see the module docstring).
+    ``hits``/``misses`` count lookups."""
+
+    cdef dict _by_device
+    cdef public Py_ssize_t hits, misses
+
+    def __init__(self):
+        self._by_device = {}
+        self.hits = self.misses = 0
+
+    cdef dict table(self, object device):
+        found = self._by_device.get(device)
+        if found is None:
+            found = self._by_device[device] = {}
+        return <dict>found
+
+    def __len__(self):
+        return sum(len(t) for t in self._by_device.values())
+
+
+cdef class _Outcome:
+    """One fused step's stored launch outcome, relative to the step's tensor order."""
+
+    cdef object optimization  # held: the key holds its id()
+    cdef tuple widths  # None: no main launch plan
+    cdef tuple aliases  # (output position, input position)
+    cdef tuple changes  # (position, None | (buffer ref, shape, strides, offset, dtype, layout id))
+    cdef tuple new_sizes  # sizes of the buffers allocated by the step, in allocation order
+
+
+# --- the walk --------------------------------------------------------------------------------
+
+
+cdef class _Step:
+    """One fused step being launch-planned (refimpl.interpreter's ``_Step``, no values)."""
+
+    cdef object context, device
+    cdef list ops, launches
+    cdef Memory memory
+    cdef object main
+    cdef str path
+
+    cdef object launch(self, object trace, Memory memory, object operands):
+        return plan_launch(trace, self.context, memory if memory is not None else self.memory,
+                           self.device, operands)
+
+    cdef object run_trace(self, object trace):
+        launch = self.launch(trace, None, None)
+        self.launches.append(launch.plan)
+        return launch
+
+    cdef object dry_run(self, object trace):
+        try:
+            return self.launch(trace, self.memory.fork(), None).plan
+        except LaunchError:
+            return None
+
+
+cdef void _elementwise(_Step run, object opt) except *:
+    run.main = run.run_trace(opt.trace).plan
+
+
+cdef void _matmul(_Step run, object opt) except *:
+    cdef Memory fork = run.memory.fork()
+    operands = (opt.matmul.op.lhs.id, opt.matmul.op.rhs.id)
+    try:
+        launch = run.launch(opt.trace, fork, operands)
+    except LaunchError:
+        launch = None
+    run.main = None if launch is None else launch.plan
+    if launch is None or (not launch.plan.skipped
+                          and _matmul_refused(launch, opt.matmul.lhs.pos, opt.matmul.rhs.pos)):
+        run.path = "fallback"
+        run.memory.run_unfused(run.ops[0])
+        run.run_trace(opt.trace_fallback)
+        return
+    run.memory.adopt(fork)
+    run.launches.append(launch.plan)
+
+
+cdef bint _reduce_fused(_Step run, object opt) except -1:
+    cdef Memory fork = run.memory.fork()
+    try:
+        launch = run.launch(opt.trace, fork, None)
+    except LaunchError:
+        return False
+    run.memory.adopt(fork)
+    run.launches.append(launch.plan)
+    if run.main is None:
+        run.main = launch.plan
+    return True
+
+
+cdef void _reduce_ops(_Step run, object opt, list ops) except *:
+    if _reduce_fused(run, opt):
+        return
+    run.path = "fallback"
+    if run.main is None:
+        run.main = run.dry_run(opt.trace)
+    run.run_trace(opt.trace_read_fallback)
+    run.memory.run_unfused(ops[opt.num_ops_read])
+    run.run_trace(opt.trace_write_fallback)
+
+
+cdef void _reduce_broadcasted(_Step run, object opt) except *:
+    cdef Py_ssize_t start = 0, n
+    run.main = run.dry_run(opt.main_trace())
+    for block in opt.fallbacks:
+        n = block.len()
+        if block.name == "Reduce":
+            main = run.main
+            _reduce_ops(run, block, run.ops[start:start + n])
+            run.main = main
+        else:
+            run.run_trace(block.trace)
+        start += n
+    run.path = "fallback"
+
+
+cdef void _run_fused(_Step run, object fuser, object opt) except *:
+    if fuser == "ElementWise":
+        _elementwise(run, opt)
+    elif fuser == "Matmul":
+        _matmul(run, opt)
+    elif fuser == "Reduce":
+        _reduce_ops(run, opt, run.ops)
+    elif fuser == "ReduceBroadcasted":
+        _reduce_broadcasted(run, opt)
+    elif fuser == "NHWCRelayout":
+        run.main = run.run_trace(opt.trace).plan
+        run.memory.run_unfused(run.ops[len(run.ops) - 1])
+    else:  # a custom fuser's optimization: its ops run one by one, no launch to report
+        run.path = "unfused"
+        for op in run.ops:
+            run.memory.run_unfused(op)
+
+
+# --- the memo ----------------------------------------------------------------------------------
+
+
+cdef tuple _key(object item, list order, Memory memory, list before):
+    """The memo key of a fused step; fills ``before`` with each tensor's live handle. Per
+    tensor one int: its handle's layout id, which earlier tensor of the step first held its
+    buffer, and how many live handles use that buffer (or -1: no live handle)."""
+    cdef dict slots = {}
+    cdef list parts = [id(item.optimization), tuple(item.shapes_relative2global.values())]
+    cdef Py_ssize_t users
+    handles, layouts, counts = memory.handles, memory.layouts, memory._users
+    for gid in order:
+        h = handles.get(gid)
+        before.append(h)
+        if h is None:
+            parts.append(-1)
+            continue
+        buffer = h.buffer
+        slot = slots.get(buffer)
+        if slot is None:
+            slot = slots[buffer] = len(slots)
+        users = counts[buffer]
+        parts.append(((<Py_ssize_t>layouts[gid] * 1024 + <Py_ssize_t>slot) * 1024) + users
+                     if users < 1024 and slot < 1024
+                     else (layouts[gid], slot, users))
+    return tuple(parts)
+
+
+cdef _Outcome _record(object item, list order, list before, Memory memory, object first_new,
+                      object main, list aliases):
+    """What the step did, relative to ``order`` (positions) and to ``first_new`` (buffers)."""
+    cdef Py_ssize_t k
+    cdef dict owner = {}
+    cdef dict position = {}
+    cdef list changes = []
+    cdef _Outcome outcome = _Outcome.__new__(_Outcome)
+    for k in range(len(order)):
+        position[order[k]] = k
+        h = before[k]
+        if h is not None and h.buffer not in owner:
+            owner[h.buffer] = k
+    handles = memory.handles
+    for k in range(len(order)):
+        h = handles.get(order[k])
+        old = before[k]
+        if h is old:
+            continue
+        if h is None:
+            changes.append((k, None))
+            continue
+        buffer = h.buffer
+        if buffer >= first_new:
+            ref = ("new", buffer - first_new)
+        elif buffer in owner:
+            ref = ("old", owner[buffer])
+        else:  # a buffer the step's tensors did not hold before: nothing to replay it from
+            return None
+        changes.append((k, (ref, h.shape, h.strides, h.offset, h.dtype,
+                            memory.layouts[order[k]])))
+    outcome.optimization = item.optimization
+    outcome.widths = None if main is None else main.widths()
+    outcome.aliases = tuple([(position[o], position[i]) for o, i in aliases])
+    outcome.changes = tuple(changes)
+    outcome.new_sizes = tuple([memory.sizes[b] for b in range(first_new, memory.next_buffer)])
+    return outcome
+
+
+cdef list _replay(_Outcome outcome, list order, list before, Memory memory):
+    """Apply a stored outcome to ``memory``; the step's global aliases."""
+    first_new = memory.next_buffer
+    sizes = memory.sizes
+    cdef Py_ssize_t m
+    for m in range(len(outcome.new_sizes)):
+        sizes[first_new + m] = outcome.new_sizes[m]
+    memory.next_buffer = first_new + len(outcome.new_sizes)
+    for k, change in outcome.changes:
+        gid = order[k]
+        if change is None:
+            memory.remove(gid)
+            continue
+        ref, shape, strides, offset, dtype, layout = change
+        buffer = first_new + ref[1] if ref[0] == "new" else before[ref[1]].buffer
+        memory.register_layout(gid, make_frozen(_Handle, _HANDLE_FIELDS,
+                                                (buffer, shape, strides, offset, dtype)),
+                               layout)
+    return [(order[o], order[i]) for o, i in outcome.aliases]
+
+
+# --- entry point ---------------------------------------------------------------------------------
+
+
+cdef object _filled(object step, object widths, list aliases):
+    if widths is None:
+        widths = ()
+    cdef Py_ssize_t i, n = len(widths)
+    blocks = tuple([make_frozen(PlanBlock, _BLOCK_FIELDS,
+                                (block.ops, widths[i] if i < n else None))
+                    for i, block in enumerate(step.blocks)])
+    return make_frozen(PlanStep, _STEP_FIELDS,
+                       (step.kind, step.ops, step.fuser, step.score, step.inputs, step.outputs,
+                        tuple(sorted(aliases)), blocks))
+
+
+def launch_plan_stream(stream, executed, device, LaunchMemo memo=None):
+    """The executed steps' ``PlanStep``s with ``aliases`` and block ``width``s filled in: equal
+    to ``refimpl.interpreter.launch_plan_stream(stream, executed, device)``. ``memo`` (a
+    ``LaunchMemo``, kept by the caller across calls) serves fused steps seen before."""
+    global _Handle
+    cdef Memory memory = _Memory()
+    cdef list results = []
+    cdef dict table = memo.table(device) if memo is not None else None
+    if _Handle is None:
+        from refimpl.handles import Handle
+        _Handle = Handle
+    memory.load_inputs(stream)
+    items = stream.items
+    paused = _gc.isenabled()  # no reference cycles made here either (see fastplan.processor)
+    _gc.disable()
+    try:
+        _walk(items, executed, device, memory, memo, table, results)
+    finally:
+        if paused:
+            _gc.enable()
+    return tuple(results)
+
+
+cdef int _walk(object items, object executed, object device, Memory memory, LaunchMemo memo,
+               dict table, list results) except -1:
+    cdef _Step run
+    cdef _Outcome outcome
+    cdef list order, before, aliases
+    for item in executed:
+        step = item.step
+        if step.kind != "fused":
+            for i in step.ops:
+                memory.run_unfused(items[i])
+            results.append(step)
+            continue
+        order, before = list(item.tensors_global2relative), []
+        key = None
+        if table is not None:
+            key = _key(item, order, memory, before)
+            found = table.get(key)
+            if found is not None and (<_Outcome>found).optimization is item.optimization:
+                memo.hits += 1
+                outcome = <_Outcome>found
+                aliases = _replay(outcome, order, before, memory)
+                results.append(_filled(step, outcome.widths, aliases))
+                continue
+            memo.misses += 1
+        first_new = memory.next_buffer
+        run = _Step.__new__(_Step)
+        run.context = context_of(item.segment, item.tensors_global2relative,
+                                 item.shapes_relative2global, item.scalars)
+        run.device, run.memory, run.main, run.path = device, memory, None, "fused"
+        run.ops = [items[i] for i in step.ops]
+        run.launches = []
+        _run_fused(run, step.fuser, item.optimization)
+        aliases = [pair for plan in run.launches for pair in plan.aliases]
+        widths = None if run.main is None else run.main.widths()
+        results.append(_filled(step, widths, aliases))
+        if key is not None:
+            if len(table) >= MEMO_CAPACITY:
+                table.clear()
+            found = _record(item, order, before, memory, first_new, run.main, aliases)
+            if found is not None:
+                table[key] = found
+    return 0

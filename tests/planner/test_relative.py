@@ -1,0 +1,75 @@
+"""The relative form of a ``Drop``, on refimpl and on fastplan (the ``planner_impl`` fixture).
+
+burn's ``FusionTensor::drop`` (``crates/burn-fusion/src/tensor.rs``) swaps an empty shape into
+the tensor and moves the *real* shape into the ``TensorIr`` it registers as
+``OperationIr::Drop``; ``stream/context.rs`` relativises it with ``TensorIr::to_relative``, as
+any tensor. So a drop's dims get shape ids, and a tensor first seen through its drop shifts the
+shape ids of everything after it in the segment.
+"""
+
+from __future__ import annotations
+
+from refimpl.ir import OperationIr
+from refimpl.planner.cache import ExecutionPlan
+from refimpl.planner.strategy import BlockOptimization, Operations
+from tests.planner.fuser_ops import NI, RO, RW, drop, op, t
+
+
+def _exp(a: int, out: int, shape) -> OperationIr:
+    return op("Float.Exp", input=t(a, shape, RO), out=t(out, shape, NI))
+
+
+def _relative(impl, ops) -> list[OperationIr]:
+    converter = impl.relative.OperationConverter()
+    return [impl.relative.to_relative(o, converter) for o in ops]
+
+
+def test_relative_drop_keeps_its_real_shape_as_shape_ids(planner_impl):
+    converter = planner_impl.relative.OperationConverter()
+    relative = planner_impl.relative.to_relative(drop(42, (4, 1, 8)), converter)
+    assert relative == drop(0, (1, 0, 2))
+    assert converter.num_relative_shapes() == 3
+    assert converter.shapes_relative2global == {0: 1, 1: 4, 2: 8}
+    assert converter.tensors_relative2global[0] == t(42, (4, 1, 8), RW)
+
+
+def test_relative_drop_of_a_known_tensor_reuses_its_shape_ids(planner_impl):
+    rel_exp, rel_drop = _relative(planner_impl, [_exp(3, 4, (6, 5)), drop(3, (6, 5))])
+    assert rel_exp == _exp(0, 1, (1, 2))
+    assert rel_drop == drop(0, (1, 2))
+
+
+def test_relative_tensor_first_seen_through_its_drop_shifts_later_shape_ids(planner_impl):
+    # the drop hands out ids 1 (7) and 2 (3): the exp's dims 3 and 9 get ids 2 and 3
+    after_drop = _relative(planner_impl, [drop(8, (7, 3)), _exp(0, 1, (3, 9))])
+    assert after_drop == [drop(0, (1, 2)), _exp(1, 2, (2, 3))]
+    alone = _relative(planner_impl, [_exp(0, 1, (3, 9))])
+    assert alone == [_exp(0, 1, (1, 2))]
+
+
+def test_relative_segments_differing_only_in_a_dropped_shape_differ(planner_impl):
+    first = _relative(planner_impl, [_exp(0, 1, (4, 4)), drop(2, (4, 8))])
+    second = _relative(planner_impl, [_exp(0, 1, (4, 4)), drop(2, (4, 4))])
+    assert first[0] == second[0] and first[1] != second[1]
+
+
+def test_relative_plan_index_tells_dropped_shapes_apart(planner_impl):
+    store = planner_impl.cache.ExecutionPlanStore()
+    ordering = (0,)
+    plan = ExecutionPlan((drop(0, (1, 2)),), [],
+                         BlockOptimization(Operations(ordering), ordering))
+    plan_id = store.add(plan)
+    [same_pattern] = _relative(planner_impl, [drop(5, (16, 2))])
+    [square] = _relative(planner_impl, [drop(5, (16, 16))])
+    assert store.find(same_pattern) == [plan_id]
+    assert store.find(square) == []
+
+
+def test_relative_queue_counts_the_shape_ids_of_a_drop(planner_impl):
+    queue = planner_impl.processor.StreamPlanner([]).queue
+    queue.add(0, drop(9, (4, 6)))
+    queue.add(1, _exp(10, 11, (6, 5)))
+    assert list(queue.shapes_assigned) == [3, 4]
+    assert list(queue.operations()) == [drop(0, (1, 2)), _exp(1, 2, (2, 3))]
+    assert queue.converter.tensors_relative2global[0] == t(9, (4, 6), RW)
+    assert queue.converter.shapes_relative2global == {0: 1, 1: 4, 2: 6, 3: 5}
