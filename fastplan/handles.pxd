@@ -2,6 +2,7 @@
 """C-level declaration of fastplan.handles.Memory (fastplan.launch_stream reads its state)."""
 
 cdef Py_ssize_t layout_id(object handle) except -1
+cdef tuple op_nodes(object op)
 
 
 cdef class Memory:

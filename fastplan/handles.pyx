@@ -46,6 +46,7 @@ cdef object _VIEW_KINDS = (OpKind.VIEW, OpKind.MOVEMENT)
 cdef object _TENSOR = FieldKind.TENSOR
 cdef object _TENSORS = FieldKind.TENSORS
 cdef dict _INPUT_FIELDS = {}  # operand struct type -> ((field, is a tuple of tensors), ...)
+cdef dict _HAS_OUT = {}  # operand struct type -> whether it has an ``out`` field
 
 
 cdef tuple _input_fields(type struct):
@@ -59,13 +60,32 @@ cdef tuple _input_fields(type struct):
 
 cdef tuple _inputs(object op):
     """``op.inputs()``: the tensors it reads, in field order."""
-    desc = op.desc
+    return tuple(_reads(op.desc))
+
+
+cdef list _reads(object desc):
     cdef list found = []
     for name, many in _input_fields(type(desc)):
         if many:
             found.extend(getattr(desc, name))
         else:
             found.append(getattr(desc, name))
+    return found
+
+
+cdef tuple op_nodes(object op):
+    """``op.nodes()`` (inputs, then the ``out`` tensor if the struct has one), for an exact
+    ``OperationIr``; anything else answers its own ``nodes()``."""
+    if type(op) is not OperationIr:
+        return op.nodes()
+    desc = op.desc
+    cdef list found = _reads(desc)
+    struct = type(desc)
+    has_out = _HAS_OUT.get(struct)
+    if has_out is None:
+        has_out = _HAS_OUT[struct] = any([name == "out" for name, _ in struct.SCHEMA])
+    if has_out:
+        found.append(desc.out)
     return tuple(found)
 
 
@@ -276,7 +296,9 @@ def _permute(op, h):
 
 
 def _expand(op, h):
-    cdef Py_ssize_t i, diff
+    # Python ints on purpose: an input of higher rank than the output makes ``diff`` negative,
+    # and the indices then wrap as refimpl's do (a stream no validator passed, but planned)
+    cdef object i, diff
     target = tuple(op.desc.out.shape)
     diff = len(target) - len(h.shape)
     strides = [0] * len(target)

@@ -16,6 +16,7 @@ on it, a few dict operations per tensor).
 
 import hashlib
 
+from fastplan.handles cimport op_nodes
 from fastplan.layout cimport permuted_innermost_axis_t
 
 from fastplan.launch_planners import plan_inputs, plan_outputs
@@ -69,7 +70,7 @@ def context_of(segment, global2relative, shapes, scalars):
             dropped = op.desc.tensor
             tensors.setdefault(global2relative[dropped.id], dropped)
             continue
-        for tensor in op.nodes():
+        for tensor in op_nodes(op):
             rid = global2relative[tensor.id]
             known = tensors.get(rid)
             if known is None or known.shape != tensor.shape:

@@ -105,6 +105,8 @@ def _start(stream: Stream) -> _State:
 
 
 def _check_inputs(stream: Stream) -> None:
+    from refimpl.stream import InputSpec  # at call time: refimpl.stream imports this module
+
     for tid in stream.inputs:
         if not _is_int(tid) or tid < 0:
             raise FieldTypeError(f"tensor id {tid!r} is not a non-negative integer",
@@ -112,6 +114,9 @@ def _check_inputs(stream: Stream) -> None:
     for tid in sorted(stream.inputs):
         where = f"inputs.{tid}"
         spec = stream.inputs[tid]
+        if not isinstance(spec, InputSpec):
+            raise FieldTypeError(f"{type(spec).__name__} {spec!r} is not an InputSpec",
+                                 field=where)
         _check_dims(spec.shape, None, None, f"{where}.shape")
         if not isinstance(spec.dtype, DType):
             raise DTypeError(f"{spec.dtype!r} is not a DType", field=f"{where}.dtype")

@@ -379,3 +379,54 @@ def test_boundary_api_out_of_range_like_refimpl(name):
 
     expected = result(lambda m: importlib.import_module(f"refimpl.planner.{m}"))
     assert result(fastplan.planner_module) == expected
+
+
+# Found by tools/fuzz_planners.py: unvalidated streams that reach fastplan's compiled launch
+# planning with layouts no validator would pass. Each once crashed or misanswered there.
+FUZZ_FINDINGS = {
+    # Expand whose input handle has a higher rank than its output: negative index offsets
+    "expand_from_higher_rank": {
+        "version": 1,
+        "inputs": {"0": {"shape": [1, 1, 1, 4, 6], "dtype": "f32", "random": 0}},
+        "ops": [{"op": "BaseFloat.Expand",
+                 "input": {"id": 0, "shape": [4, 6], "dtype": "f32", "status": "ReadOnly"},
+                 "out": {"id": 1, "shape": [2, 4, 6], "dtype": "f32", "status": "NotInit"}},
+                {"op": "Sync", "tensors": [1]}]},
+    # an input with fewer strides than dims: its buffer length pairs them as zip does
+    "short_strides": {
+        "version": 1,
+        "inputs": {"0": {"shape": [4, 6], "strides": [1], "dtype": "f32", "random": 0},
+                   "1": {"shape": [4, 6], "dtype": "f32", "random": 1}},
+        "ops": [{"op": "NumericFloat.Add",
+                 "lhs": {"id": 0, "shape": [4, 6], "dtype": "f32", "status": "ReadOnly"},
+                 "rhs": {"id": 1, "shape": [4, 6], "dtype": "f32", "status": "ReadOnly"},
+                 "out": {"id": 2, "shape": [4, 6], "dtype": "f32", "status": "NotInit"}},
+                {"op": "Float.Exp",
+                 "input": {"id": 2, "shape": [4, 6], "dtype": "f32", "status": "ReadWrite"},
+                 "out": {"id": 3, "shape": [4, 6], "dtype": "f32", "status": "NotInit"}},
+                {"op": "Sync", "tensors": [3]}]},
+    # a dim past int64 in one operand: the compiled walk's C conversion fails, refimpl's
+    # walk decides the outcome
+    "dim_past_int64": {
+        "version": 1,
+        "inputs": {str(i): {"shape": [64, 64], "dtype": "f32", "random": i} for i in range(3)},
+        "ops": [{"op": "NumericFloat.Mul",
+                 "lhs": {"id": 0, "shape": [64, 64], "dtype": "f32", "status": "ReadWrite"},
+                 "rhs": {"id": 1, "shape": [2 ** 64 - 1], "dtype": "f32", "status": "ReadOnly"},
+                 "out": {"id": 3, "shape": [64, 64], "dtype": "f32", "status": "NotInit"}},
+                {"op": "NumericFloat.Add",
+                 "lhs": {"id": 3, "shape": [64, 64], "dtype": "f32", "status": "ReadWrite"},
+                 "rhs": {"id": 2, "shape": [64, 64], "dtype": "f32", "status": "ReadOnly"},
+                 "out": {"id": 4, "shape": [64, 64], "dtype": "f32", "status": "NotInit"}},
+                {"op": "Float.Exp",
+                 "input": {"id": 4, "shape": [64, 64], "dtype": "f32", "status": "ReadWrite"},
+                 "out": {"id": 5, "shape": [64, 64], "dtype": "f32", "status": "NotInit"}},
+                {"op": "Sync", "tensors": [5]}]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUZZ_FINDINGS))
+def test_boundary_fuzz_findings_planned_alike(name):
+    stream = stream_from_json(json.dumps(FUZZ_FINDINGS[name]), validate=False)
+    with time_limit():
+        assert_same_outcome(stream)

@@ -437,6 +437,10 @@ PY_CATALOGUE = [
     ("input_numpy_data_shape", _py_stream(inputs={0: InputSpec((2,), _F32,
                                                                data=np.zeros((3,)))}),
      E.InputDataError, None, "inputs.0.data"),
+    ("input_spec_not_spec", _py_stream(inputs={0: TensorIr(0, (4, 6), _F32,
+                                                           TensorStatus.ReadOnly)}),
+     E.FieldTypeError, None, "inputs.0"),
+    ("input_spec_of_nothing", _py_stream(inputs={0: None}), E.FieldTypeError, None, "inputs.0"),
 ]
 
 
