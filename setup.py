@@ -32,6 +32,8 @@ def _flag(name):
 NO_EXTENSIONS = _flag("FASTPLAN_NO_EXTENSIONS")
 REQUIRE_EXTENSIONS = _flag("FASTPLAN_REQUIRE_EXTENSIONS")
 DEBUG = _flag("FASTPLAN_CYTHON_DEBUG")
+# Cython and the C compiler run this many modules at a time (default: one per core).
+JOBS = int(os.environ.get("FASTPLAN_BUILD_JOBS") or os.cpu_count() or 1)
 
 # The only place compiler directives are set (every .pyx carries just language_level).
 DIRECTIVES = {
@@ -82,6 +84,8 @@ class optional_build_ext(build_ext):
     """
 
     def run(self):
+        if not self.parallel:  # compile the modules side by side (one per core)
+            self.parallel = JOBS
         mode = "debug" if DEBUG else "release"
         self.force = self.force or _read(MODE_FILE) != mode
         try:
@@ -134,6 +138,7 @@ def _ext_modules():
         extensions,
         compiler_directives=DIRECTIVES,
         annotate=DEBUG,
+        nthreads=JOBS,
         # one C file per mode, so that switching modes never reuses the other's
         build_dir="build/cython-debug" if DEBUG else "build/cython",
     )

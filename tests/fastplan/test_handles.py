@@ -1,0 +1,339 @@
+"""fastplan's planning memory (``fastplan.handles.Memory``) against refimpl's
+(``refimpl.handles.Memory(with_values=False)``).
+
+* drawn streams (``refimpl.strategies.streams``), some with inputs turned into ``Init``
+  targets or an item deleted: every op runs unfused through both memories; after each op the
+  live handles, ``next_buffer``, ``sizes`` and ``users`` of every buffer agree, and an op
+  that fails fails with the same class in both (and leaves the same state behind);
+* ``fork``/``adopt``: a discarded fork leaves its original as it was, an adopted one hands
+  over its state (equal to a memory that ran everything itself);
+* fastplan's ``layouts`` (the launch memo's layout ids) follow the live handles;
+* ``sizes`` is shared with forks in fastplan: a buffer number a discarded fork allocated is
+  written again, with the right size, when the original allocates it;
+* the small API: ``take`` ReadWrite vs ReadOnly, ``remove`` of an unknown id, ``handle`` of an
+  unknown id, ``with_values=True``, ``users`` of a buffer shared by views.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+import fastplan
+from refimpl.dtypes import DType
+from refimpl.errors import TensorIdError
+from refimpl.frontend import Session
+from refimpl.handles import Handle
+from refimpl.handles import Memory as RefMemory
+from refimpl.ir import InitOperationIr, OperationIr, Sync, TensorIr, TensorStatus
+from refimpl.ops import op_named
+from refimpl.strategies import elementwise_streams, streams
+from refimpl.stream import InputSpec, Stream
+
+pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
+
+if fastplan.COMPILED:
+    from fastplan.handles import Memory as FastMemory
+    from fastplan.handles import unfused_view
+
+    from refimpl.handles import unfused_view as ref_unfused_view
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def state(memory) -> tuple:
+    """What planning reads of a memory: live handles, next buffer, sizes of allocated buffers,
+    users of every buffer (allocated or not)."""
+    users = {b: memory.users(b) for b in range(memory.next_buffer + 2)}
+    sizes = {b: memory.sizes[b] for b in range(memory.next_buffer)}
+    return dict(memory.handles), memory.next_buffer, sizes, users
+
+
+def assert_same_state(fast, ref) -> None:
+    __tracebackhide__ = True
+    f_handles, f_next, f_sizes, f_users = state(fast)
+    r_handles, r_next, r_sizes, r_users = state(ref)
+    assert f_handles == r_handles
+    assert f_next == r_next
+    assert f_sizes == r_sizes
+    assert f_users == r_users
+    for handle in r_handles.values():
+        assert fast.users(handle.buffer) == ref.users(handle.buffer) >= 1
+    check_layout_ids(fast)
+
+
+def check_layout_ids(fast) -> None:
+    """fastplan's ``layouts`` (tensor id -> layout id, what the launch memo keys on): one per
+    live handle, equal ids exactly for equal (shape, strides, offset, dtype)."""
+    __tracebackhide__ = True
+    assert set(fast.layouts) == set(fast.handles)
+    by_layout: dict = {}
+    for tid, handle in fast.handles.items():
+        layout = (handle.shape, handle.strides, handle.offset, handle.dtype)
+        assert by_layout.setdefault(layout, fast.layouts[tid]) == fast.layouts[tid]
+    assert len(set(by_layout.values())) == len(by_layout)
+
+
+def run_op(memory, op) -> type | None:
+    """Run one op unfused; the class of the error it raised, if any."""
+    try:
+        memory.run_unfused(op)
+    except Exception as exc:  # noqa: BLE001 - the class is what is compared
+        return type(exc)
+    return None
+
+
+def both(stream: Stream) -> tuple:
+    fast, ref = FastMemory(), RefMemory(with_values=False)
+    fast.load_inputs(stream)
+    ref.load_inputs(stream)
+    return fast, ref
+
+
+def init_op(tensor_id: int, spec: InputSpec) -> OperationIr:
+    out = TensorIr(tensor_id, tuple(spec.shape), spec.dtype, TensorStatus.NotInit)
+    return OperationIr(op_named("Init"), InitOperationIr(out))
+
+
+@st.composite
+def mutated_streams(draw, base) -> Stream:
+    """A drawn stream; some inputs become ``Init`` targets (the ``Init`` placed anywhere, so
+    also after a use: an error), and at times one item is deleted (a later use of what it
+    made, or a double release, is an error)."""
+    stream = draw(base)
+    items = list(stream.items)
+    if items and draw(st.integers(0, 3)) == 0:
+        del items[draw(st.integers(0, len(items) - 1))]
+    for tid in sorted(stream.inputs):
+        if draw(st.integers(0, 3)) == 0:
+            items.insert(draw(st.integers(0, len(items))), init_op(tid, stream.inputs[tid]))
+    return Stream(dict(stream.inputs), tuple(items))
+
+
+def sample_stream() -> Stream:
+    """Two inputs (one transposed), a view, an element-wise op, a drop."""
+    s = Session(executor=None)
+    a = s.random((4, 8), seed=0)
+    b = s.random((8, 4), seed=1, strides=(1, 8))
+    t = a.swap_dims(0, 1)
+    c = (t + b).exp()
+    del b
+    s.sync(a, c, t)
+    return s.close()
+
+
+# --- drawn streams ---------------------------------------------------------------------------
+
+
+def check_stream(stream: Stream) -> None:
+    __tracebackhide__ = True
+    fast, ref = both(stream)
+    assert_same_state(fast, ref)
+    for index, item in enumerate(stream.items):
+        if isinstance(item, Sync):
+            continue
+        fast_error, ref_error = run_op(fast, item), run_op(ref, item)
+        assert fast_error == ref_error, f"item {index}: {item.name}"
+        if ref_error is not None:
+            event(f"error: {ref_error.__name__}")
+        assert_same_state(fast, ref)
+
+
+@given(mutated_streams(streams()))
+def test_memory_unfused_stream_matches_refimpl(stream: Stream) -> None:
+    check_stream(stream)
+
+
+@given(mutated_streams(elementwise_streams(max_ops=14)))
+def test_memory_unfused_elementwise_stream_matches_refimpl(stream: Stream) -> None:
+    check_stream(stream)
+
+
+@given(streams(), st.data())
+def test_memory_fork_discarded_or_adopted(stream: Stream, data) -> None:
+    ops = stream.ops
+    split = data.draw(st.integers(0, len(ops)), label="split")
+    fast, ref = both(stream)
+    for op in ops[:split]:
+        assert run_op(fast, op) == run_op(ref, op)
+    before_fast, before_ref = state(fast), state(ref)
+    fast_fork, ref_fork = fast.fork(), ref.fork()
+    for op in ops[split:]:
+        assert run_op(fast_fork, op) == run_op(ref_fork, op)
+        assert_same_state(fast_fork, ref_fork)
+    # discarded: the originals are as they were (sizes of their own buffers included)
+    assert state(fast) == before_fast == before_ref == state(ref)
+    if data.draw(st.booleans(), label="adopt"):
+        fast.adopt(fast_fork)
+        ref.adopt(ref_fork)
+        straight_fast, straight_ref = both(stream)
+        for op in ops:
+            run_op(straight_fast, op)
+            run_op(straight_ref, op)
+        assert_same_state(fast, ref)
+        assert state(fast) == state(straight_fast) == state(straight_ref)
+    else:
+        # the original goes on as if the fork never existed
+        for op in ops[split:]:
+            assert run_op(fast, op) == run_op(ref, op)
+            assert_same_state(fast, ref)
+
+
+# --- sizes shared with forks ---------------------------------------------------------------
+
+
+def test_memory_sizes_rewritten_after_discarded_fork() -> None:
+    fast, ref = FastMemory(), RefMemory(with_values=False)
+    for memory in (fast, ref):
+        memory.alloc((2, 3), DType.F32)
+    fast_fork, ref_fork = fast.fork(), ref.fork()
+    fork_handles = [memory.alloc((5, 7), DType.F16) for memory in (fast_fork, ref_fork)]
+    assert fork_handles[0] == fork_handles[1]
+    assert fast_fork.sizes[1] == ref_fork.sizes[1] == 35
+    # the fork is discarded; the original allocates buffer 1 again, padded:
+    # 1 + (3-1)*4 + (2-1)*1 = 10 elements
+    padded = [memory.alloc((3, 2), DType.F32, strides=(4, 1)) for memory in (fast, ref)]
+    assert padded[0] == padded[1] == Handle(1, (3, 2), (4, 1), 0, DType.F32)
+    assert fast.sizes[1] == ref.sizes[1] == 10
+    assert fast.next_buffer == ref.next_buffer == 2
+    # a fork that allocated two numbers: both are rewritten by the original's next allocs
+    fast_fork = fast.fork()
+    fast_fork.alloc((100,), DType.F32)
+    fast_fork.alloc((200,), DType.F32)
+    fast.alloc((4,), DType.F32)
+    assert fast.sizes[2] == 4
+    fast.alloc((0, 3), DType.F32)
+    assert fast.sizes[3] == 0
+    assert {b: fast.sizes[b] for b in range(fast.next_buffer)} == {0: 6, 1: 10, 2: 4, 3: 0}
+
+
+def test_memory_sizes_rewritten_by_unfused_ops_after_discarded_fork() -> None:
+    stream = sample_stream()
+    fast, ref = both(stream)
+    ops = stream.ops
+    fork = fast.fork()
+    fork.alloc((1000,), DType.F32)  # takes the number the next op's output will get
+    fork.alloc((1000,), DType.F32)
+    for op in ops:
+        assert run_op(fast, op) is run_op(ref, op) is None
+        assert_same_state(fast, ref)
+
+
+# --- the small API ---------------------------------------------------------------------------
+
+
+def test_memory_with_values_refused() -> None:
+    with pytest.raises(ValueError):
+        FastMemory(with_values=True)
+    assert FastMemory().with_values is False
+    assert FastMemory(with_values=False).with_values is False
+
+
+@pytest.mark.parametrize("status", [TensorStatus.ReadOnly, TensorStatus.ReadWrite])
+def test_memory_take_read_write_removes_read_only_keeps(status: TensorStatus) -> None:
+    stream = sample_stream()
+    fast, ref = both(stream)
+    for memory in (fast, ref):
+        memory.run_unfused(stream.ops[0])  # SwapDims: a view of input 0
+    assert fast.users(0) == ref.users(0) == 2
+    taken = [memory.take(0, status) for memory in (fast, ref)]
+    assert taken[0] == taken[1] == Handle(0, (4, 8), (8, 1), 0, DType.F32)
+    kept = status is TensorStatus.ReadOnly
+    assert (0 in fast.handles) is (0 in ref.handles) is kept
+    assert fast.users(0) == ref.users(0) == (2 if kept else 1)
+    assert_same_state(fast, ref)
+    if not kept:
+        with pytest.raises(TensorIdError):
+            fast.take(0, status)
+
+
+def test_memory_remove_unknown_is_noop() -> None:
+    stream = sample_stream()
+    fast, ref = both(stream)
+    before = state(fast)
+    fast.remove(12345)
+    ref.remove(12345)
+    assert state(fast) == before
+    assert_same_state(fast, ref)
+    fast.remove(0)
+    fast.remove(0)  # a second remove of the same id: nothing left to release
+    ref.remove(0)
+    ref.remove(0)
+    assert_same_state(fast, ref)
+    assert fast.users(0) == 0
+
+
+def test_memory_handle_unknown_raises() -> None:
+    for memory in (FastMemory(), RefMemory(with_values=False)):
+        with pytest.raises(TensorIdError):
+            memory.handle(7)
+        with pytest.raises(TensorIdError):
+            memory.take(7, TensorStatus.ReadOnly)
+
+
+def test_memory_users_count_views_sharing_a_buffer() -> None:
+    stream = sample_stream()
+    fast, ref = both(stream)
+    swap, add, exp = stream.ops[:3]
+    assert swap.op.variant == "SwapDims" and swap.desc.input.status is TensorStatus.ReadOnly
+    for memory in (fast, ref):
+        memory.run_unfused(swap)
+    t = swap.desc.out.id
+    assert fast.handle(t) == ref.handle(t) == Handle(0, (8, 4), (1, 8), 0, DType.F32)
+    assert fast.users(0) == ref.users(0) == 2
+    assert fast.users(1) == ref.users(1) == 1  # input 1 (transposed strides)
+    for memory in (fast, ref):
+        memory.run_unfused(add)
+        memory.run_unfused(exp)
+    assert_same_state(fast, ref)
+    assert fast.users(0) == 2
+    fast.remove(t)
+    assert fast.users(0) == 1
+    fast.remove(0)
+    assert fast.users(0) == 0
+
+
+def test_memory_register_over_a_live_id_releases_its_buffer() -> None:
+    fast, ref = FastMemory(), RefMemory(with_values=False)
+    for memory in (fast, ref):
+        first = memory.alloc((2,), DType.F32)
+        second = memory.alloc((2,), DType.F32)
+        memory.register(0, first)
+        memory.register(1, first)
+        memory.register(0, second)
+    assert fast.users(0) == ref.users(0) == 1
+    assert fast.users(1) == ref.users(1) == 1
+    assert_same_state(fast, ref)
+
+
+def test_memory_init_defers_and_unknown_init_fails() -> None:
+    stream = sample_stream()
+    spec = stream.inputs[1]
+    items = (init_op(1, spec),) + stream.items
+    deferred = Stream(dict(stream.inputs), items)
+    fast, ref = both(deferred)
+    assert 1 not in fast.handles and 1 not in ref.handles
+    for item in deferred.ops:
+        assert run_op(fast, item) is run_op(ref, item) is None
+        assert_same_state(fast, ref)
+    unknown = init_op(99, spec)
+    assert run_op(fast, unknown) is run_op(ref, unknown) is KeyError
+    assert_same_state(fast, ref)
+
+
+def test_unfused_view_matches_refimpl_and_keeps_out_dtype() -> None:
+    stream = sample_stream()
+    fast = both(stream)[0]
+    swap = stream.ops[0]
+    handles = {0: fast.handle(0)}
+    assert unfused_view(swap, handles) == ref_unfused_view(swap, handles)
+    cast_out = dataclasses.replace(swap.desc.out, dtype=DType.F16)
+    retyped = OperationIr(swap.op, dataclasses.replace(swap.desc, out=cast_out))
+    view = unfused_view(retyped, handles)
+    assert view == ref_unfused_view(retyped, handles)
+    assert view.dtype is DType.F16
+    assert unfused_view(stream.ops[1], {0: handles[0], 1: fast.handle(1)}) is None
