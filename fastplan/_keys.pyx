@@ -173,10 +173,11 @@ cdef int64_t _intern(object value) except? -1:
     cdef PyObject* found
     cdef Py_ssize_t n
     try:
-        found = PyDict_GetItem(_INTERN, value)
+        hash(value)  # PyDict_GetItem would swallow the error of an unhashable value
     except TypeError:
         raise BoundaryError(f"fastplan compares op fields by hash: {type(value).__name__} "
                             "is not hashable") from None
+    found = PyDict_GetItem(_INTERN, value)
     if found != NULL:
         return _INTERN_BASE + <int64_t><object>found
     n = len(_INTERNED)

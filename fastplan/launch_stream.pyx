@@ -190,6 +190,33 @@ cdef void _run_fused(_Step run, object fuser, object opt) except *:
             run.memory.run_unfused(op)
 
 
+# Launch planning's C cores compute with int64 (strides as products of dims, offsets as sums of
+# dims times strides); refimpl's Python ints never wrap. A step whose tensors reach past this
+# bound is refused here, so the caller hands the stream to refimpl's walk (fastplan.planner).
+cdef object _EXTENT_LIMIT = 1 << 62
+
+
+cdef int _check_extents(object context, Memory memory, list order) except -1:
+    for tensor in context.tensors.values():
+        numel = 1
+        for d in tensor.shape:
+            numel *= d
+        if not -_EXTENT_LIMIT < numel < _EXTENT_LIMIT:
+            raise OverflowError(f"tensor {tensor.id}: {numel} elements is past int64 planning")
+    handles = memory.handles
+    for gid in order:
+        h = handles.get(gid)
+        if h is None:
+            continue
+        extent = h.offset
+        for d, stride in zip(h.shape, h.strides):
+            extent += abs(d * stride)
+        if not extent < _EXTENT_LIMIT:
+            raise OverflowError(f"tensor {gid}: a buffer extent of {extent} is past int64 "
+                                "planning")
+    return 0
+
+
 # --- the memo ----------------------------------------------------------------------------------
 
 
@@ -344,6 +371,7 @@ cdef int _walk(object items, object executed, object device, Memory memory, Laun
         run = _Step.__new__(_Step)
         run.context = context_of(item.segment, item.tensors_global2relative,
                                  item.shapes_relative2global, item.scalars)
+        _check_extents(run.context, memory, order)
         run.device, run.memory, run.main, run.path = device, memory, None, "fused"
         run.ops = [items[i] for i in step.ops]
         run.launches = []

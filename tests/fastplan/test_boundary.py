@@ -381,8 +381,8 @@ def test_boundary_api_out_of_range_like_refimpl(name):
     assert result(fastplan.planner_module) == expected
 
 
-# Found by tools/fuzz_planners.py: unvalidated streams that reach fastplan's compiled launch
-# planning with layouts no validator would pass. Each once crashed or misanswered there.
+# Found by tools/fuzz_planners.py: unvalidated streams that reach fastplan's compiled planner
+# with values no validator would pass. Each once crashed or misanswered there.
 FUZZ_FINDINGS = {
     # Expand whose input handle has a higher rank than its output: negative index offsets
     "expand_from_higher_rank": {
@@ -422,11 +422,35 @@ FUZZ_FINDINGS = {
                  "input": {"id": 4, "shape": [64, 64], "dtype": "f32", "status": "ReadWrite"},
                  "out": {"id": 5, "shape": [64, 64], "dtype": "f32", "status": "NotInit"}},
                 {"op": "Sync", "tensors": [5]}]},
+    # an output of 2**71 elements: int64 strides would wrap in the compiled cores, so the step
+    # goes to refimpl's walk (which fails on the input's rank-4 handle)
+    "extent_past_int64": {
+        "version": 1,
+        "inputs": {"0": {"shape": [1, 2, 2 ** 31, 2], "dtype": "f16", "random": 361}},
+        "ops": [{"op": "BaseFloat.Equal",
+                 "lhs": {"id": 0, "shape": [1, 2, 2], "dtype": "f16", "status": "ReadOnly"},
+                 "rhs": {"id": 0, "shape": [1, 2, 2], "dtype": "f16", "status": "ReadOnly"},
+                 "out": {"id": 1, "shape": [1, 2 ** 40, 2 ** 31], "dtype": "bool",
+                         "status": "NotInit"}},
+                {"op": "Sync", "tensors": [0]},
+                {"op": "Sync", "tensors": [1]}]},
 }
 
 
 @pytest.mark.parametrize("name", sorted(FUZZ_FINDINGS))
 def test_boundary_fuzz_findings_planned_alike(name):
     stream = stream_from_json(json.dumps(FUZZ_FINDINGS[name]), validate=False)
+    with time_limit():
+        assert_same_outcome(stream)
+
+
+def test_boundary_unhashable_scalar_is_refimpl_s_to_plan():
+    """A list where a scalar belongs: fastplan keys ops by hashing their fields, so it hands
+    the stream to refimpl, which never hashes it (found by the fuzzer, 15 times in 1 M)."""
+    tensor = TensorIr(0, (4, 6), DType.F32, TensorStatus.ReadOnly)
+    out = TensorIr(1, (4, 6), DType.F32, TensorStatus.NotInit)
+    add = OperationIr(op_named("NumericFloat.AddScalar"),
+                      op_named("NumericFloat.AddScalar").struct(tensor, [2.0], out))
+    stream = Stream({0: InputSpec((4, 6), DType.F32, random=0)}, (add, Sync((1,))))
     with time_limit():
         assert_same_outcome(stream)
