@@ -79,8 +79,12 @@ cdef class _Outcome:
     cdef object optimization  # held: the key holds its id()
     cdef tuple widths  # None: no main launch plan
     cdef tuple aliases  # (output position, input position)
-    cdef tuple changes  # (position, None | (buffer ref, shape, strides, offset, dtype, layout id))
+    # (position, None | (fresh buffer?, allocation rank or owner position, shape, strides,
+    # offset, dtype, layout id))
+    cdef tuple changes
     cdef tuple new_sizes  # sizes of the buffers allocated by the step, in allocation order
+    cdef object blocks_from  # the step's ``blocks`` last filled, and the filled ones
+    cdef tuple blocks
 
 
 # --- the walk --------------------------------------------------------------------------------
@@ -269,12 +273,12 @@ cdef _Outcome _record(object item, list order, list before, Memory memory, objec
             continue
         buffer = h.buffer
         if buffer >= first_new:
-            ref = ("new", buffer - first_new)
+            fresh, at = True, buffer - first_new
         elif buffer in owner:
-            ref = ("old", owner[buffer])
+            fresh, at = False, owner[buffer]
         else:  # a buffer the step's tensors did not hold before: nothing to replay it from
             return None
-        changes.append((k, (ref, h.shape, h.strides, h.offset, h.dtype,
+        changes.append((k, (fresh, at, h.shape, h.strides, h.offset, h.dtype,
                             memory.layouts[order[k]])))
     outcome.optimization = item.optimization
     outcome.widths = None if main is None else main.widths()
@@ -297,8 +301,8 @@ cdef list _replay(_Outcome outcome, list order, list before, Memory memory):
         if change is None:
             memory.remove(gid)
             continue
-        ref, shape, strides, offset, dtype, layout = change
-        buffer = first_new + ref[1] if ref[0] == "new" else before[ref[1]].buffer
+        fresh, at, shape, strides, offset, dtype, layout = change
+        buffer = first_new + at if fresh else before[at].buffer
         memory.register_layout(gid, make_frozen(_Handle, _HANDLE_FIELDS,
                                                 (buffer, shape, strides, offset, dtype)),
                                layout)
@@ -308,16 +312,19 @@ cdef list _replay(_Outcome outcome, list order, list before, Memory memory):
 # --- entry point ---------------------------------------------------------------------------------
 
 
-cdef object _filled(object step, object widths, list aliases):
+cdef tuple _widened(tuple blocks, object widths):
+    """``blocks`` (``PlanBlock``s) with the launch's widths filled in."""
     if widths is None:
         widths = ()
     cdef Py_ssize_t i, n = len(widths)
-    blocks = tuple([make_frozen(PlanBlock, _BLOCK_FIELDS,
-                                (block.ops, widths[i] if i < n else None))
-                    for i, block in enumerate(step.blocks)])
+    return tuple([make_frozen(PlanBlock, _BLOCK_FIELDS, (block.ops, widths[i] if i < n else None))
+                  for i, block in enumerate(blocks)])
+
+
+cdef object _filled(object step, tuple blocks, list aliases):
     return make_frozen(PlanStep, _STEP_FIELDS,
                        (step.kind, step.ops, step.fuser, step.score, step.inputs, step.outputs,
-                        tuple(sorted(aliases)), blocks))
+                        tuple(sorted(aliases)) if aliases else (), blocks))
 
 
 def launch_plan_stream(stream, executed, device, LaunchMemo memo=None):
@@ -364,7 +371,11 @@ cdef int _walk(object items, object executed, object device, Memory memory, Laun
                 memo.hits += 1
                 outcome = <_Outcome>found
                 aliases = _replay(outcome, order, before, memory)
-                results.append(_filled(step, outcome.widths, aliases))
+                blocks = step.blocks
+                if blocks is not outcome.blocks_from:  # the plan cache's steps share theirs
+                    outcome.blocks_from = blocks
+                    outcome.blocks = _widened(blocks, outcome.widths)
+                results.append(_filled(step, outcome.blocks, aliases))
                 continue
             memo.misses += 1
         first_new = memory.next_buffer
@@ -378,11 +389,13 @@ cdef int _walk(object items, object executed, object device, Memory memory, Laun
         _run_fused(run, step.fuser, item.optimization)
         aliases = [pair for plan in run.launches for pair in plan.aliases]
         widths = None if run.main is None else run.main.widths()
-        results.append(_filled(step, widths, aliases))
+        blocks = _widened(step.blocks, widths)
+        results.append(_filled(step, blocks, aliases))
         if key is not None:
             if len(table) >= MEMO_CAPACITY:
                 table.clear()
             found = _record(item, order, before, memory, first_new, run.main, aliases)
             if found is not None:
+                (<_Outcome>found).blocks_from, (<_Outcome>found).blocks = step.blocks, blocks
                 table[key] = found
     return 0

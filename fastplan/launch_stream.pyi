@@ -1,0 +1,18 @@
+"""Type stubs for the compiled fastplan.launch_stream module (launch planning of a stream)."""
+
+from collections.abc import Sequence
+
+from refimpl.planner.plan import PlanStep
+from refimpl.planner.queue import ExecutedStep
+from refimpl.stream import Stream
+
+MEMO_CAPACITY: int
+
+class LaunchMemo:
+    hits: int
+    misses: int
+    def __init__(self) -> None: ...
+    def __len__(self) -> int: ...
+
+def launch_plan_stream(stream: Stream, executed: Sequence[ExecutedStep], device: object,
+                       memo: LaunchMemo | None = None) -> tuple[PlanStep, ...]: ...
