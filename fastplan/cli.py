@@ -6,7 +6,8 @@ entry-point group ``fuselab.cli`` (pyproject.toml), so refimpl never imports fas
 * ``fuselab plan STREAM.json --planner fast``: the plan from ``fastplan.plan`` (the compiled
   planner; refimpl's when fastplan is not compiled), byte-identical to ``--planner ref``;
 * ``fuselab bench planner [--workload W] [--sizes 1000,10000,100000] [--repeats N]``:
-  refimpl vs fastplan on streams of realistic shape (``fastplan.bench``), as a table.
+  refimpl vs fastplan on streams of realistic shape (``fastplan.bench``), as a table;
+* ``fuselab demo``: fastplan's section (``fastplan.demo``).
 """
 
 from __future__ import annotations
@@ -41,10 +42,16 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def register() -> None:
-    """Add ``--planner fast`` to ``fuselab plan`` and the ``fuselab bench`` command."""
+    """Add ``--planner fast`` to ``fuselab plan``, the ``fuselab bench`` command and
+    fastplan's section of ``fuselab demo``."""
+    from refimpl import demo
     from refimpl.cli import register_command
     from refimpl.planner.cli_plan import register_planner
+
+    from fastplan.demo import fastplan_section
 
     register_planner("fast", _plan_fast)
     register_command("bench", "time a fuselab component (planner: refimpl vs fastplan)",
                      _bench_arguments, _bench)
+    if fastplan_section not in demo.SECTIONS:
+        demo.register_section(fastplan_section)

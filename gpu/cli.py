@@ -178,7 +178,7 @@ def gpu_section(report: Any) -> None:
     from refimpl.seed import mul_add_exp
     from gpu.executor import GpuExecutor
 
-    report.say("9. The kernels on this machine: (a * b + c).exp() as WGSL, fused vs unfused")
+    report.section("The kernels on this machine: (a * b + c).exp() as WGSL, fused vs unfused")
     device = _device()
     if device is None:
         report.say("    [skip] no WebGPU adapter (apt-get install mesa-vulkan-drivers "

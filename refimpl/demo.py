@@ -51,16 +51,25 @@ class Report:
     device: str
     lines: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    passed: int = 0
+    sections: int = 0
 
     def say(self, text: str = "") -> None:
         self.lines.append(text)
         print(text, flush=True)
 
+    def section(self, title: str) -> None:
+        """A section's title, numbered in the order the sections run."""
+        self.sections += 1
+        self.say(f"{self.sections}. {title}")
+
     def check(self, fact: str, ok: bool, detail: str = "") -> bool:
         """Print one fact of the seed page with its verdict."""
         suffix = f"  ({detail})" if detail else ""
         self.say(f"    [{'ok' if ok else 'FAIL'}] {fact}{suffix}")
-        if not ok:
+        if ok:
+            self.passed += 1
+        else:
             self.failures.append(fact)
         return ok
 
@@ -163,7 +172,7 @@ def fused(result: Plan):
 
 @register_section
 def five_fusers(report: Report) -> None:
-    report.say("1. The five built-in fusers, and the registry")
+    report.section("The five built-in fusers, and the registry")
     registry = FusionRegistry()
     report.check("BUILTIN_NAMES is ElementWise, Matmul, Reduce, ReduceBroadcasted, NHWCRelayout",
                  tuple(BUILTIN_NAMES) == ("ElementWise", "Matmul", "Reduce",
@@ -181,7 +190,7 @@ def five_fusers(report: Report) -> None:
 
 @register_section
 def mul_add_exp(report: Report) -> None:
-    report.say("2. (a * b + c).exp(): one ElementWise kernel, intermediates stay in registers")
+    report.section("(a * b + c).exp(): one ElementWise kernel, intermediates stay in registers")
     stream, result = seed_case(report, "mul_add_exp")
     steps = fused(result)
     report.check("one fused ElementWise step with FuseOps [Mul, Add, Exp]",
@@ -209,7 +218,7 @@ def _launches(name: str, device: str) -> list:
 
 @register_section
 def widths_and_in_place(report: Report) -> None:
-    report.say("3. Vector width by the last dim, one kernel per config, in place when a is moved")
+    report.section("Vector width by the last dim, one kernel per config, in place when a is moved")
     widths = {}
     for name, shape in (("mul_add_exp_4x3", "[4, 3]"), ("mul_add_exp", "[4, 6]"),
                         ("mul_add_exp_64x64", "[64, 64]")):
@@ -233,7 +242,7 @@ def widths_and_in_place(report: Report) -> None:
 
 @register_section
 def chain(report: Report) -> None:
-    report.say("4. A 100-op element-wise chain: max_ops = 64 checked with '>' gives 65 + 35")
+    report.section("A 100-op element-wise chain: max_ops = 64 checked with '>' gives 65 + 35")
     _, result = seed_case(report, "chain")
     sizes = [len(step.ops) for step in result.steps]
     report.check("two fused kernels of 65 and 35 ops",
@@ -242,7 +251,7 @@ def chain(report: Report) -> None:
 
 @register_section
 def matmul_and_reduce(report: Report) -> None:
-    report.say("5. Matmul and reductions carry their element-wise neighbours")
+    report.section("Matmul and reductions carry their element-wise neighbours")
     _, result = seed_case(report, "matmul_add_exp")
     report.check("(a.matmul(b) + c).exp() is one Matmul step of 3 ops",
                  [(s.fuser, len(s.ops)) for s in result.steps] == [("Matmul", 3)])
@@ -256,7 +265,7 @@ def matmul_and_reduce(report: Report) -> None:
 
 @register_section
 def independent(report: Report) -> None:
-    report.say("6. Five independent expressions before one sync")
+    report.section("Five independent expressions before one sync")
     _, result = seed_case(report, "independent")
     steps = fused(result)
     report.check("one kernel with five outputs (metal, 28 bindings)",
@@ -269,7 +278,7 @@ def independent(report: Report) -> None:
 
 @register_section
 def syncs_and_views(report: Report) -> None:
-    report.say("7. What splits or stays out of a kernel")
+    report.section("What splits or stays out of a kernel")
     _, result = seed_case(report, "sync_between")
     report.check("a sync between a + b and .exp() splits them", len(result.steps) == 2)
     stream, result = seed_case(report, "lone_view")
@@ -281,7 +290,7 @@ def syncs_and_views(report: Report) -> None:
 
 @register_section
 def first_op_bindings(report: Report) -> None:
-    report.say("8. The binding limit applies to the first op too (burn #6049 / #6053, in 0.22.1)")
+    report.section("The binding limit applies to the first op too (burn #6049 / #6053, in 0.22.1)")
     session = Session(executor=None)
     parts = [session.random((2, 4), seed=k) for k in range(8)]
     out = cat(parts, 0) * 2
@@ -311,9 +320,7 @@ def run_demo(device: str = "metal") -> Report:
         report.say()
         section(report)
     report.say()
-    total = sum(1 for line in report.lines if line.startswith("    [")
-                and not line.startswith("    [FAIL"))
-    report.say(f"demo: {total} facts ok, {len(report.failures)} failed")
+    report.say(f"demo: {report.passed} facts ok, {len(report.failures)} failed")
     return report
 
 
