@@ -22,6 +22,8 @@ Where the structure differs (the result must not):
 ``ExecutedStep`` is refimpl's class (plain data).
 """
 
+from types import MappingProxyType
+
 from cpython.bytes cimport PyBytes_AS_STRING
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.object cimport PyTypeObject
@@ -148,6 +150,10 @@ cdef class _Compiled:
     cdef list leaves  # _Leaf
 
 
+# The maps of an unfused step without context (launch planning reads none): one shared empty
+# mapping that nobody writes to.
+cdef object _NO_CONTEXT = MappingProxyType({})
+
 cdef class OperationQueue:
     """Pending ops of one stream (burn ``OperationQueue``); also the processor's segment
     (burn ``Segment``).
@@ -242,7 +248,8 @@ cdef class OperationQueue:
                 continue
             opt = self._rec_opt[i]
             if opt is None and not unfused_context:
-                found.append(_ExecutedStep(self._rec_step[i], None, (), {}, {}, ()))
+                found.append(_ExecutedStep(self._rec_step[i], None, (), _NO_CONTEXT,
+                                           _NO_CONTEXT, ()))
                 continue
             first = self._rec_first[i]
             count = self._rec_count[i]
