@@ -27,7 +27,6 @@ planned from the memo; ``tests/fastplan/test_launch_stream.py`` checks the outco
 refimpl's with and without the memo.
 """
 
-import gc as _gc
 
 from fastplan.handles cimport Memory
 from fastplan.relative cimport make_frozen
@@ -339,14 +338,7 @@ def launch_plan_stream(stream, executed, device, LaunchMemo memo=None):
         from refimpl.handles import Handle
         _Handle = Handle
     memory.load_inputs(stream)
-    items = stream.items
-    paused = _gc.isenabled()  # no reference cycles made here either (see fastplan.processor)
-    _gc.disable()
-    try:
-        _walk(items, executed, device, memory, memo, table, results)
-    finally:
-        if paused:
-            _gc.enable()
+    _walk(stream.items, executed, device, memory, memo, table, results)
     return tuple(results)
 
 
