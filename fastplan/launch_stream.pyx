@@ -27,6 +27,7 @@ planned from the memo; ``tests/fastplan/test_launch_stream.py`` checks the outco
 refimpl's with and without the memo.
 """
 
+import gc as _gc
 
 from fastplan.handles cimport Memory
 from fastplan.relative cimport make_frozen
@@ -338,7 +339,14 @@ def launch_plan_stream(stream, executed, device, LaunchMemo memo=None):
         from refimpl.handles import Handle
         _Handle = Handle
     memory.load_inputs(stream)
-    _walk(stream.items, executed, device, memory, memo, table, results)
+    items = stream.items
+    paused = _gc.isenabled()  # no reference cycles made here either (see fastplan.processor)
+    _gc.disable()
+    try:
+        _walk(items, executed, device, memory, memo, table, results)
+    finally:
+        if paused:
+            _gc.enable()
     return tuple(results)
 
 

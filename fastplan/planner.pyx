@@ -30,6 +30,7 @@ shapes, ``DType``/``TensorStatus`` members, int axes). For anything else
 outcome, a plan or an error, is refimpl's by construction.
 """
 
+import gc as _gc
 
 from fastplan.processor cimport StreamPlanner as _Planner
 
@@ -96,7 +97,13 @@ def _launch_planned(stream, _Planner planner, start, profile, memo=None):
     """The steps ``planner`` executed from ``start`` on, launch-planned: ``aliases`` per step,
     ``width`` per block (the unfused steps carry no context: launch planning reads none).
     ``memo``: a ``LaunchMemo`` a runtime keeps with its planner (a fresh one by default)."""
-    executed = planner.queue.executed_since(start, False)
+    paused = _gc.isenabled()  # see fastplan.processor.StreamPlanner.run
+    _gc.disable()
+    try:
+        executed = planner.queue.executed_since(start, False)
+    finally:
+        if paused:
+            _gc.enable()
     try:
         return launch_plan_stream(stream, executed, profile,
                                   memo if memo is not None else LaunchMemo())

@@ -22,6 +22,7 @@ Where the structure differs (the result must not):
 ``queue.steps`` (``run(stream)`` returns the new ones).
 """
 
+import gc as _gc
 
 from fastplan._keys cimport relative_key
 from fastplan.cache cimport (
@@ -340,14 +341,23 @@ cdef class StreamPlanner:
         cdef OperationQueue queue = self.queue
         cdef Processor processor = self.processor
         cdef ExecutionPlanStore store = self.store
-        for item in stream.items:
-            if isinstance(item, _Sync):
-                tensors = item.tensors
-                if not tensors or queue.produces(tensors):
-                    processor.process_c(queue, store, False)
-            else:
-                queue.add_op(index, item)
-                processor.process_c(queue, store, True)
-            index += 1
-        processor.process_c(queue, store, False)
+        # the planner makes no reference cycles: the cyclic collector is paused for the pass
+        # (docs/fastplan.md, "Garbage collection"), as it only finds nothing at a cost that
+        # grows with the caller's heap
+        paused = _gc.isenabled()
+        _gc.disable()
+        try:
+            for item in stream.items:
+                if isinstance(item, _Sync):
+                    tensors = item.tensors
+                    if not tensors or queue.produces(tensors):
+                        processor.process_c(queue, store, False)
+                else:
+                    queue.add_op(index, item)
+                    processor.process_c(queue, store, True)
+                index += 1
+            processor.process_c(queue, store, False)
+        finally:
+            if paused:
+                _gc.enable()
         return queue.steps[start:]
