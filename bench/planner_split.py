@@ -14,12 +14,13 @@ For each workload of ``fastplan.bench`` (one stream of about ``--size`` items) a
   (``fastplan.launch_stream.launch_plan_stream``, without building the executed steps).
 
 µs of planning-thread CPU time per stream item, median of ``--repeats`` (the garbage
-collector on, as in ``bench/planner.py``). Needs fastplan compiled.
+collector on and charged as in ``bench/planner.py``). Needs fastplan compiled.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -35,8 +36,12 @@ PARTS = ("search", "launch", "cache", "launch-warm", "walk")
 
 
 def _cpu(call) -> float:
+    """As ``fastplan.bench._timed``: the young-generation collection the call's allocations
+    would have triggered (fastplan pauses the collector inside its calls) is charged to it."""
+    gc.collect()
     start = time.thread_time()
     call()
+    gc.collect(0)
     return time.thread_time() - start
 
 
