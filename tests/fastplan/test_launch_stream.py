@@ -247,7 +247,8 @@ def moved_alone_vs_shared_buffer(shape=(16, 64)) -> Stream:
 
 
 def moved_vs_held(shape=(16, 64)) -> Stream:
-    """The brief's literal construction: moved (ReadWrite) then held (ReadOnly)."""
+    """Moved (ReadWrite) then held (ReadOnly): two relative segments, two optimizations, so
+    the memo is not what tells them apart (plain equality with refimpl)."""
     s = Session(executor=None)
     a = s.random(shape, seed=0)
     y = _expr(a.move())
