@@ -61,7 +61,7 @@ def _check_axis_fields(op: OperationIr, index: int) -> None:
     _, ref = _first_tensor(op)
     for field in names:
         value = getattr(op.desc, field)
-        values = value if isinstance(value, tuple) else (value,)
+        values = tuple(value) if isinstance(value, tuple | list) else (value,)
         for axis in values:
             if not 0 <= axis < ref.rank:
                 _fail(AxisError, op, index, field,

@@ -441,6 +441,10 @@ PY_CATALOGUE = [
                                                            TensorStatus.ReadOnly)}),
      E.FieldTypeError, None, "inputs.0"),
     ("input_spec_of_nothing", _py_stream(inputs={0: None}), E.FieldTypeError, None, "inputs.0"),
+    # axes may be a list in Python form (FieldKind.INTS): checked like a tuple, found by the
+    # planner fuzzer (tools/fuzz_planners.py) as a TypeError from the validator
+    ("axes_list_out_of_range", _py_stream(_py_op("BaseFloat.Permute", input=_t(0), out=_t(
+        2, (6, 4), TensorStatus.NotInit), axes=[0, 2])), E.AxisError, 0, "axes"),
 ]
 
 
