@@ -1,7 +1,7 @@
 # cython: language_level=3
 """C-level declaration of fastplan.handles.Memory (fastplan.launch_stream reads its state)."""
 
-cdef Py_ssize_t layout_id(object handle) except -1
+cdef Py_ssize_t layout_id(dict table, object handle) except -1
 cdef tuple op_nodes(object op)
 
 
@@ -12,6 +12,7 @@ cdef class Memory:
     cdef public dict inputs
     cdef dict _users
     cdef readonly dict layouts
+    cdef dict layout_ids
 
     cpdef Memory fork(self)
     cpdef adopt(self, Memory other)
@@ -22,5 +23,6 @@ cdef class Memory:
     cpdef object handle(self, object tensor_id)
     cpdef object take(self, object tensor_id, object status)
     cpdef remove(self, object tensor_id)
+    cdef int use_layout_ids(self, dict table) except -1
     cpdef Py_ssize_t users(self, object buffer)
     cpdef run_unfused(self, object op)

@@ -127,16 +127,13 @@ cdef object _buffer_length(tuple shape, tuple strides):
     return size
 
 
-# Layout ids: every distinct (shape, strides, offset, dtype) a handle had gets a small int, so
-# that fastplan.launch_stream's step memo keys on ints (one table for the process).
-cdef dict _LAYOUT_IDS = {}
-
-
-cdef Py_ssize_t layout_id(object handle) except -1:
+cdef Py_ssize_t layout_id(dict table, object handle) except -1:
+    """The small int ``table`` gives the handle's (shape, strides, offset, dtype), so that
+    fastplan.launch_stream's step memo keys on ints (the table lives as long as that memo)."""
     layout = (handle.shape, handle.strides, handle.offset, id(handle.dtype))
-    found = _LAYOUT_IDS.get(layout)
+    found = table.get(layout)
     if found is None:
-        found = _LAYOUT_IDS[layout] = len(_LAYOUT_IDS)
+        found = table[layout] = len(table)
     return <Py_ssize_t>found
 
 
@@ -146,14 +143,15 @@ cdef class Memory:
     Mirrors refimpl.handles.Memory (planning only: ``with_values`` is false)."""
 
     # handles: tensor id -> Handle; sizes: buffer -> elements; _users: buffer -> live handles
-    # using it; layouts: tensor id -> layout id of its handle (attributes in handles.pxd)
+    # using it; layouts: tensor id -> layout id of its handle, from layout_ids (a fresh table,
+    # or the one of the LaunchMemo this memory plans for) (attributes in handles.pxd)
 
     def __init__(self, with_values=False):
         if with_values:
             raise ValueError("fastplan.handles.Memory plans layouts only (with_values=False); "
                              "values are refimpl.handles.Memory's")
         self.handles, self.sizes, self._users, self.inputs = {}, {}, {}, {}
-        self.layouts = {}
+        self.layouts, self.layout_ids = {}, {}
         self.next_buffer = 0
 
     @property
@@ -167,7 +165,7 @@ cdef class Memory:
         cdef Memory other = Memory.__new__(Memory)
         other.handles, other.sizes = dict(self.handles), self.sizes
         other._users, other.inputs = dict(self._users), self.inputs
-        other.layouts = dict(self.layouts)
+        other.layouts, other.layout_ids = dict(self.layouts), self.layout_ids
         other.next_buffer = self.next_buffer
         return other
 
@@ -192,7 +190,7 @@ cdef class Memory:
         return _handle(buffer, shape, strides, 0, dtype)
 
     cpdef register(self, object tensor_id, object handle):
-        self.register_layout(tensor_id, handle, layout_id(handle))
+        self.register_layout(tensor_id, handle, layout_id(self.layout_ids, handle))
 
     cdef int register_layout(self, object tensor_id, object handle,
                              Py_ssize_t layout) except -1:
@@ -234,6 +232,13 @@ cdef class Memory:
         if found is not None:
             del self.layouts[tensor_id]
             self._release(found.buffer)
+
+    cdef int use_layout_ids(self, dict table) except -1:
+        """Take layout ids from ``table`` from now on; the live handles' ids are taken again."""
+        self.layout_ids = table
+        for tensor_id, handle in self.handles.items():
+            self.layouts[tensor_id] = layout_id(table, handle)
+        return 0
 
     cpdef Py_ssize_t users(self, object buffer):
         """How many live handles use ``buffer``."""

@@ -41,9 +41,10 @@ from refimpl.planner.plan import PlanBlock, PlanStep
 
 __all__ = ["LaunchMemo", "launch_plan_stream"]
 
-# Stored outcomes kept per memo before it starts afresh (a runtime meeting new shapes forever
-# must not grow without bound).
+# Stored outcomes, and distinct handle layouts, a memo keeps before it starts afresh (a runtime
+# meeting new shapes forever must not grow without bound).
 MEMO_CAPACITY = 8192
+LAYOUT_CAPACITY = 65536
 
 cdef tuple _STEP_FIELDS = ("kind", "ops", "fuser", "score", "inputs", "outputs", "aliases",
                            "blocks")
@@ -53,14 +54,15 @@ cdef object _Handle = None
 
 
 cdef class LaunchMemo:
-    """Launch outcomes of fused steps, per device profile (see the module docstring).
-    ``hits``/``misses`` count lookups."""
+    """Launch outcomes of fused steps, per device profile (see the module docstring), and the
+    layout ids their keys are made of. ``hits``/``misses`` count lookups."""
 
     cdef dict _by_device
+    cdef dict layout_ids  # (shape, strides, offset, dtype id) -> layout id
     cdef public Py_ssize_t hits, misses
 
     def __init__(self):
-        self._by_device = {}
+        self._by_device, self.layout_ids = {}, {}
         self.hits = self.misses = 0
 
     cdef dict table(self, object device):
@@ -68,6 +70,14 @@ cdef class LaunchMemo:
         if found is None:
             found = self._by_device[device] = {}
         return <dict>found
+
+    cdef int restart(self, Memory memory) except -1:
+        """Forget every outcome and layout id; ``memory``'s live handles get new ids."""
+        for outcomes in self._by_device.values():
+            (<dict>outcomes).clear()
+        self.layout_ids = {}
+        memory.use_layout_ids(self.layout_ids)
+        return 0
 
     def __len__(self):
         return sum(len(t) for t in self._by_device.values())
@@ -334,10 +344,13 @@ def launch_plan_stream(stream, executed, device, LaunchMemo memo=None):
     global _Handle
     cdef Memory memory = _Memory()
     cdef list results = []
-    cdef dict table = memo.table(device) if memo is not None else None
+    cdef dict table = None
     if _Handle is None:
         from refimpl.handles import Handle
         _Handle = Handle
+    if memo is not None:
+        table = memo.table(device)
+        memory.use_layout_ids(memo.layout_ids)
     memory.load_inputs(stream)
     items = stream.items
     paused = _gc.isenabled()  # no reference cycles made here either (see fastplan.processor)
@@ -392,8 +405,9 @@ cdef int _walk(object items, object executed, object device, Memory memory, Laun
         blocks = _widened(step.blocks, widths)
         results.append(_filled(step, blocks, aliases))
         if key is not None:
-            if len(table) >= MEMO_CAPACITY:
-                table.clear()
+            if len(table) >= MEMO_CAPACITY or len(memo.layout_ids) >= LAYOUT_CAPACITY:
+                memo.restart(memory)  # the key just made is stale too: not stored
+                continue
             found = _record(item, order, before, memory, first_new, run.main, aliases)
             if found is not None:
                 (<_Outcome>found).blocks_from, (<_Outcome>found).blocks = step.blocks, blocks

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 import fastplan
 from refimpl.devices import PRESETS
 from refimpl.frontend import Session
+from refimpl.interpreter import executed_steps
 from refimpl.interpreter import launch_plan_stream as reference_launch_plan_stream
 from refimpl.planner import StreamPlanner as RefStreamPlanner
 from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
@@ -406,3 +407,19 @@ def test_launch_memo_serves_the_next_iteration(device: str) -> None:
     assert fused_count(expected) > 50
     assert memo.misses == misses, "iteration 2 missed the memo"
     assert memo.hits == hits + fused_count(expected)
+
+
+@pytest.mark.parametrize("capacity", ["MEMO_CAPACITY", "LAYOUT_CAPACITY"])
+def test_launch_stream_memo_restarts_when_full_and_stays_right(monkeypatch, capacity):
+    """A memo past its capacity (stored outcomes, or distinct layouts) forgets everything and
+    gives the live handles new layout ids: the plans stay refimpl's, the memo stays small."""
+    from fastplan import launch_stream
+
+    monkeypatch.setattr(launch_stream, capacity, 3)
+    memo = launch_stream.LaunchMemo()
+    for path in GOLDEN_STREAMS:
+        stream = load_stream(path)
+        profile, executed = executed_steps(stream, "metal")
+        expected = reference_launch_plan_stream(stream, executed, profile)
+        assert launch_stream.launch_plan_stream(stream, executed, profile, memo) == expected
+    assert len(memo) <= 3
