@@ -7,6 +7,7 @@ from refimpl.planner.queue import ExecutedStep
 from refimpl.stream import Stream
 
 MEMO_CAPACITY: int
+LAYOUT_CAPACITY: int
 
 class LaunchMemo:
     hits: int

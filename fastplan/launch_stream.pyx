@@ -25,6 +25,11 @@ fused step (no fuser takes a ``Slice``); scalar values do not change a launch.
 A repeated iteration (the plan cache serving the same optimizations on the same shapes) is
 planned from the memo; ``tests/fastplan/test_launch_stream.py`` checks the outcome equals
 refimpl's with and without the memo.
+
+A step whose tensors reach past int64 extents is refused with ``OverflowError`` before the C
+cores see it (they would wrap where refimpl's ints do not); ``fastplan.planner`` then hands
+the executed steps to refimpl's walk. The cyclic collector is paused during the walk
+(docs/fastplan.md §7).
 """
 
 import gc as _gc
