@@ -20,11 +20,9 @@ collector on and charged as in ``bench/planner.py``). Needs fastplan compiled.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -33,16 +31,6 @@ from fastplan import bench  # noqa: E402
 from refimpl.devices import profile_named  # noqa: E402
 
 PARTS = ("search", "launch", "cache", "launch-warm", "walk")
-
-
-def _cpu(call) -> float:
-    """As ``fastplan.bench._timed``: the young-generation collection the call's allocations
-    would have triggered (fastplan pauses the collector inside its calls) is charged to it."""
-    gc.collect()
-    start = time.thread_time()
-    call()
-    gc.collect(0)
-    return time.thread_time() - start
 
 
 def measure(workload: str, size: int, repeats: int, device: str) -> dict[str, float]:
@@ -60,15 +48,17 @@ def measure(workload: str, size: int, repeats: int, device: str) -> dict[str, fl
     hits = 0
     for _ in range(repeats):
         planner, memo = StreamPlanner(FusionRegistry().fusers(profile)), LaunchMemo()
-        times["search"].append(_cpu(lambda: planner.run(stream)))
-        times["launch"].append(_cpu(lambda: _launch_planned(stream, planner, 0, profile, memo)))
+        times["search"].append(bench._timed(lambda: planner.run(stream)))
+        times["launch"].append(
+            bench._timed(lambda: _launch_planned(stream, planner, 0, profile, memo)))
         hits = memo.hits
         start = len(planner.queue.steps)
-        times["cache"].append(_cpu(lambda: planner.run(nxt)))
+        times["cache"].append(bench._timed(lambda: planner.run(nxt)))
         times["launch-warm"].append(
-            _cpu(lambda: _launch_planned(nxt, planner, start, profile, memo)))
+            bench._timed(lambda: _launch_planned(nxt, planner, start, profile, memo)))
         executed = planner.queue.executed[:start]
-        times["walk"].append(_cpu(lambda: launch_plan_stream(stream, executed, profile, memo)))
+        times["walk"].append(
+            bench._timed(lambda: launch_plan_stream(stream, executed, profile, memo)))
     result = {part: statistics.median(values) / n * 1e6 for part, values in times.items()}
     result["items"], result["hits"] = n, hits
     return result

@@ -44,11 +44,10 @@ def _bench(args: argparse.Namespace) -> int:
 def register() -> None:
     """Add ``--planner fast`` to ``fuselab plan``, the ``fuselab bench`` command and
     fastplan's section of ``fuselab demo``."""
+    from fastplan.demo import fastplan_section
     from refimpl import demo
     from refimpl.cli import register_command
     from refimpl.planner.cli_plan import register_planner
-
-    from fastplan.demo import fastplan_section
 
     register_planner("fast", _plan_fast)
     register_command("bench", "time a fuselab component (planner: refimpl vs fastplan)",

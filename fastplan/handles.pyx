@@ -107,6 +107,7 @@ cdef inline object _handle(object buffer, tuple shape, tuple strides, object off
 
 
 cdef tuple _contiguous(tuple shape):
+    # Python ints, as refimpl's contiguous_strides: fastplan.layout's core computes in int64
     cdef Py_ssize_t i, n = len(shape)
     cdef list strides = [0] * n
     current = 1
@@ -116,7 +117,7 @@ cdef tuple _contiguous(tuple shape):
     return tuple(strides)
 
 
-cdef object _buffer_length(tuple shape, tuple strides):
+cdef object buffer_length(tuple shape, tuple strides):
     """refimpl.data.buffer_length: dims and strides paired as ``zip`` pairs them."""
     for d in shape:
         if d == 0:
@@ -186,7 +187,7 @@ cdef class Memory:
     cdef object _alloc(self, tuple shape, object dtype, tuple strides):
         buffer = self.next_buffer
         self.next_buffer = buffer + 1
-        self.sizes[buffer] = _buffer_length(shape, strides)
+        self.sizes[buffer] = buffer_length(shape, strides)
         return _handle(buffer, shape, strides, 0, dtype)
 
     cpdef register(self, object tensor_id, object handle):

@@ -13,7 +13,7 @@ fastplan.layout's C cores; frozen values are built with their constructors inste
 
 from dataclasses import replace
 
-from fastplan.handles cimport Memory as PlanningMemory
+from fastplan.handles cimport Memory as PlanningMemory, buffer_length
 from fastplan.layout cimport (
     contiguous_strides_t, dim_order_t, is_contiguous_t, is_dense_t, strides_for_t,
 )
@@ -65,22 +65,13 @@ cdef object _assign(object args):
 cdef object _alloc(object memory, tuple shape, object dtype, tuple strides):
     """``memory.alloc(shape, dtype, strides)``; inlined for a planning-only ``Memory`` (no
     values): the same buffer number, size entry and handle."""
-    cdef Py_ssize_t i
     if type(memory) is PlanningMemory and len(strides) == len(shape):
         return (<PlanningMemory>memory)._alloc(shape, dtype, strides)
     if type(memory) is not Memory or memory.with_values or len(strides) != len(shape):
         return memory.alloc(shape, dtype, strides)
-    size = 1
-    for i in range(len(shape)):
-        if shape[i] == 0:
-            size = 0
-            break
-    if size:
-        for i in range(len(shape)):
-            size += (shape[i] - 1) * strides[i]
     buffer = memory.next_buffer
     memory.next_buffer = buffer + 1
-    memory.sizes[buffer] = size
+    memory.sizes[buffer] = buffer_length(shape, strides)
     return Handle(buffer, shape, strides, 0, dtype)
 
 

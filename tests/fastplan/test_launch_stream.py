@@ -40,9 +40,8 @@ from refimpl.stream import Stream, load_stream, stream_to_json
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
-
     from fastplan.bench import build, shifted
+    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
     from fastplan.planner import _launch_planned
     from fastplan.processor import StreamPlanner as FastStreamPlanner
     from fastplan.registry import FusionRegistry as FastFusionRegistry
