@@ -4,6 +4,7 @@
 cdef Py_ssize_t layout_id(dict table, object handle) except -1
 cdef tuple op_nodes(object op)
 cdef object buffer_length(tuple shape, tuple strides)
+cdef object handle_buffer(object handle)
 
 
 cdef class Memory:
@@ -27,3 +28,4 @@ cdef class Memory:
     cdef int use_layout_ids(self, dict table) except -1
     cpdef Py_ssize_t users(self, object buffer)
     cpdef run_unfused(self, object op)
+    cdef _run_unfused_any(self, object op)

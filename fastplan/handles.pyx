@@ -18,14 +18,19 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 ``fastplan.launch.plan_launch`` accepts it wherever it accepts refimpl's.
 """
 
+from libc.stdint cimport int64_t
+
+from fastplan._keys cimport (
+    F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, slot, slots, struct_info,
+)
 from fastplan.relative cimport make_frozen
 
 from fastplan.layout import reshape_action
 
 from refimpl.errors import TensorIdError
 from refimpl.handles import MEMORY_ALIGNMENT_BYTES, Handle
-from refimpl.ir import FieldKind, OperationIr, TensorStatus
-from refimpl.ops import OpKind
+from refimpl.ir import FieldKind, OperationIr, TensorIr, TensorStatus
+from refimpl.ops import OPS, OpKind
 
 __all__ = [
     "MEMORY_ALIGNMENT_BYTES",
@@ -47,6 +52,41 @@ cdef object _TENSOR = FieldKind.TENSOR
 cdef object _TENSORS = FieldKind.TENSORS
 cdef dict _INPUT_FIELDS = {}  # operand struct type -> ((field, is a tuple of tensors), ...)
 cdef dict _HAS_OUT = {}  # operand struct type -> whether it has an ``out`` field
+
+
+# Handle's fields at their slot offsets (read directly once the exact type is checked).
+cdef Py_ssize_t _H_BUFFER = field_offset(Handle, "buffer")
+cdef Py_ssize_t _H_SHAPE = field_offset(Handle, "shape")
+cdef Py_ssize_t _H_STRIDES = field_offset(Handle, "strides")
+cdef Py_ssize_t _H_OFFSET = field_offset(Handle, "offset")
+cdef Py_ssize_t _H_DTYPE = field_offset(Handle, "dtype")
+
+# What ``run_unfused`` does with each op of the op table, by op code.
+cdef enum:
+    _PLAIN = 0  # a kernel writing a fresh buffer
+    _VIEW = 1  # a view or movement op: ``UNFUSED_LAYOUTS`` may lay it out on its input
+    _RELEASE = 2  # Drop
+    _CREATE = 3  # Init
+
+cdef unsigned char _ACTIONS[512]
+assert len(OPS) <= 512
+for _op in OPS:
+    _ACTIONS[_op.code] = (_RELEASE if _op.kind is _DROP else _CREATE if _op.kind is _INIT
+                          else _VIEW if _op.kind in _VIEW_KINDS else _PLAIN)
+cdef tuple _VARIANTS = tuple([op.variant for op in OPS])
+
+
+cdef inline object _tensor_id(object tensor):
+    return slot(tensor, slots().tid) if type(tensor) is TensorIr else tensor.id
+
+
+cdef inline object _buffer_of(object handle):
+    return slot(handle, _H_BUFFER) if type(handle) is Handle else handle.buffer
+
+
+cdef object handle_buffer(object handle):
+    """``handle.buffer`` (read at its slot for a ``Handle``)."""
+    return _buffer_of(handle)
 
 
 cdef tuple _input_fields(type struct):
@@ -95,8 +135,12 @@ def init_targets(stream):
     Mirrors refimpl.handles.init_targets.
     """
     cdef list found = []
+    cdef int64_t code, struct_code
     for item in stream.items:
-        if isinstance(item, OperationIr) and item.op.kind is _INIT:
+        if exact_codes(item, &code, &struct_code):
+            if _ACTIONS[code] == _CREATE:
+                found.append(item.desc.out.id)
+        elif isinstance(item, OperationIr) and item.op.kind is _INIT:
             found.append(item.desc.out.id)
     return frozenset(found)
 
@@ -131,7 +175,11 @@ cdef object buffer_length(tuple shape, tuple strides):
 cdef Py_ssize_t layout_id(dict table, object handle) except -1:
     """The small int ``table`` gives the handle's (shape, strides, offset, dtype), so that
     fastplan.launch_stream's step memo keys on ints (the table lives as long as that memo)."""
-    layout = (handle.shape, handle.strides, handle.offset, id(handle.dtype))
+    if type(handle) is Handle:
+        layout = (slot(handle, _H_SHAPE), slot(handle, _H_STRIDES), slot(handle, _H_OFFSET),
+                  id(slot(handle, _H_DTYPE)))
+    else:
+        layout = (handle.shape, handle.strides, handle.offset, id(handle.dtype))
     found = table.get(layout)
     if found is None:
         found = table[layout] = len(table)
@@ -198,10 +246,10 @@ cdef class Memory:
         """``register`` with the handle's layout id already known."""
         old = self.handles.get(tensor_id)
         if old is not None:
-            self._release(old.buffer)
+            self._release(_buffer_of(old))
         self.handles[tensor_id] = handle
         self.layouts[tensor_id] = layout
-        buffer = handle.buffer
+        buffer = _buffer_of(handle)
         self._users[buffer] = self._users.get(buffer, 0) + 1
         return 0
 
@@ -225,14 +273,14 @@ cdef class Memory:
         if status is _READ_WRITE:
             del self.handles[tensor_id]
             del self.layouts[tensor_id]
-            self._release(found.buffer)
+            self._release(_buffer_of(found))
         return found
 
     cpdef remove(self, object tensor_id):
         found = self.handles.pop(tensor_id, None)
         if found is not None:
             del self.layouts[tensor_id]
-            self._release(found.buffer)
+            self._release(_buffer_of(found))
 
     cdef int use_layout_ids(self, dict table) except -1:
         """Take layout ids from ``table`` from now on; the live handles' ids are taken again."""
@@ -259,6 +307,50 @@ cdef class Memory:
 
     cpdef run_unfused(self, object op):
         """Execute one op as its own kernel: output layout, releases."""
+        cdef int64_t code, struct_code
+        cdef const StructInfo* info
+        cdef Py_ssize_t f
+        cdef list reads
+        if not exact_codes(op, &code, &struct_code):
+            return self._run_unfused_any(op)
+        desc = slot(op, slots().desc)
+        action = _ACTIONS[code]
+        if action == _RELEASE:
+            self.remove(_tensor_id(desc.tensor))
+            return
+        info = struct_info(struct_code)
+        if action == _CREATE or info.out_field < 0:
+            return self._run_unfused_any(op)
+        reads = []  # op.inputs(): the tensors it reads, in field order
+        for f in range(info.n_fields):
+            if f == info.out_field:
+                continue
+            if info.kinds[f] == F_TENSOR:
+                reads.append(slot(desc, info.offsets[f]))
+            elif info.kinds[f] == F_TENSORS:
+                reads.extend(slot(desc, info.offsets[f]))
+        if action == _VIEW and not reads:  # refimpl's unfused_view fails on it: its way
+            return self._run_unfused_any(op)
+        source = None
+        for tensor in reads:
+            found = self.handle(_tensor_id(tensor))
+            if source is None:
+                source = found
+        out = slot(desc, info.offsets[info.out_field])
+        handle = None
+        if action == _VIEW:
+            handle = _view(op, _VARIANTS[code], source)
+        if handle is None:
+            shape = tuple(out.shape)
+            handle = self._alloc(shape, out.dtype, _contiguous(shape))
+        for tensor in reads:
+            if (slot(tensor, slots().status) if type(tensor) is TensorIr
+                    else tensor.status) is _READ_WRITE:
+                self.remove(_tensor_id(tensor))
+        self.register(_tensor_id(out), handle)
+
+    cdef _run_unfused_any(self, object op):
+        """``run_unfused`` for any op answering ``op``, ``desc`` and ``inputs()``."""
         entry = op.op
         kind = entry.kind
         if kind is _DROP:
@@ -314,8 +406,35 @@ def _expand(op, h):
     return _handle(h.buffer, target, tuple(strides), h.offset, h.dtype)
 
 
+# reshape_action of (shape, strides, new shape) seen before: a runtime reshapes the same
+# layouts at every iteration. Bounded: emptied when full.
+cdef dict _RESHAPES = {}
+cdef Py_ssize_t _RESHAPES_CAPACITY = 4096
+
+
+cdef bint _ints(object values):
+    """A tuple of exact ints (what a memo key may hold: equal means identical)."""
+    if type(values) is not tuple:
+        return False
+    for value in <tuple>values:
+        if type(value) is not int:
+            return False
+    return True
+
+
 def _reshape(op, h):
-    action = reshape_action(h.shape, h.strides, op.desc.out.shape)
+    new_shape = op.desc.out.shape
+    query = None
+    action = None
+    if _ints(h.shape) and _ints(h.strides) and _ints(new_shape):
+        query = (h.shape, h.strides, new_shape)
+        action = _RESHAPES.get(query)
+    if action is None:
+        action = reshape_action(h.shape, h.strides, new_shape)
+        if query is not None:
+            if len(_RESHAPES) >= _RESHAPES_CAPACITY:
+                _RESHAPES.clear()
+            _RESHAPES[query] = action
     if action.kind == "Recompute":
         return None
     return _handle(h.buffer, tuple(op.desc.out.shape), action.strides, h.offset, h.dtype)
@@ -341,6 +460,21 @@ UNFUSED_LAYOUTS = {
     "Reshape": _reshape,
     "Slice": _slice,
 }
+
+
+cdef object _view(object op, object variant, object source):
+    """``unfused_view`` of an exact op of a view kind whose first input's handle is
+    ``source``."""
+    view = UNFUSED_LAYOUTS.get(variant)
+    if view is None:
+        return None
+    result = view(op, source)
+    if result is None:
+        return None
+    dtype = op.desc.out.dtype
+    if (slot(result, _H_DTYPE) if type(result) is Handle else result.dtype) is dtype:
+        return result
+    return _handle(result.buffer, result.shape, result.strides, result.offset, dtype)
 
 
 def unfused_view(op, handles):

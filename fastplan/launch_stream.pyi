@@ -17,3 +17,6 @@ class LaunchMemo:
 
 def launch_plan_stream(stream: Stream, executed: Sequence[ExecutedStep], device: object,
                        memo: LaunchMemo | None = None) -> tuple[PlanStep, ...]: ...
+
+def launch_records(stream: Stream, records: list[object], device: object,
+                   memo: LaunchMemo | None = None) -> tuple[PlanStep, ...]: ...

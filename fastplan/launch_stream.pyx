@@ -34,7 +34,9 @@ the executed steps to refimpl's walk. The cyclic collector is paused during the 
 
 import gc as _gc
 
-from fastplan.handles cimport Memory
+from fastplan._keys cimport field_offset, slot
+from fastplan.handles cimport Memory, handle_buffer
+from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
 
 from fastplan.handles import Memory as _Memory
@@ -239,32 +241,32 @@ cdef int _check_extents(object context, Memory memory, list order) except -1:
 # --- the memo ----------------------------------------------------------------------------------
 
 
-cdef tuple _key(object item, list order, Memory memory, list before):
+cdef tuple _key(_StepRecord item, list order, Memory memory, list before):
     """The memo key of a fused step; fills ``before`` with each tensor's live handle. Per
     tensor one int: its handle's layout id, which earlier tensor of the step first held its
     buffer, and how many live handles use that buffer (or -1: no live handle)."""
     cdef dict slots = {}
-    cdef list parts = [id(item.optimization), tuple(item.shapes_relative2global.values())]
+    cdef list parts = [id(item.optimization), item.context.dim_tuple()]
     cdef Py_ssize_t users
-    handles, layouts, counts = memory.handles, memory.layouts, memory._users
+    cdef dict handles = memory.handles, layouts = memory.layouts, counts = memory._users
     for gid in order:
         h = handles.get(gid)
         before.append(h)
         if h is None:
             parts.append(-1)
             continue
-        buffer = h.buffer
-        slot = slots.get(buffer)
-        if slot is None:
-            slot = slots[buffer] = len(slots)
+        buffer = handle_buffer(h)
+        first = slots.get(buffer)
+        if first is None:
+            first = slots[buffer] = len(slots)
         users = counts[buffer]
-        parts.append(((<Py_ssize_t>layouts[gid] * 1024 + <Py_ssize_t>slot) * 1024) + users
-                     if users < 1024 and slot < 1024
-                     else (layouts[gid], slot, users))
+        parts.append(((<Py_ssize_t>layouts[gid] * 1024 + <Py_ssize_t>first) * 1024) + users
+                     if users < 1024 and first < 1024
+                     else (layouts[gid], first, users))
     return tuple(parts)
 
 
-cdef _Outcome _record(object item, list order, list before, Memory memory, object first_new,
+cdef _Outcome _record(_StepRecord item, list order, list before, Memory memory, object first_new,
                       object main, list aliases):
     """What the step did, relative to ``order`` (positions) and to ``first_new`` (buffers)."""
     cdef Py_ssize_t k
@@ -275,8 +277,10 @@ cdef _Outcome _record(object item, list order, list before, Memory memory, objec
     for k in range(len(order)):
         position[order[k]] = k
         h = before[k]
-        if h is not None and h.buffer not in owner:
-            owner[h.buffer] = k
+        if h is not None:
+            buffer = handle_buffer(h)
+            if buffer not in owner:
+                owner[buffer] = k
     handles = memory.handles
     for k in range(len(order)):
         h = handles.get(order[k])
@@ -317,7 +321,7 @@ cdef list _replay(_Outcome outcome, list order, list before, Memory memory):
             memory.remove(gid)
             continue
         fresh, at, shape, strides, offset, dtype, layout = change
-        buffer = first_new + at if fresh else before[at].buffer
+        buffer = first_new + at if fresh else handle_buffer(before[at])
         memory.register_layout(gid, make_frozen(_Handle, _HANDLE_FIELDS,
                                                 (buffer, shape, strides, offset, dtype)),
                                layout)
@@ -336,16 +340,43 @@ cdef tuple _widened(tuple blocks, object widths):
                   for i, block in enumerate(blocks)])
 
 
+cdef Py_ssize_t _STEP_AT[6]  # PlanStep's slot offsets: kind, ops, fuser, score, inputs, outputs
+for _k in range(6):
+    _STEP_AT[_k] = field_offset(PlanStep, _STEP_FIELDS[_k])
+
+
 cdef object _filled(object step, tuple blocks, list aliases):
+    found = tuple(sorted(aliases)) if aliases else ()
+    if type(step) is not PlanStep:
+        return make_frozen(PlanStep, _STEP_FIELDS,
+                           (step.kind, step.ops, step.fuser, step.score, step.inputs,
+                            step.outputs, found, blocks))
     return make_frozen(PlanStep, _STEP_FIELDS,
-                       (step.kind, step.ops, step.fuser, step.score, step.inputs, step.outputs,
-                        tuple(sorted(aliases)) if aliases else (), blocks))
+                       (slot(step, _STEP_AT[0]), slot(step, _STEP_AT[1]),
+                        slot(step, _STEP_AT[2]), slot(step, _STEP_AT[3]),
+                        slot(step, _STEP_AT[4]), slot(step, _STEP_AT[5]), found, blocks))
 
 
 def launch_plan_stream(stream, executed, device, LaunchMemo memo=None):
     """The executed steps' ``PlanStep``s with ``aliases`` and block ``width``s filled in: equal
     to ``refimpl.interpreter.launch_plan_stream(stream, executed, device)``. ``memo`` (a
     ``LaunchMemo``, kept by the caller across calls) serves fused steps seen before."""
+    return launch_records(stream, [_record_of(item) for item in executed], device, memo)
+
+
+cdef _StepRecord _record_of(object item):
+    """An ``ExecutedStep`` as the record the walk reads."""
+    cdef _StepRecord record = _StepRecord.__new__(_StepRecord)
+    record.step, record.optimization = item.step, item.optimization
+    record.context = context_given(item.segment, item.tensors_global2relative,
+                                   item.shapes_relative2global, item.scalars)
+    return record
+
+
+def launch_records(stream, list records, device, LaunchMemo memo=None):
+    """``launch_plan_stream`` on the queue's own records of the executed steps
+    (``fastplan.queue._StepRecord``, no ``ExecutedStep`` built): what ``fastplan.planner``
+    calls."""
     global _Handle
     cdef Memory memory = _Memory()
     cdef list results = []
@@ -353,34 +384,36 @@ def launch_plan_stream(stream, executed, device, LaunchMemo memo=None):
     if _Handle is None:
         from refimpl.handles import Handle
         _Handle = Handle
-    if memo is not None:
-        table = memo.table(device)
-        memory.use_layout_ids(memo.layout_ids)
-    memory.load_inputs(stream)
-    items = stream.items
     paused = _gc.isenabled()  # no reference cycles made here either (see fastplan.processor)
     _gc.disable()
     try:
-        _walk(items, executed, device, memory, memo, table, results)
+        if memo is not None:
+            table = memo.table(device)
+            memory.use_layout_ids(memo.layout_ids)
+        memory.load_inputs(stream)
+        _walk(stream.items, records, device, memory, memo, table, results)
     finally:
         if paused:
             _gc.enable()
     return tuple(results)
 
 
-cdef int _walk(object items, object executed, object device, Memory memory, LaunchMemo memo,
+cdef int _walk(object items, list records, object device, Memory memory, LaunchMemo memo,
                dict table, list results) except -1:
     cdef _Step run
     cdef _Outcome outcome
+    cdef _StepRecord item
+    cdef _StepContext context
     cdef list order, before, aliases
-    for item in executed:
+    for item in records:
         step = item.step
         if step.kind != "fused":
             for i in step.ops:
                 memory.run_unfused(items[i])
             results.append(step)
             continue
-        order, before = list(item.tensors_global2relative), []
+        context = item.context
+        order, before = context.tensor_order(), []
         key = None
         if table is not None:
             key = _key(item, order, memory, before)
@@ -398,8 +431,8 @@ cdef int _walk(object items, object executed, object device, Memory memory, Laun
             memo.misses += 1
         first_new = memory.next_buffer
         run = _Step.__new__(_Step)
-        run.context = context_of(item.segment, item.tensors_global2relative,
-                                 item.shapes_relative2global, item.scalars)
+        run.context = context_of(context.segment(), context.g2r, context.shapes_map(),
+                                 context.scalar_values())
         _check_extents(run.context, memory, order)
         run.device, run.memory, run.main, run.path = device, memory, None, "fused"
         run.ops = [items[i] for i in step.ops]

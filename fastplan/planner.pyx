@@ -30,7 +30,6 @@ shapes, ``DType``/``TensorStatus`` members, int axes). For anything else
 outcome, a plan or an error, is refimpl's by construction.
 """
 
-import gc as _gc
 
 from fastplan.processor cimport StreamPlanner as _Planner
 
@@ -40,7 +39,7 @@ from fastplan.registry import FusionRegistry
 from fastplan._keys import BoundaryError
 
 from refimpl.devices import profile_named
-from fastplan.launch_stream import LaunchMemo, launch_plan_stream
+from fastplan.launch_stream import LaunchMemo, launch_records
 from refimpl.planner.log import FusionLog
 from refimpl.planner.plan import Plan, PlanBlock, PlanStep, plan_from_json, plan_to_json
 
@@ -97,21 +96,14 @@ def _launch_planned(stream, _Planner planner, start, profile, memo=None):
     """The steps ``planner`` executed from ``start`` on, launch-planned: ``aliases`` per step,
     ``width`` per block (the unfused steps carry no context: launch planning reads none).
     ``memo``: a ``LaunchMemo`` a runtime keeps with its planner (a fresh one by default)."""
-    paused = _gc.isenabled()  # see fastplan.processor.StreamPlanner.run
-    _gc.disable()
     try:
-        executed = planner.queue.executed_since(start, False)
-    finally:
-        if paused:
-            _gc.enable()
-    try:
-        return launch_plan_stream(stream, executed, profile,
-                                  memo if memo is not None else LaunchMemo())
+        return launch_records(stream, planner.queue.records_since(start), profile,
+                              memo if memo is not None else LaunchMemo())
     except Exception:
         # A stream no loader would build (a dim past int64, ...) can make the compiled walk
         # fail where refimpl's fails differently: refimpl decides what it gives, as for the
         # search (see ``plan``).
-        return _reference_launch(stream, executed, profile)
+        return _reference_launch(stream, planner.queue.executed_since(start, False), profile)
 
 
 def _reference_launch(stream, executed, profile):

@@ -6,6 +6,37 @@ from libc.stdint cimport int64_t
 from fastplan._keys cimport KeyBuf
 
 
+cdef class _StepContext:
+    """The converter's maps when a segment executed (burn ``Context``), shared by the fused
+    steps of that execution; what launch planning reads of a step."""
+    cdef object g2r  # global tensor id -> relative id (a mapping; the queue's own dict)
+    cdef list dim_values  # relative shape id -> dim (None when ``shapes`` was given)
+    cdef object shapes  # relative shape id -> dim as a mapping (built on first use)
+    cdef object scalars  # stashed scalars (a list or a tuple; a tuple on first use)
+    cdef list history  # the queue's history (None when ``segment`` was given)
+    cdef Py_ssize_t first, count  # the segment's place in ``history``
+    cdef object segment_ops  # the segment's global ops (built on first use)
+    cdef list order  # the global ids in relative-id order (built on first use)
+    cdef tuple dims  # the dims in relative shape id order (built on first use)
+    cdef object segment(self)
+    cdef object shapes_map(self)
+    cdef tuple scalar_values(self)
+    cdef list tensor_order(self)
+    cdef tuple dim_tuple(self)
+
+
+cdef class _StepRecord:
+    """One executed step as the queue recorded it: the ``PlanStep``, the optimization (None:
+    unfused) and the ``_StepContext`` (fused steps)."""
+    cdef readonly object step
+    cdef readonly object optimization
+    cdef readonly _StepContext context
+    cdef Py_ssize_t first, count  # the segment pending at the execution (history positions)
+
+
+cdef _StepContext context_given(object segment, object g2r, object shapes, object scalars)
+
+
 cdef class OperationQueue:
     cdef public list global_ops  # pending ops (global ids and shapes)
     cdef public list indices  # position of each pending op in Stream.items
@@ -16,12 +47,9 @@ cdef class OperationQueue:
     cdef list _outs  # global id of each pending op's ``out`` tensor (_NO_OUT: none)
     cdef list _history  # every op ever queued, in order (the segments of ``executed``)
     cdef Py_ssize_t _first  # history position of the first pending op
-    cdef list _rec_step  # per executed step: the PlanStep
-    cdef list _rec_opt  # per executed step: its optimization (None: unfused)
-    cdef list _rec_first  # per executed step: history position of its segment's first op
-    cdef list _rec_count  # per executed step: length of its segment
-    cdef list _rec_maps  # per executed step: [segment|None, g2r, shapes, scalars] (fused) or None
+    cdef list _records  # _StepRecord per executed step
     cdef list _executed  # the ExecutedSteps built so far from _records
+    cdef bint _taken  # a _StepContext holds the converter's g2r / dim_values / scalars
     cdef dict _compiled  # id(optimization) -> _Compiled: stored plans already read
     cdef object _segment_maps  # ((first, count), segment, maps) last built for ``executed``
     cdef dict g2r  # converter: global tensor id -> relative id
@@ -37,6 +65,7 @@ cdef class OperationQueue:
 
     cdef void _clear(self) except *
     cdef list executed_since(self, Py_ssize_t start, bint unfused_context)
+    cdef list records_since(self, Py_ssize_t start)
     cdef tuple _segment_of(self, Py_ssize_t first, Py_ssize_t count)
     cdef int64_t _tensor_id(self, object tensor, object tid) except? -1
     cdef object _push_tensor(self, KeyBuf* b, object tensor)

@@ -150,6 +150,48 @@ cdef class _Compiled:
     cdef list leaves  # _Leaf
 
 
+cdef class _StepContext:
+    """The converter's maps when a segment executed (see queue.pxd)."""
+
+    cdef object segment(self):
+        if self.segment_ops is None:
+            self.segment_ops = tuple(self.history[self.first:self.first + self.count])
+        return self.segment_ops
+
+    cdef object shapes_map(self):
+        if self.shapes is None:
+            self.shapes = dict(enumerate(self.dim_values))
+        return self.shapes
+
+    cdef tuple scalar_values(self):
+        if type(self.scalars) is not tuple:
+            self.scalars = tuple(self.scalars)
+        return <tuple>self.scalars
+
+    cdef list tensor_order(self):
+        if self.order is None:
+            self.order = list(self.g2r)
+        return self.order
+
+    cdef tuple dim_tuple(self):
+        if self.dims is None:
+            self.dims = tuple(self.dim_values) if self.dim_values is not None \
+                else tuple(self.shapes.values())
+        return self.dims
+
+
+cdef _StepContext context_given(object segment, object g2r, object shapes, object scalars):
+    """A ``_StepContext`` of maps given as an ``ExecutedStep`` holds them."""
+    cdef _StepContext context = _StepContext.__new__(_StepContext)
+    context.segment_ops, context.g2r, context.shapes, context.scalars = \
+        segment, g2r, shapes, scalars
+    return context
+
+
+cdef class _StepRecord:
+    """One executed step as the queue recorded it (see queue.pxd)."""
+
+
 # The maps of an unfused step without context (launch planning reads none): one shared empty
 # mapping that nobody writes to.
 cdef object _NO_CONTEXT = MappingProxyType({})
@@ -171,11 +213,7 @@ cdef class OperationQueue:
         self._outs = []
         self._history = []
         self._first = 0
-        self._rec_step = []
-        self._rec_opt = []
-        self._rec_first = []
-        self._rec_count = []
-        self._rec_maps = []
+        self._records = []
         self._executed = []
         self._compiled = {}
         self._segment_maps = None
@@ -195,21 +233,25 @@ cdef class OperationQueue:
 
     cdef void _clear(self) except *:
         if self.g2r is None:
-            self.g2r = {}
             self.r2g_ids = []
             self.r2g_tensors = []
             self.dims = {}
-            self.dim_values = []
-            self.scalars = []
             self.ranges = []
         else:
-            self.g2r.clear()
             list_set_slice(self.r2g_ids, 0, len(self.r2g_ids), NULL)
             list_set_slice(self.r2g_tensors, 0, len(self.r2g_tensors), NULL)
             self.dims.clear()
+            list_set_slice(self.ranges, 0, len(self.ranges), NULL)
+        if self.g2r is None or self._taken:
+            # a _StepContext holds the maps of the last execution: new ones, not a copy of them
+            self.g2r = {}
+            self.dim_values = []
+            self.scalars = []
+            self._taken = False
+        else:
+            self.g2r.clear()
             list_set_slice(self.dim_values, 0, len(self.dim_values), NULL)
             list_set_slice(self.scalars, 0, len(self.scalars), NULL)
-            list_set_slice(self.ranges, 0, len(self.ranges), NULL)
         self.dims[1] = 0
         self.dim_values.append(1)
 
@@ -238,36 +280,39 @@ cdef class OperationQueue:
         """``executed[start:]``, built as needed. Without ``unfused_context`` the unfused steps
         carry an empty context (what launch planning reads of them: nothing) and are not
         kept."""
-        cdef Py_ssize_t i, first, count
+        cdef Py_ssize_t i
         cdef list found = []
+        cdef _StepRecord record
+        cdef _StepContext context
         if start < 0:
             raise ValueError(f"no executed step at {start}")
-        for i in range(start, len(self._rec_opt)):
+        for i in range(start, len(self._records)):
             if i < len(self._executed):
                 found.append(self._executed[i])
                 continue
-            opt = self._rec_opt[i]
-            if opt is None and not unfused_context:
-                found.append(_ExecutedStep(self._rec_step[i], None, (), _NO_CONTEXT,
-                                           _NO_CONTEXT, ()))
+            record = self._records[i]
+            context = record.context
+            if context is None and not unfused_context:
+                found.append(_ExecutedStep(record.step, None, (), _NO_CONTEXT, _NO_CONTEXT, ()))
                 continue
-            first = self._rec_first[i]
-            count = self._rec_count[i]
-            maps = self._rec_maps[i]
-            if maps is None:
-                segment, maps = self._segment_of(first, count)
+            if context is None:
+                segment, maps = self._segment_of(record.first, record.count)
                 g2r, shapes, scalars = maps
-                g2r, shapes = dict(g2r), dict(shapes)
+                item = _ExecutedStep(record.step, None, segment, dict(g2r), dict(shapes),
+                                     scalars)
             else:  # the converter's maps as the step executed, shared by its execution
-                segment, g2r, shapes, scalars = maps
-                if segment is None:
-                    segment = tuple(self._history[first:first + count])
-                    maps[0] = segment
-            item = _ExecutedStep(self._rec_step[i], opt, segment, g2r, shapes, scalars)
+                item = _ExecutedStep(record.step, record.optimization, context.segment(),
+                                     context.g2r, context.shapes_map(), context.scalar_values())
             found.append(item)
             if i == len(self._executed):
                 self._executed.append(item)
         return found
+
+    cdef list records_since(self, Py_ssize_t start):
+        """The ``_StepRecord`` of every step executed from ``start`` on."""
+        if start < 0:
+            raise ValueError(f"no executed step at {start}")
+        return self._records[start:]
 
     cdef tuple _segment_of(self, Py_ssize_t first, Py_ssize_t count):
         """The segment pending at some execution (``count`` ops from history ``first``) and
@@ -499,21 +544,25 @@ cdef class OperationQueue:
         cdef _Leaf leaf
         cdef Py_ssize_t executed = 0
         cdef Py_ssize_t pending = len(self.global_ops)
-        maps = None
+        cdef _StepContext context = None
+        cdef _StepRecord record
         for leaf in leaves:
-            if leaf.fused and maps is None:
-                # launch planning reads the converter's maps as they are now (the drain below
-                # re-relativises the rest); the segment is sliced from the history on demand
-                maps = [None, dict(self.g2r), dict(enumerate(self.dim_values)),
-                        tuple(self.scalars)]
+            if leaf.fused and context is None:
+                # launch planning reads the converter's maps as they are now: the context takes
+                # them, and the drain below starts new ones (``_clear``)
+                context = _StepContext.__new__(_StepContext)
+                context.g2r, context.dim_values, context.scalars = \
+                    self.g2r, self.dim_values, self.scalars
+                context.history, context.first, context.count = self._history, self._first, pending
+                self._taken = True
         for leaf in leaves:
             step = self._step(leaf)
             self.steps.append(step)
-            self._rec_step.append(step)
-            self._rec_opt.append(leaf.opt if leaf.fused else None)
-            self._rec_first.append(self._first)
-            self._rec_count.append(pending)
-            self._rec_maps.append(maps if leaf.fused else None)
+            record = _StepRecord.__new__(_StepRecord)
+            record.step, record.first, record.count = step, self._first, pending
+            if leaf.fused:
+                record.optimization, record.context = leaf.opt, context
+            self._records.append(record)
             if self._basic:
                 self._log.write(f"[step] {step.kind} {step.fuser or ''} ops={list(step.ops)}")
             executed += leaf.count
