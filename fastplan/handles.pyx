@@ -74,6 +74,8 @@ for _op in OPS:
     _ACTIONS[_op.code] = (_RELEASE if _op.kind is _DROP else _CREATE if _op.kind is _INIT
                           else _VIEW if _op.kind in _VIEW_KINDS else _PLAIN)
 cdef tuple _VARIANTS = tuple([op.variant for op in OPS])
+cdef tuple _OPS = tuple(OPS)
+cdef type _Op = type(OPS[0])
 
 
 cdef inline object _tensor_id(object tensor):
@@ -135,19 +137,46 @@ def init_targets(stream):
     Mirrors refimpl.handles.init_targets.
     """
     cdef list found = []
-    cdef int64_t code, struct_code
+    cdef int action
     for item in stream.items:
-        if exact_codes(item, &code, &struct_code):
-            if _ACTIONS[code] == _CREATE:
-                found.append(item.desc.out.id)
-        elif isinstance(item, OperationIr) and item.op.kind is _INIT:
+        action = _op_action(item)
+        if action == _CREATE or (action < 0 and isinstance(item, OperationIr)
+                                 and item.op.kind is _INIT):
             found.append(item.desc.out.id)
     return frozenset(found)
+
+
+cdef int _op_action(object item) except -2:
+    """What ``run_unfused`` does with an exactly-typed op (``_ACTIONS``), or -1."""
+    if type(item) is not OperationIr:
+        return -1
+    entry = slot(item, slots().op)
+    if type(entry) is not _Op:
+        return -1
+    code = slot(entry, slots().code)
+    if type(code) is not int or not 0 <= code < len(_OPS) or _OPS[code] is not entry:
+        return -1
+    return _ACTIONS[<Py_ssize_t>code]
 
 
 cdef inline object _handle(object buffer, tuple shape, tuple strides, object offset,
                            object dtype):
     return make_frozen(Handle, _HANDLE_FIELDS, (buffer, shape, strides, offset, dtype))
+
+
+cdef object _BOUND = 1 << 30
+cdef object _NEG_BOUND = -(1 << 30)
+
+
+cdef bint _small_ints(tuple values):
+    """Exact ints below 2**30 in magnitude, at most 8 of them: sums of their pairwise products
+    stay exact in C's 64-bit arithmetic."""
+    if len(values) > 8:
+        return False
+    for value in values:
+        if type(value) is not int or not _NEG_BOUND < value < _BOUND:
+            return False
+    return True
 
 
 cdef tuple _contiguous(tuple shape):
@@ -163,6 +192,17 @@ cdef tuple _contiguous(tuple shape):
 
 cdef object buffer_length(tuple shape, tuple strides):
     """refimpl.data.buffer_length: dims and strides paired as ``zip`` pairs them."""
+    cdef Py_ssize_t i, n = min(len(shape), len(strides))
+    cdef long long total = 1, c_dim, c_stride
+    if len(shape) <= len(strides) and _small_ints(shape) and _small_ints(strides):
+        for i in range(len(shape)):
+            c_dim = <object>shape[i]
+            if c_dim == 0:
+                return 0
+        for i in range(n):  # C arithmetic: at most 8 terms below 2**60 each
+            c_dim, c_stride = <object>shape[i], <object>strides[i]
+            total += (c_dim - 1) * c_stride
+        return total
     for d in shape:
         if d == 0:
             return 0

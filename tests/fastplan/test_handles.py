@@ -337,3 +337,19 @@ def test_unfused_view_matches_refimpl_and_keeps_out_dtype() -> None:
     assert view == ref_unfused_view(retyped, handles)
     assert view.dtype is DType.F16
     assert unfused_view(stream.ops[1], {0: handles[0], 1: fast.handle(1)}) is None
+
+
+_EDGE_INTS = st.one_of(st.integers(-3, 5), st.sampled_from([2**29, 2**30 - 1, 2**30, 2**31,
+                                                             -(2**30) + 1, 2**62, 2**70]))
+
+
+@given(st.lists(_EDGE_INTS, max_size=10), st.lists(_EDGE_INTS, max_size=10))
+def test_memory_alloc_size_matches_refimpl_buffer_length(shape, strides) -> None:
+    """A buffer's size is refimpl's ``buffer_length`` whatever the dims and strides: C
+    arithmetic where it is exact, Python ints past it (huge, negative, unpaired, > 8 dims)."""
+    from refimpl.data import buffer_length
+
+    memory = FastMemory()
+    handle = memory.alloc(shape, DType.F32, strides)
+    assert memory.sizes[handle.buffer] == buffer_length(shape, strides)
+    assert type(memory.sizes[handle.buffer]) is int
