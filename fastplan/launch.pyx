@@ -16,14 +16,20 @@ on it, a few dict operations per tensor).
 
 import hashlib
 
+from libc.stdint cimport int64_t
+
+from fastplan._keys cimport (
+    F_SCALAR, F_TENSOR, F_TENSORS, StructInfo, exact_codes, slot, slots, struct_info,
+)
 from fastplan.handles cimport op_nodes
 from fastplan.layout cimport permuted_innermost_axis_t
+from fastplan.relative cimport make_frozen
 
 from fastplan.launch_planners import plan_inputs, plan_outputs
 from fastplan.launch_vectorize import plan_vectorization
 
-from refimpl.ir import FieldKind, ScalarOpIr
-from refimpl.ops import OpKind
+from refimpl.ir import FieldKind, ScalarOpIr, TensorIr
+from refimpl.ops import OPS, OpKind
 from refimpl.planner.launch import (
     ConcreteLayout, FuseBlockConfig, FusedContext, Launch, LaunchError, LaunchInput,
     LaunchOutput, LaunchPlan, RefLayout, ReshapedLayout, RuntimeLayout, ShapeLayout,
@@ -41,6 +47,8 @@ __all__ = [
 RefLayout = RefLayout
 cdef object _DROP = OpKind.DROP
 cdef object _SCALAR = FieldKind.SCALAR
+cdef object _TensorIr = TensorIr
+cdef tuple _IS_DROP = tuple([op.kind is OpKind.DROP for op in OPS])
 
 
 def config_id(config):
@@ -49,6 +57,18 @@ def config_id(config):
     Mirrors refimpl.planner.launch.config_id.
     """
     return hashlib.sha256(repr(config).encode("utf-8")).hexdigest()[:16]
+
+
+# refimpl's frozen dataclasses built with their fields in declaration order, without the
+# Python-level __init__ (they have no __post_init__: it only assigns; docs/fastplan.md §4).
+cdef dict _FIELD_NAMES = {}
+
+
+cdef object _new(type cls, tuple values):
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(cls.__dataclass_fields__)
+    return make_frozen(cls, names, values)
 
 
 cdef list _scalar_dtypes(object op):
@@ -65,18 +85,61 @@ def context_of(segment, global2relative, shapes, scalars):
     """
     cdef dict tensors = {}
     cdef list dtypes = []
+    cdef int64_t code, struct_code
+    cdef const StructInfo* info
+    cdef Py_ssize_t f
     for op in segment:
-        if op.op.kind is _DROP:
-            dropped = op.desc.tensor
-            tensors.setdefault(global2relative[dropped.id], dropped)
+        if not exact_codes(op, &code, &struct_code):
+            _note_any(op, global2relative, tensors, dtypes)
             continue
-        for tensor in op_nodes(op):
-            rid = global2relative[tensor.id]
-            known = tensors.get(rid)
-            if known is None or known.shape != tensor.shape:
-                tensors[rid] = tensor
-        dtypes.extend(_scalar_dtypes(op))
-    return FusedContext(tensors, dict(shapes), tuple(zip(scalars, dtypes)))
+        desc = slot(op, slots().desc)
+        info = struct_info(struct_code)
+        if _IS_DROP[code]:
+            dropped = desc.tensor
+            tensors.setdefault(global2relative[_tid(dropped)], dropped)
+            continue
+        # op.nodes(): the inputs in field order, then ``out``
+        for f in range(info.n_fields):
+            if f != info.out_field:
+                if info.kinds[f] == F_TENSOR:
+                    _note(slot(desc, info.offsets[f]), global2relative, tensors)
+                elif info.kinds[f] == F_TENSORS:
+                    for tensor in slot(desc, info.offsets[f]):
+                        _note(tensor, global2relative, tensors)
+        if info.out_field >= 0:
+            _note(slot(desc, info.offsets[info.out_field]), global2relative, tensors)
+        target = desc.lhs.dtype if isinstance(desc, ScalarOpIr) else desc.out.dtype
+        for f in range(info.n_fields):
+            if info.kinds[f] == F_SCALAR:
+                dtypes.append(target)
+    return _new(FusedContext, (tensors, dict(shapes), tuple(zip(scalars, dtypes))))
+
+
+cdef inline object _tid(object tensor):
+    return slot(tensor, slots().tid) if type(tensor) is _TensorIr else tensor.id
+
+
+cdef inline int _note(object tensor, object global2relative, dict tensors) except -1:
+    rid = global2relative[_tid(tensor)]
+    known = tensors.get(rid)
+    if known is None or known.shape != tensor.shape:
+        tensors[rid] = tensor
+    return 0
+
+
+cdef int _note_any(object op, object global2relative, dict tensors, list dtypes) except -1:
+    """``context_of``'s step for an op of any class answering ``op``/``desc``/``nodes()``."""
+    if op.op.kind is _DROP:
+        dropped = op.desc.tensor
+        tensors.setdefault(global2relative[dropped.id], dropped)
+        return 0
+    for tensor in op_nodes(op):
+        rid = global2relative[tensor.id]
+        known = tensors.get(rid)
+        if known is None or known.shape != tensor.shape:
+            tensors[rid] = tensor
+    dtypes.extend(_scalar_dtypes(op))
+    return 0
 
 
 # --- LaunchPlanExecutor ---------------------------------------------------------------------
@@ -85,15 +148,15 @@ def context_of(segment, global2relative, shapes, scalars):
 cdef object _ref_layout(object reference, object width):
     kind = reference.kind
     if kind == "Concrete":
-        return ConcreteLayout(reference.arg)
+        return _new(ConcreteLayout, (reference.arg,))
     if kind == "VirtualShape":
-        return ShapeLayout(reference.arg, width)
+        return _new(ShapeLayout, (reference.arg, width))
     if kind == "SwapDims":
-        return SwapDimsLayout(reference.arg, reference.dims)
+        return _new(SwapDimsLayout, (reference.arg, reference.dims))
     if kind == "Reshaped":
-        return ReshapedLayout(reference.pos, width)
+        return _new(ReshapedLayout, (reference.pos, width))
     if kind == "Runtime":
-        return RuntimeLayout(reference.pos)
+        return _new(RuntimeLayout, (reference.pos,))
     raise LaunchError("ReferenceNotFound: no reference layout for a block")
 
 
@@ -114,8 +177,8 @@ cdef tuple _configs(object state):
         ops.extend(fuse_block.ops)
         for rid in sorted(writes):
             ops.extend(writes[rid])
-        configs.append(FuseBlockConfig(rank, _ref_layout(reference, block.width),
-                                       tuple(ops), block.width, vector_axis))
+        configs.append(_new(FuseBlockConfig, (rank, _ref_layout(reference, block.width),
+                                              tuple(ops), block.width, vector_axis)))
     return tuple(configs)
 
 
@@ -126,13 +189,13 @@ cdef object _freeze(object state):
             num_writes += len(ops)
     skipped = num_writes == 0  # burn returns before building configs: no reference needed
     configs = () if skipped else _configs(state)
-    inputs = tuple([LaunchInput(i.glob.id, i.precision, i.glob.shape, i.strides,
-                                i.vector_size, i.broadcasted) for i in state.inputs])
+    inputs = tuple([_new(LaunchInput, (i.glob.id, i.precision, i.glob.shape, i.strides,
+                                       i.vector_size, i.broadcasted)) for i in state.inputs])
     cdef list outputs = []
     for out in state.outputs:
         vs = out.vectorization if out.kind == "owned" else state.inputs[out.input_pos].vector_size
-        outputs.append(LaunchOutput(out.glob.id, out.precision, out.glob.shape,
-                                    out.handle.strides, vs, out.kind, out.input_pos))
+        outputs.append(_new(LaunchOutput, (out.glob.id, out.precision, out.glob.shape,
+                                           out.handle.strides, vs, out.kind, out.input_pos)))
     cdef dict sizes = {}
     for i in inputs:
         sizes[i.tensor] = i.vector_size
@@ -146,20 +209,20 @@ cdef object _freeze(object state):
     tensors = state.context.tensors
     reshapes = tuple([d for view in state.trace.resources.views if type(view) is ReshapeView
                       for d in tensors[view.reshaped].shape])
-    plan = LaunchPlan(
-        rank=state.rank,
-        configs=configs,
-        inputs=inputs,
-        outputs=tuple(outputs),
-        aliases=tuple(sorted(aliases)),
-        views=tuple(sorted(views)),
-        vector_sizes=tuple(sorted(sizes.items())),
-        reshapes=reshapes,
-        runtime_layouts=tuple(state.runtime_layouts),
-        skipped=skipped,
-    )
-    return Launch(plan, tuple([i.handle for i in state.inputs]),
-                  tuple([o.handle for o in state.outputs]))
+    plan = _new(LaunchPlan, (
+        state.rank,  # rank
+        configs,  # configs
+        inputs,  # inputs
+        tuple(outputs),  # outputs
+        tuple(sorted(aliases)),  # aliases
+        tuple(sorted(views)),  # views
+        tuple(sorted(sizes.items())),  # vector_sizes
+        reshapes,  # reshapes
+        tuple(state.runtime_layouts),  # runtime_layouts
+        skipped,  # skipped
+    ))
+    return _new(Launch, (plan, tuple([i.handle for i in state.inputs]),
+                         tuple([o.handle for o in state.outputs])))
 
 
 def plan_launch(trace, context, memory, device, matmul_operands=None):
