@@ -431,7 +431,7 @@ cdef int _walk(object items, list records, object device, Memory memory, LaunchM
             memo.misses += 1
         first_new = memory.next_buffer
         run = _Step.__new__(_Step)
-        run.context = context_of(context.segment(), context.g2r, context.shapes_map(),
+        run.context = context_of(context.segment(), context.g2r_map(), context.shapes_map(),
                                  context.scalar_values())
         _check_extents(run.context, memory, order)
         run.device, run.memory, run.main, run.path = device, memory, None, "fused"

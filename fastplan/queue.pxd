@@ -9,16 +9,17 @@ from fastplan._keys cimport KeyBuf
 cdef class _StepContext:
     """The converter's maps when a segment executed (burn ``Context``), shared by the fused
     steps of that execution; what launch planning reads of a step."""
-    cdef object g2r  # global tensor id -> relative id (a mapping; the queue's own dict)
+    cdef object g2r  # global tensor id -> relative id as a mapping (built on first use)
     cdef list dim_values  # relative shape id -> dim (None when ``shapes`` was given)
     cdef object shapes  # relative shape id -> dim as a mapping (built on first use)
     cdef object scalars  # stashed scalars (a list or a tuple; a tuple on first use)
     cdef list history  # the queue's history (None when ``segment`` was given)
     cdef Py_ssize_t first, count  # the segment's place in ``history``
     cdef object segment_ops  # the segment's global ops (built on first use)
-    cdef list order  # the global ids in relative-id order (built on first use)
+    cdef list order  # the global ids in relative-id order (the converter's g2r keys)
     cdef tuple dims  # the dims in relative shape id order (built on first use)
     cdef object segment(self)
+    cdef object g2r_map(self)
     cdef object shapes_map(self)
     cdef tuple scalar_values(self)
     cdef list tensor_order(self)
@@ -49,10 +50,11 @@ cdef class OperationQueue:
     cdef Py_ssize_t _first  # history position of the first pending op
     cdef list _records  # _StepRecord per executed step
     cdef list _executed  # the ExecutedSteps built so far from _records
-    cdef bint _taken  # a _StepContext holds the converter's g2r / dim_values / scalars
+    cdef bint _taken  # a _StepContext holds the converter's g2r_keys / dim_values / scalars
     cdef dict _compiled  # id(optimization) -> _Compiled: stored plans already read
     cdef object _segment_maps  # ((first, count), segment, maps) last built for ``executed``
     cdef dict g2r  # converter: global tensor id -> relative id
+    cdef list g2r_keys  # converter: g2r's keys in insertion (= relative id) order, as inserted
     cdef list r2g_ids  # converter: relative id -> global tensor id
     cdef list r2g_tensors  # converter: relative id -> latest snapshot
     cdef dict dims  # converter: dimension value -> shape id (1 -> 0)

@@ -168,6 +168,14 @@ cdef class _StepContext:
             self.scalars = tuple(self.scalars)
         return <tuple>self.scalars
 
+    cdef object g2r_map(self):
+        cdef Py_ssize_t i
+        if self.g2r is None:  # the converter's g2r as it was: its keys, each at its position
+            self.g2r = {}
+            for i in range(len(self.order)):
+                self.g2r[self.order[i]] = i
+        return self.g2r
+
     cdef list tensor_order(self):
         if self.order is None:
             self.order = list(self.g2r)
@@ -233,23 +241,25 @@ cdef class OperationQueue:
 
     cdef void _clear(self) except *:
         if self.g2r is None:
+            self.g2r = {}
             self.r2g_ids = []
             self.r2g_tensors = []
             self.dims = {}
             self.ranges = []
         else:
+            self.g2r.clear()
             list_set_slice(self.r2g_ids, 0, len(self.r2g_ids), NULL)
             list_set_slice(self.r2g_tensors, 0, len(self.r2g_tensors), NULL)
             self.dims.clear()
             list_set_slice(self.ranges, 0, len(self.ranges), NULL)
-        if self.g2r is None or self._taken:
+        if self.g2r_keys is None or self._taken:
             # a _StepContext holds the maps of the last execution: new ones, not a copy of them
-            self.g2r = {}
+            self.g2r_keys = []
             self.dim_values = []
             self.scalars = []
             self._taken = False
         else:
-            self.g2r.clear()
+            list_set_slice(self.g2r_keys, 0, len(self.g2r_keys), NULL)
             list_set_slice(self.dim_values, 0, len(self.dim_values), NULL)
             list_set_slice(self.scalars, 0, len(self.scalars), NULL)
         self.dims[1] = 0
@@ -302,7 +312,8 @@ cdef class OperationQueue:
                                      scalars)
             else:  # the converter's maps as the step executed, shared by its execution
                 item = _ExecutedStep(record.step, record.optimization, context.segment(),
-                                     context.g2r, context.shapes_map(), context.scalar_values())
+                                     context.g2r_map(), context.shapes_map(),
+                                     context.scalar_values())
             found.append(item)
             if i == len(self._executed):
                 self._executed.append(item)
@@ -344,6 +355,7 @@ cdef class OperationQueue:
             return rel
         rel = len(self.r2g_ids)
         PyDict_SetItem(self.g2r, tid, rel)
+        self.g2r_keys.append(tid)
         self.r2g_ids.append(tid)
         self.r2g_tensors.append(tensor)
         return rel
@@ -551,8 +563,8 @@ cdef class OperationQueue:
                 # launch planning reads the converter's maps as they are now: the context takes
                 # them, and the drain below starts new ones (``_clear``)
                 context = _StepContext.__new__(_StepContext)
-                context.g2r, context.dim_values, context.scalars = \
-                    self.g2r, self.dim_values, self.scalars
+                context.order, context.dim_values, context.scalars = \
+                    self.g2r_keys, self.dim_values, self.scalars
                 context.history, context.first, context.count = self._history, self._first, pending
                 self._taken = True
         for leaf in leaves:
