@@ -57,7 +57,9 @@ cdef class OperationQueue:
     cdef list g2r_keys  # converter: g2r's keys in insertion (= relative id) order, as inserted
     cdef list r2g_ids  # converter: relative id -> global tensor id
     cdef list r2g_tensors  # converter: relative id -> latest snapshot
-    cdef dict dims  # converter: dimension value -> shape id (1 -> 0)
+    cdef dict dims  # converter: dimension value -> shape id (1 -> 0), once _dim_keys is off
+    cdef int64_t _dim_keys[64]  # converter: the dims by shape id while all are exact int64 ints
+    cdef Py_ssize_t _n_dim_keys  # entries of _dim_keys in use; -1: ``dims`` is in use
     cdef list dim_values  # converter: shape id -> dimension value
     cdef list scalars  # converter: stashed scalars
     cdef list ranges  # converter: stashed slice ranges
@@ -66,6 +68,8 @@ cdef class OperationQueue:
     cdef object _out  # set by _encode: the global id of the op's out tensor (or _NO_OUT)
 
     cdef void _clear(self) except *
+    cdef int _dims_to_dict(self) except -1
+    cdef dict _dims_map(self)
     cdef list executed_since(self, Py_ssize_t start, bint unfused_context)
     cdef list records_since(self, Py_ssize_t start)
     cdef tuple _segment_of(self, Py_ssize_t first, Py_ssize_t count)

@@ -26,6 +26,7 @@ from types import MappingProxyType
 
 from cpython.bytes cimport PyBytes_AS_STRING
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF, PyObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
@@ -262,8 +263,25 @@ cdef class OperationQueue:
             list_set_slice(self.g2r_keys, 0, len(self.g2r_keys), NULL)
             list_set_slice(self.dim_values, 0, len(self.dim_values), NULL)
             list_set_slice(self.scalars, 0, len(self.scalars), NULL)
-        self.dims[1] = 0
+        self._dim_keys[0] = 1  # shape id 0 is the dim 1
+        self._n_dim_keys = 1
         self.dim_values.append(1)
+
+    cdef int _dims_to_dict(self) except -1:
+        """Look dims up in the dict ``dims`` from now on (a dim that is no exact int64 int, or
+        more distinct dims than ``_dim_keys`` holds)."""
+        if self._n_dim_keys >= 0:
+            self.dims.clear()
+            for sid, value in enumerate(self.dim_values):
+                self.dims[value] = sid
+            self._n_dim_keys = -1
+        return 0
+
+    cdef dict _dims_map(self):
+        """The converter's dim -> shape id map."""
+        if self._n_dim_keys >= 0:
+            return {value: sid for sid, value in enumerate(self.dim_values)}
+        return dict(self.dims)
 
     @property
     def converter(self):
@@ -271,7 +289,7 @@ cdef class OperationQueue:
         r2g = {}
         for rel, tensor in enumerate(self.r2g_tensors):
             r2g[rel] = tensor
-        return _Converter(r2g, dict(self.g2r), dict(self.dims),
+        return _Converter(r2g, dict(self.g2r), self._dims_map(),
                           dict(enumerate(self.dim_values)), list(self.scalars),
                           list(self.ranges))
 
@@ -363,9 +381,11 @@ cdef class OperationQueue:
     cdef object _push_tensor(self, KeyBuf* b, object tensor):
         """Push one tensor use; its global id."""
         cdef PyObject* found
-        cdef Py_ssize_t i, sid
+        cdef Py_ssize_t i, k, sid
         cdef tuple shape
         cdef const Slots* at = slots()
+        cdef long long c_dim
+        cdef int overflow = 0
         if type(tensor) is not _TensorIr:
             raise BoundaryError(f"fastplan takes TensorIr operands, not {type(tensor).__name__}")
         value = slot(tensor, at.shape)
@@ -376,6 +396,25 @@ cdef class OperationQueue:
         buf_push(b, self._tensor_id(tensor, tid))
         buf_push(b, len(shape))
         for i in range(len(shape)):
+            dim = shape[i]
+            if self._n_dim_keys >= 0:
+                if type(dim) is int:
+                    c_dim = PyLong_AsLongLongAndOverflow(dim, &overflow)
+                    if overflow == 0:
+                        for k in range(self._n_dim_keys):
+                            if self._dim_keys[k] == c_dim:
+                                break
+                        else:
+                            k = -1
+                            if self._n_dim_keys < 64:
+                                k = self._n_dim_keys
+                                self._dim_keys[k] = c_dim
+                                self._n_dim_keys += 1
+                                self.dim_values.append(dim)
+                        if k >= 0:
+                            buf_push(b, k)
+                            continue
+                self._dims_to_dict()
             found = PyDict_GetItem(self.dims, shape[i])
             if found != NULL:
                 buf_push(b, <Py_ssize_t><object>found)

@@ -73,3 +73,34 @@ def test_relative_queue_counts_the_shape_ids_of_a_drop(planner_impl):
     assert list(queue.operations()) == [drop(0, (1, 2)), _exp(1, 2, (2, 3))]
     assert queue.converter.tensors_relative2global[0] == t(9, (4, 6), RW)
     assert queue.converter.shapes_relative2global == {0: 1, 1: 4, 2: 6, 3: 5}
+
+
+def _queue_state(impl, ops) -> tuple:
+    """What the queue of ``impl`` holds after queuing ``ops``: relative ops, shape ids handed
+    out, and the converter's maps (the key objects included: 2.0 is not 2 in JSON)."""
+    queue = impl.processor.StreamPlanner([]).queue
+    for index, operation in enumerate(ops):
+        queue.add(index, operation)
+    converter = queue.converter
+    shapes = [(type(k).__name__, k, v) for k, v in converter.shapes_global2relative.items()]
+    return (list(queue.operations()), list(queue.shapes_assigned), shapes,
+            converter.shapes_relative2global, converter.tensors_global2relative)
+
+
+def test_relative_queue_with_many_distinct_dims_matches_refimpl(planner_impl):
+    """More distinct dims in one segment than fastplan keeps in its small table (64)."""
+    import refimpl.planner as reference
+
+    ops = [_exp(2 * k, 2 * k + 1, (k + 2, 3 * k + 100)) for k in range(40)]
+    assert _queue_state(planner_impl, ops) == _queue_state(reference, ops)
+
+
+def test_relative_queue_with_dims_of_other_types_matches_refimpl(planner_impl):
+    """Dims that are no exact int64 int (a float equal to an int, a bool, an int past 64
+    bits) take the converter's dict, as refimpl's: equal values share a shape id, and the
+    first one seen is the key."""
+    import refimpl.planner as reference
+
+    ops = [_exp(1, 2, (4, 6)), _exp(3, 4, (6.0, 4)), _exp(5, 6, (True, 2**70)),
+           _exp(7, 8, (2**70, 1, 4))]
+    assert _queue_state(planner_impl, ops) == _queue_state(reference, ops)
