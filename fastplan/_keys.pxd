@@ -59,7 +59,7 @@ ctypedef struct KeyBuf:
 
 cdef void buf_init(KeyBuf* b) noexcept nogil
 cdef void buf_free(KeyBuf* b) noexcept nogil
-cdef int buf_push(KeyBuf* b, int64_t value) except -1
+cdef int buf_grow(KeyBuf* b) except -1
 cdef bytes buf_bytes(KeyBuf* b)
 
 cdef int64_t value_slot(object value) except? -1
@@ -86,3 +86,12 @@ cdef inline object slot(object obj, Py_ssize_t offset):
     if value == NULL:
         raise AttributeError("a field of a frozen dataclass is not set")
     return <object>value
+
+
+cdef inline int buf_push(KeyBuf* b, int64_t value) except -1:
+    """Append one slot (inline: the encoders push a few dozen per op)."""
+    if b.len == b.cap:
+        buf_grow(b)
+    b.data[b.len] = value
+    b.len += 1
+    return 0

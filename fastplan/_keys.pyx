@@ -139,19 +139,16 @@ cdef void buf_free(KeyBuf* b) noexcept nogil:
     b.cap = KEY_SMALL
 
 
-cdef int buf_push(KeyBuf* b, int64_t value) except -1:
-    cdef int64_t* grown
-    if b.len == b.cap:
-        grown = <int64_t*>malloc(2 * b.cap * sizeof(int64_t))
-        if grown == NULL:
-            raise MemoryError()
-        memcpy(grown, b.data, b.len * sizeof(int64_t))
-        if b.data != b.small:
-            free(b.data)
-        b.data = grown
-        b.cap *= 2
-    b.data[b.len] = value
-    b.len += 1
+cdef int buf_grow(KeyBuf* b) except -1:
+    """Double the room of a full buffer (``buf_push``, inline in _keys.pxd, calls it)."""
+    cdef int64_t* grown = <int64_t*>malloc(2 * b.cap * sizeof(int64_t))
+    if grown == NULL:
+        raise MemoryError()
+    memcpy(grown, b.data, b.len * sizeof(int64_t))
+    if b.data != b.small:
+        free(b.data)
+    b.data = grown
+    b.cap *= 2
     return 0
 
 

@@ -35,7 +35,7 @@ from fastplan.strategy cimport trailing_included
 
 from fastplan.search import MAX_BLOCKS
 
-from refimpl.ir import Sync
+from refimpl.ir import OperationIr, Sync
 from refimpl.planner.cache import Always, ExecutionMode, ExecutionPlan, OnOperations, OnSync
 from refimpl.planner.log import NO_LOG, LogLevel
 from refimpl.planner.processor import Exploration, StreamSegment
@@ -47,6 +47,7 @@ _LAZY = ExecutionMode.Lazy
 _SYNC = ExecutionMode.Sync
 _FULL = LogLevel.FULL
 _Sync = Sync
+_OperationIr = OperationIr
 _Exploration = Exploration
 _ExecutionPlan = ExecutionPlan
 _OnOperations = OnOperations
@@ -348,7 +349,7 @@ cdef class StreamPlanner:
         _gc.disable()
         try:
             for item in stream.items:
-                if isinstance(item, _Sync):
+                if type(item) is not _OperationIr and isinstance(item, _Sync):
                     tensors = item.tensors
                     if not tensors or queue.produces(tensors):
                         processor.process_c(queue, store, False)
