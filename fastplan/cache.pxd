@@ -8,16 +8,27 @@ cdef enum:
     TRIGGER_OTHER = 0  # OnSync (or an unknown trigger class): never fires lazily
     TRIGGER_ON_OPERATIONS = 1  # OnOperations(ops)
     TRIGGER_ALWAYS = 2  # Always()
+    TRIE_SCAN = 8  # children a trie node compares one by one before it indexes them
     VALIDATING = 0  # _Validator states
     FOUND = 1
     INVALIDATED = 2
 
 
+cdef class _Node:
+    cdef tuple children  # (op key, node one op further, ...) of the first TRIE_SCAN (None: leaf)
+    cdef dict index  # op key -> node one op further, all of them past TRIE_SCAN (else None)
+    cdef tuple ends  # ids of the plans whose ops end here, ascending (None: none ends here)
+    cdef Py_ssize_t min_below  # least id of the plans ending strictly below (PY_SSIZE_T_MAX: none)
+    cdef Py_ssize_t depth  # ops from the root
+
+
 cdef class ExecutionPlanStore:
     cdef public list plans  # refimpl ExecutionPlan objects, by id
     cdef dict _starters  # key of a plan's first op -> ids of the plans starting with it
+    cdef _Node _root  # prefix trie of the plans' op keys
     cdef list _op_keys  # per plan: the keys of its ops (tuple of bytes)
     cdef list _trigger_keys  # per plan: (kind, op keys or None) of each trigger, in order
+    cdef list _trigger_seen  # per plan: the trigger objects those keys were taken from
     cdef list find_key(self, bytes first)
     cdef Py_ssize_t add_keyed(self, object plan, tuple keys, object trigger_keys) except -1
     cdef tuple keys_of(self, Py_ssize_t plan_id)
@@ -48,7 +59,8 @@ cdef class _Available:
 
 
 cdef class Policy:
-    cdef public list candidates  # _Validator of every plan still matching
+    cdef _Node _node  # trie node of the ops seen, while a candidate lies below it (else None)
+    cdef Py_ssize_t _start_count  # plans stored at position 0: only those are candidates
     cdef public list availables  # _Available: plans matched in full
     cdef Py_ssize_t found_id  # the plan a fired trigger chose (-1: none)
     cdef Py_ssize_t found_size  # its number of ops
@@ -57,7 +69,8 @@ cdef class Policy:
     cdef int advise(self, ExecutionPlanStore store, Py_ssize_t n, bint lazy,
                     Py_ssize_t* plan_id) except -1
     cdef int update_key(self, ExecutionPlanStore store, bytes key) except -1
-    cdef int _check_candidates(self, ExecutionPlanStore store) except -1
+    cdef int _check_candidates(self, ExecutionPlanStore store, _Node node) except -1
+    cdef list _candidate_ids(self)
     cdef void _update_availables(self, bytes key) noexcept
     cdef void _check_availables(self) noexcept
     cdef int _action_lazy(self, Py_ssize_t n) noexcept

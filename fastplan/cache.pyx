@@ -16,6 +16,15 @@ ops it queues to the policy directly (``update_key``), so a cache hit never buil
 an ``OperationIr``. The plain-data classes (modes, triggers, ``ExecutionPlan``, actions) are
 refimpl's.
 
+Candidates are not validated one by one: the store keeps a prefix trie of its plans' op keys
+(``_Node``), and the policy walks it, one child per op. refimpl's candidates after ``k`` ops are
+the plans stored when the segment's first op came (ids below ``_start_count``) that match
+those ``k`` ops and are longer: exactly the plans ending strictly below the trie node of the
+``k`` ops with an id below ``_start_count``. Each node knows the least id of the plans below
+it, so "a candidate is still matching" is one comparison; the plans ending at the node are
+the candidates found in full, in id order. ``Policy.candidates`` builds refimpl's list of
+validators from the node when read.
+
 Policy (per queued op, ``update``; then ``action``):
 
 * a found plan (an available plan whose trigger matched, or ``Always``) that fits the queue ->
@@ -26,6 +35,11 @@ Policy (per queued op, ``update``; then ``action``):
   otherwise ``Explore``. A sync never defers.
 """
 
+
+cimport cython
+from cpython.dict cimport PyDict_GetItem
+from cpython.pyport cimport PY_SSIZE_T_MAX
+from cpython.ref cimport PyObject
 
 from fastplan._keys cimport list_set_slice, relative_key
 
@@ -78,6 +92,22 @@ cdef object _trigger_key(object trigger):
     return (TRIGGER_OTHER, None)
 
 
+@cython.no_gc  # holds tuples and dicts of keys, ids and nodes below it: never a cycle
+cdef class _Node:
+    """A prefix of stored plans' op keys: the plans ending here and the nodes one op further.
+
+    Not tracked by the cyclic collector (a store of thousands of plans holds tens of thousands
+    of nodes); the children sit in tuples, whose deallocation the interpreter keeps from
+    recursing deeply, so freeing a very long plan's chain cannot overflow the C stack."""
+
+    def __cinit__(self, Py_ssize_t depth):
+        self.children = None
+        self.index = None
+        self.ends = None
+        self.min_below = PY_SSIZE_T_MAX
+        self.depth = depth
+
+
 cdef class ExecutionPlanStore:
     """Every plan found on a device, addressed by id = insertion order.
 
@@ -87,8 +117,10 @@ cdef class ExecutionPlanStore:
     def __init__(self):
         self.plans = []
         self._starters = {}
+        self._root = _Node(0)
         self._op_keys = []
         self._trigger_keys = []
+        self._trigger_seen = []
 
     def __len__(self):
         return len(self.plans)
@@ -117,9 +149,11 @@ cdef class ExecutionPlanStore:
             starters.append(plan_id)
         self.plans.append(plan)
         self._op_keys.append(keys)
+        _trie_add(self._root, keys, plan_id)
         if trigger_keys is None:
             trigger_keys = [_trigger_key(trigger) for trigger in plan.triggers]
         self._trigger_keys.append(trigger_keys)
+        self._trigger_seen.append(list(plan.triggers))
         return plan_id
 
     def get(self, plan_id):
@@ -129,12 +163,21 @@ cdef class ExecutionPlanStore:
         return <tuple>self._op_keys[plan_id]
 
     cdef list triggers_of(self, Py_ssize_t plan_id):
-        """The trigger keys of a plan, re-read if its ``triggers`` list changed length."""
+        """The trigger keys of a plan, re-read if its ``triggers`` changed since they were
+        taken (another length, or another object somewhere: triggers are frozen)."""
         cdef list keys = self._trigger_keys[plan_id]
+        cdef list seen = self._trigger_seen[plan_id]
+        cdef Py_ssize_t i
         triggers = self.plans[plan_id].triggers
-        if len(keys) != len(triggers):
-            keys = [_trigger_key(trigger) for trigger in triggers]
-            self._trigger_keys[plan_id] = keys
+        if len(seen) == len(triggers):
+            for i in range(len(seen)):
+                if seen[i] is not triggers[i]:
+                    break
+            else:
+                return keys
+        keys = [_trigger_key(trigger) for trigger in triggers]
+        self._trigger_keys[plan_id] = keys
+        self._trigger_seen[plan_id] = list(triggers)
         return keys
 
     def add_trigger(self, plan_id, trigger):
@@ -169,7 +212,54 @@ cdef class ExecutionPlanStore:
                 return 0
         triggers.append(trigger)
         keys.append(key)
+        (<list>self._trigger_seen[plan_id]).append(trigger)
         return 0
+
+
+cdef _Node _child(_Node node, bytes key):
+    """The node one op (``key``) below ``node``, or ``None``. Few children are compared one
+    by one (a key is hashed only where many ops may follow)."""
+    cdef PyObject* found
+    cdef tuple children = node.children
+    cdef Py_ssize_t i
+    if node.index is not None:
+        found = PyDict_GetItem(node.index, key)
+        return None if found == NULL else <_Node>found
+    if children is not None:
+        for i in range(0, len(children), 2):
+            if <bytes>children[i] == key:
+                return <_Node>children[i + 1]
+    return None
+
+
+cdef tuple _children(_Node node):
+    """The nodes one op below ``node``."""
+    if node.index is not None:
+        return tuple(node.index.values())
+    return () if node.children is None else node.children[1::2]
+
+
+cdef int _trie_add(_Node node, tuple keys, Py_ssize_t plan_id) except -1:
+    """Record in the trie rooted at ``node`` that plan ``plan_id`` (the newest) has ``keys``."""
+    cdef _Node child
+    for key in keys:
+        if node.min_below == PY_SSIZE_T_MAX:  # ids grow: the first plan below is the least
+            node.min_below = plan_id
+        child = _child(node, <bytes>key)
+        if child is None:
+            child = _Node(node.depth + 1)
+            if node.index is not None:
+                node.index[key] = child
+            elif node.children is None:
+                node.children = (key, child)
+            elif len(node.children) < 2 * TRIE_SCAN:
+                node.children = node.children + (key, child)
+            else:  # one child too many to compare one by one
+                node.index = dict(zip(node.children[::2], node.children[1::2]))
+                node.index[key] = child
+        node = child
+    node.ends = (plan_id,) if node.ends is None else node.ends + (plan_id,)
+    return 0
 
 
 # --- validators ------------------------------------------------------------------------------
@@ -222,6 +312,11 @@ cdef class Policy:
         self.reset_all()
 
     @property
+    def candidates(self):
+        """``_Validator`` of every plan still matching (all ``VALIDATING``), oldest first."""
+        return [_Validator(plan_id) for plan_id in self._candidate_ids()]
+
+    @property
     def found(self):
         """``(plan id, its number of ops)`` once a plan may run, else ``None``."""
         return (self.found_id, self.found_size) if self.found_id >= 0 else None
@@ -230,12 +325,12 @@ cdef class Policy:
         self.reset_all()
 
     cdef void reset_all(self) noexcept:
-        if self.candidates is None:
-            self.candidates = []
+        if self.availables is None:
             self.availables = []
-        else:  # emptied in place: the lists are this policy's own
-            list_set_slice(self.candidates, 0, len(self.candidates), NULL)
+        else:  # emptied in place: the list is this policy's own
             list_set_slice(self.availables, 0, len(self.availables), NULL)
+        self._node = None
+        self._start_count = 0
         self.found_id = -1
         self.found_size = 0
         self.num_operations = 0
@@ -267,42 +362,54 @@ cdef class Policy:
 
     cdef int update_key(self, ExecutionPlanStore store, bytes key) except -1:
         """``update`` with the op's key."""
-        cdef _Validator candidate
-        cdef Py_ssize_t position = self.num_operations
-        if position == 0:
-            list_set_slice(self.candidates, 0, len(self.candidates), NULL)
-            for plan_id in store.find_key(key):
-                self.candidates.append(_Validator(plan_id))
-        for candidate in self.candidates:
-            candidate.update(key, position, store.keys_of(candidate.target))
-        if self.candidates:
-            self._check_candidates(store)
+        cdef _Node node = self._node
+        if self.num_operations == 0:  # the candidates: the plans stored now
+            node = store._root
+            self._start_count = len(store.plans)
+        if node is not None:
+            node = _child(node, key)
+            if node is not None and node.ends is not None:
+                self._check_candidates(store, node)
+            self._node = node if node is not None and node.min_below < self._start_count \
+                else None
         if self.availables:
             self._update_availables(key)
             self._check_availables()
         self.num_operations += 1
         return 0
 
-    cdef int _check_candidates(self, ExecutionPlanStore store) except -1:
-        """Fully matched candidates become available plans; failed ones are dropped."""
-
+    cdef int _check_candidates(self, ExecutionPlanStore store, _Node node) except -1:
+        """Fully matched candidates (the plans ending at ``node``, the ops seen) become
+        available plans."""
         cdef list checks
-        cdef _Validator candidate
-        cdef Py_ssize_t index
-        cdef Py_ssize_t kept = 0
-        for candidate in self.candidates:
-            if candidate.state == FOUND:
-                checks = []
-                index = 0
-                for kind, operations in store.triggers_of(candidate.target):
-                    checks.append(_TriggerCheck(kind, operations, _Validator(index)))
-                    index += 1
-                self.availables.append(_Available(candidate.target, candidate.size, checks))
-            elif candidate.state == VALIDATING:
-                self.candidates[kept] = candidate  # compacted in place, order kept
-                kept += 1
-        list_set_slice(self.candidates, kept, len(self.candidates), NULL)
+        cdef Py_ssize_t index, plan_id
+        for plan_id in node.ends:
+            if plan_id >= self._start_count:  # ids ascend: the rest came later too
+                break
+            checks = []
+            index = 0
+            for kind, operations in store.triggers_of(plan_id):
+                checks.append(_TriggerCheck(kind, operations, _Validator(index)))
+                index += 1
+            self.availables.append(_Available(plan_id, node.depth, checks))
         return 0
+
+    cdef list _candidate_ids(self):
+        """Ids of the plans still matching: stored at position 0, ending strictly below the
+        node of the ops seen; ascending."""
+        cdef list ids = []
+        cdef list pending = [] if self._node is None else [self._node]
+        cdef _Node node
+        cdef Py_ssize_t plan_id
+        while pending:
+            for node in _children(<_Node>pending.pop()):
+                for plan_id in node.ends or ():
+                    if plan_id < self._start_count:
+                        ids.append(plan_id)
+                if node.min_below < self._start_count:
+                    pending.append(node)
+        ids.sort()
+        return ids
 
     cdef void _update_availables(self, bytes key) noexcept:
         cdef _Available available
@@ -331,7 +438,7 @@ cdef class Policy:
     cdef int _action_lazy(self, Py_ssize_t n) noexcept:
         cdef _Available available
         cdef _TriggerCheck check
-        if self.candidates:
+        if self._node is not None:  # a candidate is still matching
             return ACTION_DEFER
         for available in self.availables:
             if available.size == n:
@@ -344,13 +451,16 @@ cdef class Policy:
     cdef int _action_sync(self, ExecutionPlanStore store, Py_ssize_t n,
                           Py_ssize_t* plan_id) except -1:
         cdef _Available available
-        cdef _Validator candidate
+        cdef Py_ssize_t candidate
         for available in self.availables:
             if available.size == n:
                 plan_id[0] = available.plan_id
                 return ACTION_EXECUTE
-        for candidate in self.candidates:
-            if len(store.keys_of(candidate.target)) == n:
-                plan_id[0] = candidate.target
-                return ACTION_EXECUTE
+        # every candidate is longer than its node's depth, which ``update_key`` keeps equal to
+        # ``num_operations`` (at least ``n``): this finds one only once that was set by hand
+        if self._node is not None and self._node.depth < n:
+            for candidate in self._candidate_ids():
+                if len(store.keys_of(candidate)) == n:
+                    plan_id[0] = candidate
+                    return ACTION_EXECUTE
         return ACTION_EXPLORE
