@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The planner figures of docs/benchmarks.md, measured on the lent machine's CPU (16 cores), each
+# phase in one device call (see ../shared/device/README.md):
+#
+#   source .device/prelude.sh && bash bench/planner_device.sh bench   # benchmark, then the split
+#   source .device/prelude.sh && bash bench/planner_device.sh check   # equality at depth, 1M fuzz
+#
+# Results go under $OUT (a temporary folder without it); the tables are printed last.
+# PLANNER_SIZES, PLANNER_SPLIT_SIZE and PLANNER_FUZZ_COUNT shrink a run (a quick try here).
+# `bench`: the three workloads of bench/planner.py side by side (one process each, nothing else
+# running), then bench/planner_split.py. `check`: the plan-equality property at the thorough
+# profile (15 000 examples) for hypothesis seeds 1 and 2, beside tools/fuzz_planners.py on
+# 1 000 000 generated inputs (12 workers).
+set -euo pipefail
+out=${OUT:-$(mktemp -d)}
+phase=${1:-bench}
+sizes=${PLANNER_SIZES:-1000,10000,100000}  # smaller for a quick try elsewhere
+split_size=${PLANNER_SPLIT_SIZE:-10000}
+fuzz_count=${PLANNER_FUZZ_COUNT:-1000000}
+case "$phase" in
+bench)
+    for w in elementwise transformer mixed; do
+        python3 bench/planner.py --workload "$w" --sizes "$sizes" --repeats 3 --ref-budget 100 --json \
+            > "$out/planner-$w.json" 2> "$out/planner-$w.log" &
+    done
+    wait
+    python3 bench/planner_split.py --size "$split_size" --repeats 5 > "$out/split.md"
+    python3 - "$out" <<'PY'
+import json, sys
+from fastplan.bench import Row, table
+rows = []
+for w in ("elementwise", "transformer", "mixed"):
+    for r in json.load(open(f"{sys.argv[1]}/planner-{w}.json")):
+        rows.append(Row(**{k: v for k, v in r.items() if k != "ratio"}))
+print(table(rows))
+PY
+    cat "$out/split.md"
+    ;;
+check)
+    for seed in 1 2; do
+        HYPOTHESIS_PROFILE=thorough python3 -m pytest -q -p no:cacheprovider \
+            "tests/differential/test_plan_equivalence.py::test_fastplan_plan_matches_refimpl" \
+            --hypothesis-seed=$seed --hypothesis-show-statistics > "$out/equality-$seed.txt" 2>&1 &
+    done
+    python3 tools/fuzz_planners.py --count "$fuzz_count" --jobs 12 --progress plain \
+        --out "$out/fuzz" > "$out/fuzz.txt" 2>&1 || true
+    wait || true
+    for seed in 1 2; do
+        grep -E "passed|failed|Stopped because|max_examples" "$out/equality-$seed.txt" | tail -3
+    done
+    tail -3 "$out/fuzz.txt"
+    ;;
+*)
+    echo "usage: bench/planner_device.sh bench|check" >&2
+    exit 2
+    ;;
+esac
