@@ -16,16 +16,25 @@ cdef class Block:
     cdef public object start_pos  # smallest position (sys.maxsize while empty)
     cdef public object end_pos  # largest position + 1 (0 while empty)
     cdef list flows  # graph._Flow of each op, parallel to operations
+    cdef unsigned long long state  # names its contents: new at each register_op; clones keep it
 
     cpdef Block clone(self)
+    cdef list fusers_sharing(self)
+    cdef Block clone_lists(self)
+    cdef bint live(self) except -1
+    cdef object merged_copy(self, Block other)
     cdef int register_op(self, object operation, object pos, _Flow flow) except -1
+    cdef int _record_op(self, object operation, object pos, _Flow flow) except -1
+    cdef int _record_ids(self, _Flow flow) except -1
     cdef int accepts(self, object operation, object pos, _Flow flow, bint force) except -1
     cdef bint touches(self, _Flow flow) except -1
     cdef bint open_(self) except -1
     cdef bint ready(self) except -1
     cdef bint appendable(self, Block other) except -1
     cdef bint merge_from(self, Block other) except -1
+    cdef bint merge_appendable(self, Block other) except -1
     cdef _Flow as_flow(self)
+    cdef object optimized(self, object log, bint logged)
 
 
 cdef _Flow op_flow(object operation)

@@ -26,10 +26,18 @@ import sys
 from fastplan.graph cimport _Flow, flow_new, valid_flows
 from fastplan.relative cimport EncodedOp, READ_WRITE, encode_cached
 
+from fastplan.elemwise cimport ElementWiseFuser
+from fastplan.matmul cimport MatmulFuser
+from fastplan.nhwc cimport NHWCRelayoutFuser
+from fastplan.reduce cimport ReduceFuser
+
+from fastplan.reduce_broadcasted import ReduceBroadcastedFuser
+
 from refimpl.ir import OP_IR_STRUCTS
 from refimpl.planner.block import OperationNode, RegistrationResult
 from refimpl.planner.fuser import FuserStatus
-from refimpl.planner.log import NO_LOG, log_block
+from refimpl.planner.log import NO_LOG, LogLevel, log_block
+from refimpl.planner.reduce_broadcasted import ReduceBroadcastedState
 from refimpl.planner.strategy import BlockOptimization, Operations, Optimization
 
 __all__ = ["RegistrationResult", "OperationNode", "Block", "find_best_fuser_index"]
@@ -39,10 +47,103 @@ cdef object _ONE = 1  # a Python int: bit sets grow past 64 bits
 _ACCEPTED = RegistrationResult.Accepted
 _NOT_PART = RegistrationResult.NotPartOfTheGraph
 _OPEN = FuserStatus.Open
+_BASIC = LogLevel.BASIC
 _MAXSIZE = sys.maxsize
 _BlockOptimization = BlockOptimization
 _Operations = Operations
 _Optimization = Optimization
+# ReduceBroadcasted: only these states make ``fuse`` a no-op (a closed last block does not).
+_RB_CLOSED = ReduceBroadcastedState.Closed
+_RB_ABORT = ReduceBroadcastedState.Abort
+
+cdef unsigned long long _last_state = 0
+
+
+cdef inline unsigned long long _new_state() noexcept:
+    global _last_state
+    _last_state += 1
+    return _last_state
+
+
+cdef bint _frozen(object fuser) except -1:
+    """Whether ``fuser`` can no longer change: closed, so that every ``fuse`` is a no-op (the
+    flag each fuser's ``fuse`` tests first), and ``properties`` and ``finish`` only read it (the
+    search never resets a block's fusers). Classes other than fastplan's five: no."""
+    cdef type kind = type(fuser)
+    if kind is ElementWiseFuser:
+        return (<ElementWiseFuser>fuser).fuser.st.s.closed
+    if kind is ReduceFuser:
+        return (<ReduceFuser>fuser).fuser.st.s.closed
+    if kind is MatmulFuser:
+        return (<MatmulFuser>fuser).fuser.st.s.closed
+    if kind is NHWCRelayoutFuser:
+        return (<NHWCRelayoutFuser>fuser)._closed
+    if kind is ReduceBroadcastedFuser:
+        state = fuser.state.state
+        return state is _RB_CLOSED or state is _RB_ABORT
+    return False
+
+
+cdef bint _is_open(object fuser) except -1:
+    """``fuser.status() is Open``, read in C for the four fusers whose status is their closed
+    flag."""
+    cdef type kind = type(fuser)
+    if kind is ElementWiseFuser:
+        return not (<ElementWiseFuser>fuser).fuser.st.s.closed
+    if kind is ReduceFuser:
+        return not (<ReduceFuser>fuser).fuser.st.s.closed
+    if kind is MatmulFuser:
+        return not (<MatmulFuser>fuser).fuser.st.s.closed
+    if kind is NHWCRelayoutFuser:
+        return not (<NHWCRelayoutFuser>fuser)._closed
+    return fuser.status() is _OPEN
+
+
+cdef bint _any_live(list fusers) except -1:
+    for fuser in fusers:
+        if not _frozen(fuser):
+            return True
+    return False
+
+
+cdef bint _any_open(list fusers) except -1:
+    for fuser in fusers:
+        if _is_open(fuser):
+            return True
+    return False
+
+
+cdef bint _any_ready(list fusers) except -1:
+    for fuser in fusers:
+        if fuser.properties().ready:
+            return True
+    return False
+
+
+cdef int _feed(object fuser, object operation, object encoded) except -1:
+    """``fuser.fuse(operation)``: fastplan's fusers take the op's encoding (``encoded``, from
+    its flow) in C, and are skipped once frozen (their ``fuse`` would do nothing)."""
+    cdef type kind = type(fuser)
+    if encoded is not None:
+        if kind is ElementWiseFuser:
+            if not (<ElementWiseFuser>fuser).fuser.st.s.closed:
+                (<ElementWiseFuser>fuser).fuse_open(<EncodedOp>encoded)
+            return 0
+        if kind is ReduceFuser:
+            if not (<ReduceFuser>fuser).fuser.st.s.closed:
+                (<ReduceFuser>fuser).fuse_encoded(<EncodedOp>encoded)
+            return 0
+        if kind is MatmulFuser:
+            if not (<MatmulFuser>fuser).fuser.st.s.closed:
+                (<MatmulFuser>fuser).fuse_open(<EncodedOp>encoded)
+            return 0
+        if kind is NHWCRelayoutFuser:
+            if not (<NHWCRelayoutFuser>fuser)._closed:
+                (<NHWCRelayoutFuser>fuser).fuse_open(<EncodedOp>encoded)
+            return 0
+    if not _frozen(fuser):
+        fuser.fuse(operation)
+    return 0
 
 
 cdef int _after_out(object struct) except -2:
@@ -84,8 +185,12 @@ cdef _Flow op_flow(object operation):
             rw.append(True)
         else:
             rw.append(False)
-    flow = flow_new(produced, tuple(read), tuple(freed))
+    flow = _Flow.__new__(_Flow)  # no membership sets: op flows are only walked in order
+    flow.produced = produced
+    flow.read = tuple(read)
+    flow.freed = tuple(freed)
     flow.read_rw = tuple(rw)
+    flow.encoded = encoded
     return flow
 
 
@@ -129,6 +234,7 @@ cdef class Block:
         self.start_pos = _MAXSIZE
         self.end_pos = 0
         self.flows = []
+        self.state = _new_state()
 
     # --- GraphNode ---------------------------------------------------------------------------
 
@@ -157,8 +263,26 @@ cdef class Block:
 
     cpdef Block clone(self):
         """A deep copy: fusers cloned, lists and sets copied."""
-        cdef Block other = Block.__new__(Block)
+        cdef Block other = self.clone_lists()
         other.fusers = [fuser.clone() for fuser in self.fusers]
+        return other
+
+    cdef list fusers_sharing(self):
+        """Copies of the fusers for a merge, sharing every fuser that can no longer change
+        (``_frozen``): feeding it more ops leaves it as it is, in both blocks."""
+        cdef list fusers = []
+        for fuser in self.fusers:
+            fusers.append(fuser if _frozen(fuser) else fuser.clone())
+        return fusers
+
+    cdef bint live(self) except -1:
+        """Whether some fuser is not frozen. A merge into a block with none is refused: the
+        copy would keep every fuser as it is (none open, none newly ready)."""
+        return _any_live(self.fusers)
+
+    cdef Block clone_lists(self):
+        """A copy of everything but the fusers (``fusers`` is left to the caller)."""
+        cdef Block other = Block.__new__(Block)
         other.operations = list(self.operations)
         other.ordering = list(self.ordering)
         other.ids = set(self.ids)
@@ -169,6 +293,7 @@ cdef class Block:
         other.start_pos = self.start_pos
         other.end_pos = self.end_pos
         other.flows = list(self.flows)
+        other.state = self.state
         return other
 
     def seed_constituent(self, index):
@@ -210,6 +335,14 @@ cdef class Block:
         return False
 
     cdef int register_op(self, object operation, object pos, _Flow flow) except -1:
+        self._record_op(operation, pos, flow)
+        for fuser in self.fusers:
+            _feed(fuser, operation, flow.encoded)
+        return self._record_ids(flow)
+
+    cdef int _record_op(self, object operation, object pos, _Flow flow) except -1:
+        """``register_op``, first part: the op in the lists and the positions."""
+        self.state = _new_state()
         self.operations.append(operation)
         self.ordering.append(pos)
         self.flows.append(flow)
@@ -217,8 +350,10 @@ cdef class Block:
             self.start_pos = pos
         if pos + 1 > self.end_pos:
             self.end_pos = pos + 1
-        for fuser in self.fusers:
-            fuser.fuse(operation)
+        return 0
+
+    cdef int _record_ids(self, _Flow flow) except -1:
+        """``register_op``, last part (after the fusers): the tensor ids."""
         for tid in flow.read:
             self.ids.add(tid)
         for tid in flow.produced:
@@ -242,19 +377,13 @@ cdef class Block:
         return self.open_()
 
     cdef bint open_(self) except -1:
-        for fuser in self.fusers:
-            if fuser.status() is _OPEN:
-                return True
-        return False
+        return _any_open(self.fusers)
 
     def has_ready_optimization(self):
         return self.ready()
 
     cdef bint ready(self) except -1:
-        for fuser in self.fusers:
-            if fuser.properties().ready:
-                return True
-        return False
+        return _any_ready(self.fusers)
 
     def operation_nodes(self):
         """The ops in registration order as graph nodes."""
@@ -279,11 +408,17 @@ cdef class Block:
         return self.merge_from(other)
 
     cdef bint merge_from(self, Block other) except -1:
-        cdef Py_ssize_t i
         if not len(other.operations) == len(other.ordering) == len(other.flows):
             raise ValueError("a block's operations and ordering differ in length")
         if not self.appendable(other):
             return False
+        return self.merge_appendable(other)
+
+    cdef bint merge_appendable(self, Block other) except -1:
+        """``merge_from`` once ``appendable(other)`` is known to hold."""
+        cdef Py_ssize_t i
+        if not len(other.operations) == len(other.ordering) == len(other.flows):
+            raise ValueError("a block's operations and ordering differ in length")
         self_ready = self.ready()
         other_ready = other.ready()
         self.constituents |= other.constituents
@@ -293,11 +428,55 @@ cdef class Block:
             return True
         return not self_ready and not other_ready and self.ready()
 
+    cdef object merged_copy(self, Block other):
+        """``merge_from`` on a copy, ``appendable(other)`` being known to hold: the merged
+        block, or ``None`` if refused. The same answer for less work: the copy shares the
+        frozen fusers (``fusers_sharing``); its ops and ids are recorded only once the merge
+        is kept; whether a side was ready is read from this block and ``other`` (neither
+        changes) only once no fuser of the copy is open; and the ops stop being fed when every
+        fuser of the copy is frozen and a side was ready (refused, whatever the rest)."""
+        cdef Block merged
+        cdef list fusers
+        cdef _Flow flow
+        cdef Py_ssize_t i, n = len(other.operations)
+        cdef int side_ready = -1  # -1: not read yet
+        if not n == len(other.ordering) == len(other.flows):
+            raise ValueError("a block's operations and ordering differ in length")
+        fusers = self.fusers_sharing()
+        for i in range(n):
+            flow = <_Flow>other.flows[i]
+            operation = other.operations[i]
+            for fuser in fusers:
+                _feed(fuser, operation, flow.encoded)
+            if i + 1 < n and not _any_live(fusers):
+                if side_ready < 0:
+                    side_ready = self.ready() or other.ready()
+                if side_ready:
+                    return None
+        if not _any_open(fusers):
+            if side_ready < 0:
+                side_ready = self.ready() or other.ready()
+            if side_ready or not _any_ready(fusers):
+                return None
+        merged = self.clone_lists()
+        merged.fusers = fusers
+        merged.constituents |= other.constituents
+        for i in range(n):
+            flow = <_Flow>other.flows[i]
+            merged._record_op(other.operations[i], other.ordering[i], flow)
+            merged._record_ids(flow)
+        return merged
+
     def optimize(self, log=NO_LOG):
         """The block's best strategy: one fused optimization over a prefix of its ops, or all
         its ops unfused."""
+        return self.optimized(log, log.enabled(_BASIC))
+
+    cdef object optimized(self, object log, bint logged):
+        """``optimize``; ``logged``: ``log`` prints block decisions (else it is not called)."""
         best = best_fuser(self.fusers)
-        log_block(log, self, best)
+        if logged:
+            log_block(log, self, best)
         if best is None:
             ordering = tuple(self.ordering)
             return _BlockOptimization(_Operations(ordering), ordering)

@@ -25,8 +25,6 @@ cdef class ElementWiseFuser:
     Mirrors refimpl.planner.elemwise.ElementWiseFuser.
     """
 
-    cdef readonly TraceOperationFuser fuser
-
     name = NAME
 
     def __init__(self, max_bindings):
@@ -38,12 +36,13 @@ cdef class ElementWiseFuser:
         return other
 
     def fuse(self, operation):
-        cdef TraceOperationFuser fuser = self.fuser
-        cdef EncodedOp encoded
-        if fuser.st.s.closed:
+        if self.fuser.st.s.closed:
             return
-        encoded = encode_cached(operation)
-        fuser.check(tof_fuse(&fuser.st, &encoded.c))
+        self.fuse_open(encode_cached(operation))
+
+    cdef int fuse_open(self, EncodedOp encoded) except -1:
+        """``fuse`` of an encoded op, the fuser being open."""
+        return self.fuser.check(tof_fuse(&self.fuser.st, &encoded.c))
 
     def finish(self):
         return ElemwiseOptimization(self.fuser.finish(), self.len())

@@ -6,9 +6,10 @@ cdef class _Flow:
     cdef tuple produced  # ids the node outputs, in order
     cdef tuple read  # ids it reads (a ReadWrite read included), in order
     cdef tuple freed  # ids it reads ReadWrite (frees), in order
-    cdef object produced_set  # frozenset(produced): membership
-    cdef object read_set  # frozenset(read): membership
+    cdef object produced_set  # frozenset(produced): membership (None until a Dag needs it)
+    cdef object read_set  # frozenset(read): membership (None likewise)
     cdef tuple read_rw  # ops only: per entry of read, whether that use is ReadWrite
+    cdef object encoded  # ops only: the op's relative.EncodedOp
 
 
 cdef class Dag:

@@ -18,7 +18,8 @@ Bit sets are Python ``int``s, as in refimpl, so any number of nodes works.
 
 import heapq
 
-from cpython.long cimport PyLong_Check
+from cpython.long cimport PyLong_Check, PyLong_CheckExact
+from libc.stdlib cimport calloc, free
 
 from refimpl.planner.graph import GraphNode, TestNode
 
@@ -183,6 +184,11 @@ cdef class Dag:
 
 cdef int _build(Dag dag, list flows, list positions) except -1:
     cdef Py_ssize_t i, j, count = len(flows)
+    cdef _Flow flow
+    for flow in flows:  # an op's flow (block.op_flow) comes without its membership sets
+        if flow.produced_set is None:
+            flow.produced_set = frozenset(flow.produced)
+            flow.read_set = frozenset(flow.read)
     dag.dependencies = [0] * count
     dag.dependents = [0] * count
     for i in range(count):
@@ -255,8 +261,84 @@ cdef bint valid_order(object order) except -1:
     return valid_flows([_flow_of(node) for node in order])
 
 
+cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object obj, int* overflow) except? -1
+
+
+# Per-id state of the array walk in ``valid_flows``.
+cdef enum:
+    _PRODUCED_HERE = 1
+    _ALIVE = 2
+    _DEAD = 4
+
+# Ids at or above this (or below 0, or not exactly ``int``) take the set walk instead.
+cdef long long _ID_LIMIT = 1 << 20
+
+
+cdef long long _top_id(tuple ids, long long top) except -3:
+    """The largest of ``top`` and ``ids``; -2 if an id is not a small non-negative int."""
+    cdef Py_ssize_t i
+    cdef long long value
+    cdef int overflow
+    for i in range(len(ids)):
+        item = ids[i]
+        if not PyLong_CheckExact(item):
+            return -2
+        value = PyLong_AsLongLongAndOverflow(item, &overflow)
+        if overflow or value < 0 or value >= _ID_LIMIT:
+            return -2
+        if value > top:
+            top = value
+    return top
+
+
 cdef bint valid_flows(list flows) except -1:
-    """``is_valid_execution_order`` over nodes already read into flows."""
+    """``is_valid_execution_order`` over nodes already read into flows: the walk below on a
+    byte per id (relative ids are small positions), or on sets for any other ids."""
+    cdef _Flow flow
+    cdef long long top = -1
+    cdef unsigned char* state
+    cdef Py_ssize_t i
+    cdef long long tid
+    cdef unsigned char s
+    for flow in flows:
+        top = _top_id(flow.produced, top)
+        if top >= -1:
+            top = _top_id(flow.read, top)
+        if top >= -1:
+            top = _top_id(flow.freed, top)
+        if top < -1:
+            return _valid_flows_sets(flows)
+    state = <unsigned char*>calloc(top + 2, 1)
+    if state == NULL:
+        raise MemoryError()
+    try:
+        for flow in flows:
+            for i in range(len(flow.produced)):
+                state[<long long>flow.produced[i]] |= _PRODUCED_HERE
+        for flow in flows:
+            for i in range(len(flow.read)):
+                tid = flow.read[i]
+                s = state[tid]
+                if s & _DEAD:
+                    return False
+                if not s & _ALIVE:
+                    if s & _PRODUCED_HERE:
+                        return False
+                    state[tid] = s | _ALIVE
+            for i in range(len(flow.freed)):
+                tid = flow.freed[i]
+                state[tid] = (state[tid] & ~_ALIVE) | _DEAD
+            for i in range(len(flow.produced)):
+                tid = flow.produced[i]
+                state[tid] = (state[tid] & ~_DEAD) | _ALIVE
+        return True
+    finally:
+        free(state)
+
+
+cdef bint _valid_flows_sets(list flows) except -1:
+    """``valid_flows`` on Python sets (any hashable ids)."""
     cdef set produced_here = set()
     cdef set alive = set()
     cdef set dead = set()

@@ -35,10 +35,6 @@ cdef class MatmulFuser:
     Mirrors refimpl.planner.matmul.MatmulFuser.
     """
 
-    cdef readonly TraceOperationFuser fuser
-    cdef readonly TraceOperationFuser fuser_fallback
-    cdef readonly object matmul
-
     name = NAME
 
     def __init__(self, max_bindings):
@@ -71,19 +67,22 @@ cdef class MatmulFuser:
         return 0
 
     def fuse(self, operation):
-        cdef EncodedOp encoded
-        cdef Reason reason
         if self.fuser.st.s.closed:
             return
-        encoded = encode_cached(operation)
+        self.fuse_open(encode_cached(operation))
+
+    cdef int fuse_open(self, EncodedOp encoded) except -1:
+        """``fuse`` of an encoded op, the fuser being open."""
+        cdef Reason reason
         if self.matmul is None:
             if encoded.c.kind == OpKindC.MATMUL:
                 self._on_matmul(encoded)
             else:
                 self._close(R_NOT_MATMUL)
-            return
+            return 0
         self.fuser.check(tof_fuse_both(&self.fuser.st, &self.fuser_fallback.st, &encoded.c,
                                        &reason))
+        return 0
 
     def finish(self):
         if self.matmul is None:

@@ -67,10 +67,6 @@ cdef class NHWCRelayoutFuser:
     Mirrors refimpl.planner.nhwc.NHWCRelayoutFuser.
     """
 
-    cdef readonly TraceOperationFuser fuser
-    cdef readonly object op
-    cdef bint _closed
-
     name = NAME
 
     def __init__(self, max_bindings):
@@ -98,15 +94,17 @@ cdef class NHWCRelayoutFuser:
         return 0
 
     def fuse(self, operation):
-        cdef EncodedOp encoded
         if self._closed:
             return
-        encoded = encode_cached(operation)
+        self.fuse_open(encode_cached(operation))
+
+    cdef int fuse_open(self, EncodedOp encoded) except -1:
+        """``fuse`` of an encoded op, the fuser being open."""
         if encoded.c.kind == OpKindC.MODULE and encoded.c.tensors[0].status == READ_WRITE:
-            self._capture(encoded)
-            return
+            return self._capture(encoded)
         self.fuser.check(tof_fuse(&self.fuser.st, &encoded.c))
         self._closed = self.fuser.st.s.closed
+        return 0
 
     def finish(self):
         return NHWCRelayoutOptimization(self.fuser.finish(), self.len())

@@ -10,4 +10,4 @@ cdef class Chunk:
 
 
 cdef object unfused_order(object positions)
-cdef object repaired(object opt, object operations)
+cdef object repaired(object opt, object operations, list known=*)

@@ -13,6 +13,7 @@ Where the structure differs (the result must not): each op's data flow is read o
 
 from fastplan.block cimport op_flow
 from fastplan.graph cimport _Flow, Dag, dag_from, flow_new, valid_flows
+from fastplan.relative cimport EncodedOp
 from fastplan.strategy cimport len_of
 
 from refimpl.planner.strategy import BlockOptimization, Composed, Operations
@@ -25,19 +26,29 @@ _Operations = Operations
 
 
 cdef class _Flows:
-    """The flows of a segment's ops, read on first use."""
+    """The flows of a segment's ops, read on first use; ``known``: flows the search read
+    already (by position), used where they are the flow of the op at that position."""
 
     cdef object operations
     cdef dict cache
+    cdef list known
 
-    def __cinit__(self, operations):
+    def __cinit__(self, operations, list known=None):
         self.operations = operations
         self.cache = {}
+        self.known = known
 
     cdef _Flow at(self, object pos):
+        cdef _Flow flow
         found = self.cache.get(pos)
         if found is None:
-            found = op_flow(self.operations[pos])
+            operation = self.operations[pos]
+            if self.known is not None and 0 <= pos < len(self.known):
+                flow = self.known[pos]
+                if flow.encoded is not None and (<EncodedOp>flow.encoded).source is operation:
+                    found = flow
+            if found is None:
+                found = op_flow(operation)
             self.cache[pos] = found
         return <_Flow>found
 
@@ -134,9 +145,10 @@ cdef Dag _dag(list chunks):
                     [chunk.position() for chunk in chunks])
 
 
-cdef object repaired(object opt, object operations):
-    """``repair_order`` (see there)."""
-    cdef _Flows flows = _Flows(operations)
+cdef object repaired(object opt, object operations, list known=None):
+    """``repair_order`` (see there); ``known``: the flows of the ops the search registered, by
+    position (taken where they belong to ``operations``' op at that position)."""
+    cdef _Flows flows = _Flows(operations, known)
     cdef list strategies, chunks
     cdef Py_ssize_t offset, size
     strategy = opt.strategy

@@ -2,12 +2,14 @@
 """C-level declarations of fastplan.search (used by processor)."""
 
 from fastplan.graph cimport _Flow
+from fastplan.merging cimport _Merger
 
 
 cdef class BlocksOptimizer:
     cdef public list blocks  # the blocks to merge and optimize
     cdef public object num_ops  # largest end position: the segment length they cover
     cdef public object log  # a refimpl.planner.log.FusionLog
+    cdef _Merger merger  # the search's merging context (None: built from Python, no memo)
     cdef object run(self)
 
 
@@ -20,7 +22,10 @@ cdef class StreamOptimizer:
     cdef object _log  # the FusionLog (property ``log``)
     cdef bint _full  # the log prints stream events
     cdef bint _fusers_reset  # self.fusers were reset and never fed since
+    cdef _Merger _merger  # refused merges of this optimizer's blocks (merging.pyx)
+    cdef list _flows  # the data flow of each registered op, by position (for repair)
     cdef int register_op(self, object operation, _Flow flow) except -1
+    cdef int _place(self, object operation, _Flow flow) except -1
     cdef bint optimizing(self) except -1
     cdef void reset_all(self) except *
     cdef void _trace(self, str template, object a=*, object b=*, object c=*) except *

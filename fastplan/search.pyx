@@ -19,7 +19,7 @@ Invariants (refimpl's):
 
 from fastplan.block cimport Block, op_flow
 from fastplan.graph cimport _Flow, Dag, dag_from
-from fastplan.merging cimport blocks_merged
+from fastplan.merging cimport _Merger, blocks_merged
 from fastplan.repair cimport repaired
 from fastplan.strategy cimport map_block_ordering_of
 
@@ -37,6 +37,7 @@ _Result = BlocksOptimizerResult
 _BlockOptimization = BlockOptimization
 _Composed = Composed
 _FULL = LogLevel.FULL
+_BASIC = LogLevel.BASIC
 
 # _MergeStep
 cdef enum:
@@ -78,13 +79,17 @@ cdef class BlocksOptimizer:
         cdef list resolved
         cdef list holes
         cdef Py_ssize_t end, pos
+        cdef Block block
+        cdef bint logged
         self._merging_pass()
         order = blocks_dag(self.blocks).topological_order()
         if order is None:
             order = list(range(len(self.blocks)))
         resolved = [False] * self.num_ops
+        logged = self.log.enabled(_BASIC)
         for index in order:
-            block_opt = self.blocks[index].optimize(self.log)
+            block = self.blocks[index]
+            block_opt = block.optimized(self.log, logged)
             for pos in block_opt.ordering:
                 resolved[pos] = True
             ordering.extend(block_opt.ordering)
@@ -104,7 +109,7 @@ cdef class BlocksOptimizer:
         for index in range(len(self.blocks)):
             (<Block>self.blocks[index]).constituents = _ONE << index
         guard = blocks_dag(self.blocks).reachability()
-        result = blocks_merged(self.blocks, guard, False)
+        result = blocks_merged(self.blocks, guard, False, self.merger)
         if result.kind == "Full":
             self.blocks = result.merged
         elif result.kind == "Partial":
@@ -160,6 +165,8 @@ cdef class StreamOptimizer:
         self.stopped = False
         self.max_blocks = max_blocks
         self.log = log
+        self._merger = _Merger()
+        self._flows = []
 
     @property
     def log(self):
@@ -178,13 +185,22 @@ cdef class StreamOptimizer:
 
     cdef int register_op(self, object operation, _Flow flow) except -1:
         """``register``; ``flow`` is the op's data flow when the caller has it already."""
-        cdef int step
         if self.stopped:
-            self._trace("op {} dropped (optimizer stopped at op {})", operation.name,
-                        self.length)
+            if self._full:
+                self._trace("op {} dropped (optimizer stopped at op {})", operation.name,
+                            self.length)
             return 0
         if flow is None:
             flow = op_flow(operation)
+        before = self.length
+        self._place(operation, flow)
+        if self.length != before:  # registered at position ``before``
+            self._flows.append(flow)
+        return 0
+
+    cdef int _place(self, object operation, _Flow flow) except -1:
+        """``register_op`` once the op is known to be taken: the next position, if placed."""
+        cdef int step
         if not self.blocks:
             self._new_block(operation, flow)
             self.length += 1
@@ -237,6 +253,10 @@ cdef class StreamOptimizer:
         if self.blocks:
             self.blocks = []
         self.stopped = False
+        if self._merger.refused:  # the blocks it names are gone
+            self._merger.forget()
+        if self._flows:
+            self._flows = []
 
     cdef void _trace(self, str template, object a=None, object b=None, object c=None) except *:
         """A ``full``-level stream event; the text is only built when it is printed."""
@@ -268,7 +288,7 @@ cdef class StreamOptimizer:
         for block in self.blocks:
             if block.accepts(operation, self.length, flow, force):
                 added += 1
-        if added:
+        if added and self._full:  # (operation.name is only read for the log)
             self._trace("op {} {} -> accepted in {} block(s)", self.length, operation.name,
                         added)
         return added
@@ -286,7 +306,7 @@ cdef class StreamOptimizer:
         for i in range(len(self.blocks)):
             (<Block>self.blocks[i]).constituents = _ONE << i
         guard = blocks_dag(self.blocks).reachability()
-        result = blocks_merged([self.blocks[i] for i in chosen], guard, False)
+        result = blocks_merged([self.blocks[i] for i in chosen], guard, False, self._merger)
         if result.kind == "Fail":
             return STEP_FAIL
         kept = [self.blocks[i] for i in range(len(self.blocks)) if i not in chosen]
@@ -297,8 +317,9 @@ cdef class StreamOptimizer:
         cdef Block block = Block(self.fusers)
         block.register_op(operation, self.length, flow)
         self.blocks.append(block)
-        self._trace("op {} {} -> new block (total: {})", self.length, operation.name,
-                    len(self.blocks))
+        if self._full:
+            self._trace("op {} {} -> new block (total: {})", self.length, operation.name,
+                        len(self.blocks))
 
     def _on_dependent_op(self, operation):
         """Give the op its own block depending on the blocks it reads from."""
@@ -321,8 +342,9 @@ cdef class StreamOptimizer:
             self._trace("stopped (unresolvable dependency cycle) at op {}", self.length)
             self.stopped = True
             return
-        self._trace("op {} {} -> new dependent block (total: {})", self.length,
-                    operation.name, len(self.blocks))
+        if self._full:
+            self._trace("op {} {} -> new dependent block (total: {})", self.length,
+                        operation.name, len(self.blocks))
 
     # --- optimization ------------------------------------------------------------------------
 
@@ -349,6 +371,7 @@ cdef class StreamOptimizer:
         cdef list blocks = list(self.blocks) if consume else \
             [block.clone() for block in self.blocks]
         cdef BlocksOptimizer optimizer = BlocksOptimizer(blocks, self._log)
+        optimizer.merger = self._merger  # its blocks are its own (clones, or consumed)
         if consume:
             self.blocks = []
         return optimizer.run()
@@ -363,7 +386,7 @@ cdef class StreamOptimizer:
         cdef _HoleFrame frame
         first = self.first_pass(consume)
         if not first.holes:
-            return repaired(first.full(), operations)
+            return repaired(first.full(), operations, self._flows)
         stack = [_HoleFrame(self, operations, first.strategies, first.ordering, first.holes)]
         done = None
         while stack:
@@ -375,7 +398,7 @@ cdef class StreamOptimizer:
                     stack.pop()
                     whole = _BlockOptimization(_Composed(tuple(frame.strategies)),
                                                tuple(frame.ordering))
-                    done = repaired(whole, frame.operations)
+                    done = repaired(whole, frame.operations, frame.optimizer._flows)
                     continue
             done = _search_holes(frame, stack)
         return done
@@ -390,6 +413,6 @@ cdef object _search_holes(_HoleFrame frame, list stack):
         search.register_op(operation, None)
     first = search.first_pass(True)  # a hole search is used once
     if not first.holes:
-        return repaired(first.full(), hole_ops)
+        return repaired(first.full(), hole_ops, search._flows)
     stack.append(_HoleFrame(search, hole_ops, first.strategies, first.ordering, first.holes))
     return None

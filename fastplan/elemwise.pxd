@@ -1,0 +1,10 @@
+# cython: language_level=3
+"""C-level declarations of fastplan.elemwise (used by fastplan.block)."""
+
+from fastplan.relative cimport EncodedOp
+from fastplan.trace_fuser cimport TraceOperationFuser
+
+
+cdef class ElementWiseFuser:
+    cdef readonly TraceOperationFuser fuser  # closed: ``fuse`` does nothing
+    cdef int fuse_open(self, EncodedOp encoded) except -1

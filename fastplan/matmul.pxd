@@ -1,0 +1,14 @@
+# cython: language_level=3
+"""C-level declarations of fastplan.matmul (used by fastplan.block)."""
+
+from fastplan.relative cimport EncodedOp
+from fastplan.trace_fuser cimport TraceOperationFuser
+
+
+cdef class MatmulFuser:
+    cdef readonly TraceOperationFuser fuser  # closed: ``fuse`` does nothing
+    cdef readonly TraceOperationFuser fuser_fallback
+    cdef readonly object matmul  # FusedMatmul, once the matmul is captured
+    cdef void _close(self, int code)
+    cdef int _on_matmul(self, EncodedOp op) except -1
+    cdef int fuse_open(self, EncodedOp encoded) except -1
