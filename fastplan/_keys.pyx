@@ -33,6 +33,10 @@ from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyObject_GenericSetAttr
 from cpython.ref cimport PyObject
+
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(object op)  # safe on an untracked object; dealloc calls it too
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
@@ -355,6 +359,7 @@ cdef object new_tensor(object tid, tuple shape, object dtype, object status):
     PyObject_GenericSetAttr(tensor, _SHAPE, shape)
     PyObject_GenericSetAttr(tensor, _DTYPE, dtype)
     PyObject_GenericSetAttr(tensor, _STATUS, status)
+    PyObject_GC_UnTrack(tensor)  # frozen, of ints, a tuple and enum members: never in a cycle
     return tensor
 
 
@@ -371,6 +376,7 @@ cdef object new_struct(int64_t struct_code, list values):
     cdef Py_ssize_t i
     for i in range(len(names)):
         PyObject_GenericSetAttr(desc, names[i], values[i])
+    PyObject_GC_UnTrack(desc)  # frozen, of relative tensors and plain values
     return desc
 
 
@@ -379,4 +385,5 @@ cdef object new_operation(object op, object desc):
     cdef object operation = _OperationIr.__new__(_OperationIr)
     PyObject_GenericSetAttr(operation, _OP, op)
     PyObject_GenericSetAttr(operation, _DESC, desc)
+    PyObject_GC_UnTrack(operation)  # frozen, of an op-table entry and its operand struct
     return operation

@@ -24,6 +24,8 @@ Where the structure differs (the result must not):
 
 from types import MappingProxyType
 
+cimport cython
+
 from cpython.bytes cimport PyBytes_AS_STRING
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.long cimport PyLong_AsLongLongAndOverflow
@@ -74,6 +76,7 @@ assert tuple(f for f in PlanStep.__slots__) == _STEP_FIELDS
 
 cdef extern from "Python.h":
     object _generic_alloc "PyType_GenericAlloc"(PyTypeObject* type, Py_ssize_t nitems)
+    void PyObject_GC_UnTrack(object op)
 
 
 cdef Py_ssize_t _field_offset(type cls, str name) except -1:
@@ -106,6 +109,7 @@ cdef object _new_step(object kind, tuple ops, object fuser, object score, tuple 
     _put(step, _STEP_OFFSETS[5], outputs)
     _put(step, _STEP_OFFSETS[6], ())
     _put(step, _STEP_OFFSETS[7], blocks)
+    PyObject_GC_UnTrack(step)  # frozen, of strings, numbers and tuples: never in a cycle
     return step
 
 
@@ -151,6 +155,7 @@ cdef class _Compiled:
     cdef list leaves  # _Leaf
 
 
+@cython.no_gc  # holds lists, dicts and ops the queue made: nothing that leads back to it
 cdef class _StepContext:
     """The converter's maps when a segment executed (see queue.pxd)."""
 
@@ -197,6 +202,7 @@ cdef _StepContext context_given(object segment, object g2r, object shapes, objec
     return context
 
 
+@cython.no_gc  # a step, an optimization and a context: nothing that leads back to it
 cdef class _StepRecord:
     """One executed step as the queue recorded it (see queue.pxd)."""
 
