@@ -95,3 +95,8 @@ cdef inline int buf_push(KeyBuf* b, int64_t value) except -1:
     b.data[b.len] = value
     b.len += 1
     return 0
+
+
+cdef inline object tensor_id(object tensor):
+    """``tensor.id``, read at its slot for an exact ``TensorIr``."""
+    return slot(tensor, slots().tid) if type(tensor) is tensor_type() else tensor.id

@@ -252,27 +252,10 @@ cdef Py_ssize_t field_offset(type cls, str name) except -1:
 
 cdef bint exact_codes(object operation, int64_t* code, int64_t* struct_code) noexcept:
     """``op_codes`` for an op of exactly the typed form (true), or false (no error set)."""
-    cdef PyObject* found
-    cdef PyObject* value
-    if type(operation) is not _OperationIr:
+    try:
+        op_codes(operation, code, struct_code)
+    except (BoundaryError, AttributeError):  # not the typed form, or a field left unset
         return False
-    value = (<PyObject**>((<char*><PyObject*>operation) + _SLOTS.op))[0]
-    if value == NULL or type(<object>value) is not _Op:
-        return False
-    value = (<PyObject**>((<char*>value) + _SLOTS.code))[0]
-    if value == NULL or type(<object>value) is not int:
-        return False
-    c = <object>value
-    if not (0 <= c < _NUM_OPS) or _OPS[c] is not slot(operation, _SLOTS.op):
-        return False
-    value = (<PyObject**>((<char*><PyObject*>operation) + _SLOTS.desc))[0]
-    if value == NULL:
-        return False
-    found = PyDict_GetItem(_STRUCT_CODE, type(<object>value))
-    if found == NULL or _STRUCTS[<object>found] is not _OP_STRUCT[<Py_ssize_t>c]:
-        return False
-    code[0] = <Py_ssize_t>c
-    struct_code[0] = <object>found
     return True
 
 

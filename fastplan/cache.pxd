@@ -24,7 +24,6 @@ cdef class _Node:
 
 cdef class ExecutionPlanStore:
     cdef public list plans  # refimpl ExecutionPlan objects, by id
-    cdef dict _starters  # key of a plan's first op -> ids of the plans starting with it
     cdef _Node _root  # prefix trie of the plans' op keys
     cdef list _op_keys  # per plan: the keys of its ops (tuple of bytes)
     cdef list _trigger_keys  # per plan: (kind, op keys or None) of each trigger, in order

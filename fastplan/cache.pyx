@@ -10,8 +10,8 @@ refimpl/planner/cache.py: same names, same order, same results.
 
 Where the structure differs (the result must not): ops are compared through their keys
 (``fastplan._keys``: byte strings equal exactly when the relative ops are ``==``). The store
-keeps, beside each plan, the keys of its ops and of its ``OnOperations`` triggers; the index
-maps a first op's key to the plans starting with it. ``fastplan.queue`` hands the keys of the
+keeps, beside each plan, the keys of its ops and of its ``OnOperations`` triggers, and a
+prefix trie of the op keys (below; ``find`` reads it too). ``fastplan.queue`` hands the keys of the
 ops it queues to the policy directly (``update_key``), so a cache hit never builds or compares
 an ``OperationIr``. The plain-data classes (modes, triggers, ``ExecutionPlan``, actions) are
 refimpl's.
@@ -116,7 +116,6 @@ cdef class ExecutionPlanStore:
 
     def __init__(self):
         self.plans = []
-        self._starters = {}
         self._root = _Node(0)
         self._op_keys = []
         self._trigger_keys = []
@@ -130,8 +129,15 @@ cdef class ExecutionPlanStore:
         return list(self.find_key(relative_key(first)))
 
     cdef list find_key(self, bytes first):
-        found = self._starters.get(first)
-        return <list>found if found is not None else []
+        """Ids of the plans whose first op key is ``first``: those ending at or below the
+        trie's node for it."""
+        node = _child(self._root, first)
+        if node is None:
+            return []
+        ids = list((<_Node>node).ends or ())
+        ids.extend(_ids_below(<_Node>node, PY_SSIZE_T_MAX))
+        ids.sort()
+        return ids
 
     def add(self, plan):
         """Store a plan (it must cover at least one op) and return its id."""
@@ -142,11 +148,6 @@ cdef class ExecutionPlanStore:
     cdef Py_ssize_t add_keyed(self, object plan, tuple keys, object trigger_keys) except -1:
         """``add`` with the op keys (and, optionally, the trigger keys) already known."""
         cdef Py_ssize_t plan_id = len(self.plans)
-        cdef list starters = self._starters.get(keys[0])
-        if starters is None:
-            self._starters[keys[0]] = [plan_id]
-        else:
-            starters.append(plan_id)
         self.plans.append(plan)
         self._op_keys.append(keys)
         _trie_add(self._root, keys, plan_id)
@@ -237,6 +238,22 @@ cdef tuple _children(_Node node):
     if node.index is not None:
         return tuple(node.index.values())
     return () if node.children is None else node.children[1::2]
+
+
+cdef list _ids_below(_Node top, Py_ssize_t limit):
+    """Ids below ``limit`` of the plans ending strictly below ``top`` (in no set order)."""
+    cdef list ids = []
+    cdef list pending = [top]
+    cdef _Node node
+    cdef Py_ssize_t plan_id
+    while pending:
+        for node in _children(<_Node>pending.pop()):
+            for plan_id in node.ends or ():
+                if plan_id < limit:
+                    ids.append(plan_id)
+            if node.min_below < limit:
+                pending.append(node)
+    return ids
 
 
 cdef int _trie_add(_Node node, tuple keys, Py_ssize_t plan_id) except -1:
@@ -397,17 +414,9 @@ cdef class Policy:
     cdef list _candidate_ids(self):
         """Ids of the plans still matching: stored at position 0, ending strictly below the
         node of the ops seen; ascending."""
-        cdef list ids = []
-        cdef list pending = [] if self._node is None else [self._node]
-        cdef _Node node
-        cdef Py_ssize_t plan_id
-        while pending:
-            for node in _children(<_Node>pending.pop()):
-                for plan_id in node.ends or ():
-                    if plan_id < self._start_count:
-                        ids.append(plan_id)
-                if node.min_below < self._start_count:
-                    pending.append(node)
+        if self._node is None:
+            return []
+        cdef list ids = _ids_below(self._node, self._start_count)
         ids.sort()
         return ids
 

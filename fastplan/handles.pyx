@@ -22,6 +22,7 @@ from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
     F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, slot, slots, struct_info,
+    tensor_id,
 )
 from fastplan.relative cimport make_frozen
 
@@ -74,12 +75,6 @@ for _op in OPS:
     _ACTIONS[_op.code] = (_RELEASE if _op.kind is _DROP else _CREATE if _op.kind is _INIT
                           else _VIEW if _op.kind in _VIEW_KINDS else _PLAIN)
 cdef tuple _VARIANTS = tuple([op.variant for op in OPS])
-cdef tuple _OPS = tuple(OPS)
-cdef type _Op = type(OPS[0])
-
-
-cdef inline object _tensor_id(object tensor):
-    return slot(tensor, slots().tid) if type(tensor) is TensorIr else tensor.id
 
 
 cdef inline object _buffer_of(object handle):
@@ -137,26 +132,14 @@ def init_targets(stream):
     Mirrors refimpl.handles.init_targets.
     """
     cdef list found = []
-    cdef int action
+    cdef int64_t code, struct_code
     for item in stream.items:
-        action = _op_action(item)
-        if action == _CREATE or (action < 0 and isinstance(item, OperationIr)
-                                 and item.op.kind is _INIT):
+        if exact_codes(item, &code, &struct_code):
+            if _ACTIONS[code] == _CREATE:
+                found.append(item.desc.out.id)
+        elif isinstance(item, OperationIr) and item.op.kind is _INIT:
             found.append(item.desc.out.id)
     return frozenset(found)
-
-
-cdef int _op_action(object item) except -2:
-    """What ``run_unfused`` does with an exactly-typed op (``_ACTIONS``), or -1."""
-    if type(item) is not OperationIr:
-        return -1
-    entry = slot(item, slots().op)
-    if type(entry) is not _Op:
-        return -1
-    code = slot(entry, slots().code)
-    if type(code) is not int or not 0 <= code < len(_OPS) or _OPS[code] is not entry:
-        return -1
-    return _ACTIONS[<Py_ssize_t>code]
 
 
 cdef inline object _handle(object buffer, tuple shape, tuple strides, object offset,
@@ -356,7 +339,7 @@ cdef class Memory:
         desc = slot(op, slots().desc)
         action = _ACTIONS[code]
         if action == _RELEASE:
-            self.remove(_tensor_id(desc.tensor))
+            self.remove(tensor_id(desc.tensor))
             return
         info = struct_info(struct_code)
         if action == _CREATE or info.out_field < 0:
@@ -373,7 +356,7 @@ cdef class Memory:
             return self._run_unfused_any(op)
         source = None
         for tensor in reads:
-            found = self.handle(_tensor_id(tensor))
+            found = self.handle(tensor_id(tensor))
             if source is None:
                 source = found
         out = slot(desc, info.offsets[info.out_field])
@@ -386,8 +369,8 @@ cdef class Memory:
         for tensor in reads:
             if (slot(tensor, slots().status) if type(tensor) is TensorIr
                     else tensor.status) is _READ_WRITE:
-                self.remove(_tensor_id(tensor))
-        self.register(_tensor_id(out), handle)
+                self.remove(tensor_id(tensor))
+        self.register(tensor_id(out), handle)
 
     cdef _run_unfused_any(self, object op):
         """``run_unfused`` for any op answering ``op``, ``desc`` and ``inputs()``."""

@@ -20,6 +20,7 @@ from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
     F_SCALAR, F_TENSOR, F_TENSORS, StructInfo, exact_codes, slot, slots, struct_info,
+    tensor_id,
 )
 from fastplan.handles cimport op_nodes
 from fastplan.layout cimport permuted_innermost_axis_t
@@ -28,7 +29,7 @@ from fastplan.relative cimport make_frozen
 from fastplan.launch_planners import plan_inputs, plan_outputs
 from fastplan.launch_vectorize import plan_vectorization
 
-from refimpl.ir import FieldKind, ScalarOpIr, TensorIr
+from refimpl.ir import FieldKind, ScalarOpIr
 from refimpl.ops import OPS, OpKind
 from refimpl.planner.launch import (
     ConcreteLayout, FuseBlockConfig, FusedContext, Launch, LaunchError, LaunchInput,
@@ -47,7 +48,6 @@ __all__ = [
 RefLayout = RefLayout
 cdef object _DROP = OpKind.DROP
 cdef object _SCALAR = FieldKind.SCALAR
-cdef object _TensorIr = TensorIr
 cdef tuple _IS_DROP = tuple([op.kind is OpKind.DROP for op in OPS])
 
 
@@ -96,7 +96,7 @@ def context_of(segment, global2relative, shapes, scalars):
         info = struct_info(struct_code)
         if _IS_DROP[code]:
             dropped = desc.tensor
-            tensors.setdefault(global2relative[_tid(dropped)], dropped)
+            tensors.setdefault(global2relative[tensor_id(dropped)], dropped)
             continue
         # op.nodes(): the inputs in field order, then ``out``
         for f in range(info.n_fields):
@@ -115,12 +115,8 @@ def context_of(segment, global2relative, shapes, scalars):
     return _new(FusedContext, (tensors, dict(shapes), tuple(zip(scalars, dtypes))))
 
 
-cdef inline object _tid(object tensor):
-    return slot(tensor, slots().tid) if type(tensor) is _TensorIr else tensor.id
-
-
 cdef inline int _note(object tensor, object global2relative, dict tensors) except -1:
-    rid = global2relative[_tid(tensor)]
+    rid = global2relative[tensor_id(tensor)]
     known = tensors.get(rid)
     if known is None or known.shape != tensor.shape:
         tensors[rid] = tensor

@@ -35,10 +35,10 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
-    F_INT, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, PyMemberDescrObject, Slots,
+    F_INT, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots,
     StructInfo, buf_bytes, buf_free, buf_init, buf_push, dtype_slot, int_slot, interned,
     list_set_slice, new_operation, new_struct, new_tensor, op_codes, schema_of, slot,
-    slots, status_slot, struct_info, value_slot,
+    field_offset, slots, status_slot, struct_info, value_slot,
 )
 from fastplan.strategy cimport leaves_of
 
@@ -79,16 +79,9 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(object op)
 
 
-cdef Py_ssize_t _field_offset(type cls, str name) except -1:
-    descr = cls.__dict__[name]
-    if type(descr).__name__ != "member_descriptor":
-        raise TypeError(f"{cls.__name__}.{name} is not a __slots__ field")
-    return (<PyMemberDescrObject*><PyObject*>descr).d_member.offset
-
-
 cdef Py_ssize_t _STEP_OFFSETS[8]
 for _i, _name in enumerate(_STEP_FIELDS):
-    _STEP_OFFSETS[_i] = _field_offset(PlanStep, _name)
+    _STEP_OFFSETS[_i] = field_offset(PlanStep, _name)
 
 
 cdef inline void _put(object obj, Py_ssize_t offset, object value) noexcept:
