@@ -18,6 +18,13 @@ cdef extern from "Python.h":
     # itemlist NULL deletes the slice (Cython's cpython.list declares it as an object)
     int list_set_slice "PyList_SetSlice"(object lst, Py_ssize_t low, Py_ssize_t high,
                                          PyObject* itemlist) except -1
+    int _gc_is_tracked "PyObject_GC_IsTracked"(PyObject* op) noexcept
+    void _gc_untrack "PyObject_GC_UnTrack"(PyObject* op) noexcept
+    Py_ssize_t _var_size "Py_SIZE"(PyObject* op) noexcept
+    ctypedef struct PyTupleObject:
+        PyObject* ob_item[1]
+    ctypedef struct PyListObject:
+        PyObject** ob_item
 
 cdef enum:
     KEY_SMALL = 48  # slots held inline by a KeyBuf before it allocates
@@ -77,6 +84,7 @@ cdef object new_struct(int64_t struct_code, list values)
 cdef object new_operation(object op, object desc)
 cdef const StructInfo* struct_info(int64_t struct_code) noexcept
 cdef const Slots* slots() noexcept
+cdef void prefetch_ahead(tuple items, Py_ssize_t i) noexcept
 cdef object tensor_type()
 
 
@@ -100,3 +108,24 @@ cdef inline int buf_push(KeyBuf* b, int64_t value) except -1:
 cdef inline object tensor_id(object tensor):
     """``tensor.id``, read at its slot for an exact ``TensorIr``."""
     return slot(tensor, slots().tid) if type(tensor) is tensor_type() else tensor.id
+
+
+cdef inline void untrack_atomic(object container) noexcept:
+    """Take a tuple or list out of the cyclic collector's view when none of its items is
+    tracked (ints, floats, strings, frozen tuples of them, and fastplan's untracked ops): it
+    cannot be part of a cycle. CPython does this to such tuples at their first collection; a
+    pass of thousands of steps makes thousands of them, each walked once by the young
+    collection that follows it. A list must not be given items that are tracked afterwards."""
+    cdef PyObject* obj = <PyObject*>container
+    cdef PyObject** items
+    cdef Py_ssize_t i, n = _var_size(obj)
+    if type(container) is tuple:
+        items = (<PyTupleObject*>obj).ob_item
+    elif type(container) is list:
+        items = (<PyListObject*>obj).ob_item
+    else:
+        return
+    for i in range(n):
+        if _gc_is_tracked(items[i]):
+            return
+    _gc_untrack(obj)

@@ -112,6 +112,89 @@ cdef const Slots* slots() noexcept:
     return &_SLOTS
 
 
+# --- reading ahead ---------------------------------------------------------------------------
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define FASTPLAN_PREFETCH(p) __builtin_prefetch((const void *)(p))
+    #else
+    #define FASTPLAN_PREFETCH(p) ((void)(p))
+    #endif
+    """
+    void _prefetch "FASTPLAN_PREFETCH"(const void* p) noexcept nogil
+    ctypedef struct _TupleObject "PyTupleObject":
+        PyObject* ob_item[1]
+    void* _type_of "Py_TYPE"(PyObject* op) noexcept
+
+
+cdef inline PyObject* _field(PyObject* obj, Py_ssize_t offset) noexcept:
+    return (<PyObject**>((<char*>obj) + offset))[0]
+
+
+cdef Py_ssize_t _operand_struct(PyObject* item) noexcept:
+    """The operand-struct code of an exact ``OperationIr``'s desc (-1: not one). Reads the op
+    and the desc's type only, and sets no error."""
+    cdef PyObject* desc
+    cdef PyObject* found
+    if _type_of(item) != <void*>_OperationIr:
+        return -1
+    desc = _field(item, _SLOTS.desc)
+    if desc == NULL:
+        return -1
+    found = PyDict_GetItem(_STRUCT_CODE, <object>_type_of(desc))  # a type: hashing cannot fail
+    return -1 if found == NULL else <Py_ssize_t><object>found
+
+
+cdef void _prefetch_operands(PyObject* item, bint tensors_read) noexcept:
+    """Prefetch the tensors of ``item``'s desc (or, once those are read, what each tensor
+    points at: its id and its shape)."""
+    cdef Py_ssize_t f, k, code = _operand_struct(item)
+    cdef const StructInfo* info
+    cdef PyObject* desc
+    cdef PyObject* value
+    if code < 0:
+        return
+    info = &_STRUCT_INFO[code]
+    desc = _field(item, _SLOTS.desc)
+    for f in range(info.n_fields):
+        if info.kinds[f] != F_TENSOR and info.kinds[f] != F_TENSORS:
+            continue
+        value = _field(desc, info.offsets[f])
+        if value == NULL:
+            continue
+        if not tensors_read:
+            _prefetch(value)
+        elif _type_of(value) == <void*>_TensorIr:
+            _prefetch(_field(value, _SLOTS.tid))
+            _prefetch(_field(value, _SLOTS.shape))
+        elif _type_of(value) == <void*>tuple:
+            for k in range(min(len(<tuple><object>value), 8)):
+                _prefetch((<_TupleObject*>value).ob_item[k])
+
+
+cdef void prefetch_ahead(tuple items, Py_ssize_t i) noexcept:
+    """Ask the CPU for the memory the next items' encoding will read, a stage per item ahead:
+    item ``i + 4`` itself, the desc of ``i + 3``, the tensors of ``i + 2``, the ids and shapes
+    of ``i + 1``. Each stage reads only what the stage before it fetched. A stream built
+    before it is planned is spread over the heap: without this, reading an op's tensors is a
+    chain of cache misses (``docs/fastplan.md``, "Reading ahead"). Prefetching never faults;
+    nothing here sets an error or changes an object."""
+    cdef Py_ssize_t n = len(items)
+    cdef PyObject** at = (<_TupleObject*><PyObject*>items).ob_item
+    cdef PyObject* item
+    if i + 4 < n:
+        _prefetch(at[i + 4])
+    if i + 3 < n:
+        item = at[i + 3]
+        if _type_of(item) == <void*>_OperationIr:
+            _prefetch(_field(item, _SLOTS.desc))
+    if i + 2 < n:
+        _prefetch_operands(at[i + 2], False)
+    if i + 1 < n:
+        _prefetch_operands(at[i + 1], True)
+
+
 cdef object tensor_type():
     return _TensorIr
 

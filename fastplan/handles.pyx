@@ -22,7 +22,7 @@ from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
     F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, slot, slots, struct_info,
-    tensor_id,
+    tensor_id, untrack_atomic,
 )
 from fastplan.relative cimport make_frozen
 
@@ -144,6 +144,8 @@ def init_targets(stream):
 
 cdef inline object _handle(object buffer, tuple shape, tuple strides, object offset,
                            object dtype):
+    untrack_atomic(shape)  # of ints: out of the collector's view, as the handle is
+    untrack_atomic(strides)
     return make_frozen(Handle, _HANDLE_FIELDS, (buffer, shape, strides, offset, dtype))
 
 

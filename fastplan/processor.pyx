@@ -24,7 +24,7 @@ Where the structure differs (the result must not):
 
 import gc as _gc
 
-from fastplan._keys cimport relative_key
+from fastplan._keys cimport prefetch_ahead, relative_key
 from fastplan.cache cimport (
     ACTION_DEFER, ACTION_EXECUTE, ACTION_EXPLORE, TRIGGER_ALWAYS, TRIGGER_ON_OPERATIONS,
     TRIGGER_OTHER, ExecutionPlanStore, Policy,
@@ -347,8 +347,12 @@ cdef class StreamPlanner:
         # grows with the caller's heap
         paused = _gc.isenabled()
         _gc.disable()
+        items = stream.items
+        cdef bint ahead = type(items) is tuple
         try:
-            for item in stream.items:
+            for item in items:
+                if ahead:
+                    prefetch_ahead(<tuple>items, index)
                 if type(item) is not _OperationIr and isinstance(item, _Sync):
                     tensors = item.tensors
                     if not tensors or queue.produces(tensors):

@@ -38,7 +38,7 @@ from fastplan._keys cimport (
     F_INT, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots,
     StructInfo, buf_bytes, buf_free, buf_init, buf_push, dtype_slot, int_slot, interned,
     list_set_slice, new_operation, new_struct, new_tensor, op_codes, schema_of, slot,
-    field_offset, slots, status_slot, struct_info, value_slot,
+    field_offset, slots, status_slot, struct_info, untrack_atomic, value_slot,
 )
 from fastplan.strategy cimport leaves_of
 
@@ -165,6 +165,7 @@ cdef class _StepContext:
     cdef tuple scalar_values(self):
         if type(self.scalars) is not tuple:
             self.scalars = tuple(self.scalars)
+            untrack_atomic(self.scalars)
         return <tuple>self.scalars
 
     cdef object g2r_map(self):
@@ -184,6 +185,7 @@ cdef class _StepContext:
         if self.dims is None:
             self.dims = tuple(self.dim_values) if self.dim_values is not None \
                 else tuple(self.shapes.values())
+            untrack_atomic(self.dims)
         return self.dims
 
 
@@ -604,7 +606,10 @@ cdef class OperationQueue:
                 context.order, context.dim_values, context.scalars = \
                     self.g2r_keys, self.dim_values, self.scalars
                 context.history, context.first, context.count = self._history, self._first, pending
-                self._taken = True
+                self._taken = True  # the maps are not written again: out of the collector's view
+                untrack_atomic(self.g2r_keys)
+                untrack_atomic(self.dim_values)
+                untrack_atomic(self.scalars)
         for leaf in leaves:
             step = self._step(leaf)
             self.steps.append(step)
@@ -633,6 +638,7 @@ cdef class OperationQueue:
             value = indices[pos]
             Py_INCREF(value)
             PyTuple_SET_ITEM(ops, i, value)
+        untrack_atomic(ops)
         if not leaf.fused:
             return _new_step("unfused", ops, None, None, (), (), ())
         return _new_step("fused", ops, leaf.fuser, leaf.score, self._global_ids(leaf.inputs),
@@ -649,6 +655,7 @@ cdef class OperationQueue:
             value = ids[<Py_ssize_t>rid]
             Py_INCREF(value)
             PyTuple_SET_ITEM(found, i, value)
+        untrack_atomic(found)
         return found
 
     cdef int _drain(self, Py_ssize_t count) except -1:
