@@ -256,6 +256,10 @@ cdef class OperationQueue:
             list_set_slice(self.ranges, 0, len(self.ranges), NULL)
         if self.g2r_keys is None or self._taken:
             # a _StepContext holds the maps of the last execution: new ones, not a copy of them
+            if self._taken:  # those are final now: out of the collector's view if they can be
+                untrack_atomic(self.g2r_keys)
+                untrack_atomic(self.dim_values)
+                untrack_atomic(self.scalars)
             self.g2r_keys = []
             self.dim_values = []
             self.scalars = []
@@ -606,10 +610,7 @@ cdef class OperationQueue:
                 context.order, context.dim_values, context.scalars = \
                     self.g2r_keys, self.dim_values, self.scalars
                 context.history, context.first, context.count = self._history, self._first, pending
-                self._taken = True  # the maps are not written again: out of the collector's view
-                untrack_atomic(self.g2r_keys)
-                untrack_atomic(self.dim_values)
-                untrack_atomic(self.scalars)
+                self._taken = True
         for leaf in leaves:
             step = self._step(leaf)
             self.steps.append(step)
