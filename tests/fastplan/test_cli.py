@@ -57,3 +57,13 @@ def test_cli_plan_fast_output_parses(capsys):
     path = str(GOLDEN / "streams" / "chain.json")
     assert cli.main(["plan", path, "--planner", "fast"]) == 0
     assert plan_from_json(capsys.readouterr().out).device == "metal"
+
+
+def test_bench_runs_for_gives_short_streams_more_runs():
+    from fastplan.bench import runs_for
+
+    assert runs_for(1056, 3) == 15  # a 1k pass lasts about a millisecond
+    assert runs_for(2051, 3) == 12
+    assert runs_for(10007, 3) == 3
+    assert runs_for(100006, 5) == 3 and runs_for(100006, 1) == 1
+    assert runs_for(0, 2) == 10
