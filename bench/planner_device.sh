@@ -7,8 +7,9 @@
 #
 # Results go under $OUT (a temporary folder without it); the tables are printed last.
 # PLANNER_SIZES, PLANNER_SPLIT_SIZE and PLANNER_FUZZ_COUNT shrink a run (a quick try here).
-# `bench`: the three workloads of bench/planner.py side by side (one process each, nothing else
-# running), then bench/planner_split.py. `check`: the plan-equality property at the thorough
+# `bench`: the three workloads of bench/planner.py one after another (one process at a time:
+# three side by side moved the same row by up to 1.9x between runs on these machines, while
+# the split, run alone, stayed within 10%), then bench/planner_split.py. `check`: the plan-equality property at the thorough
 # profile (15 000 examples) for hypothesis seeds 1 and 2, beside tools/fuzz_planners.py on
 # 1 000 000 generated inputs (12 workers).
 set -euo pipefail
@@ -21,9 +22,8 @@ case "$phase" in
 bench)
     for w in elementwise transformer mixed; do
         python3 bench/planner.py --workload "$w" --sizes "$sizes" --repeats 3 --ref-budget 100 --json \
-            > "$out/planner-$w.json" 2> "$out/planner-$w.log" &
+            > "$out/planner-$w.json" 2> "$out/planner-$w.log"
     done
-    wait
     python3 bench/planner_split.py --size "$split_size" --repeats 5 > "$out/split.md"
     python3 - "$out" <<'PY'
 import json, sys
