@@ -31,6 +31,7 @@ from fastplan.launch_vectorize import plan_vectorization
 
 from refimpl.ir import FieldKind, ScalarOpIr
 from refimpl.ops import OPS, OpKind
+from refimpl.planner.launch import plan_launch as _ref_plan_launch
 from refimpl.planner.launch import (
     ConcreteLayout, FuseBlockConfig, FusedContext, Launch, LaunchError, LaunchInput,
     LaunchOutput, LaunchPlan, RefLayout, ReshapedLayout, RuntimeLayout, ShapeLayout,
@@ -221,11 +222,46 @@ cdef object _freeze(object state):
                          tuple([o.handle for o in state.outputs])))
 
 
+# The C cores compute with int64 (strides as products of dims, offsets as sums of dims times
+# strides); refimpl's Python ints never wrap. A launch whose tensors reach past this bound is
+# refimpl's to plan.
+cdef object _EXTENT_LIMIT = 1 << 62
+
+
+def _extents_fit(context, memory):
+    """Whether every tensor of ``context`` has fewer than 2**62 elements and its live handle in
+    ``memory`` (if any) a buffer extent below 2**62: what the C cores can plan exactly."""
+    handles = memory.handles
+    for tensor in context.tensors.values():
+        numel = 1
+        for d in tensor.shape:
+            numel *= d
+        if not -_EXTENT_LIMIT < numel < _EXTENT_LIMIT:
+            return False
+        h = handles.get(tensor.id)
+        if h is None:
+            continue
+        extent = h.offset
+        for d, stride in zip(h.shape, h.strides):
+            extent += abs(d * stride)
+        if not extent < _EXTENT_LIMIT:
+            return False
+    return True
+
+
 def plan_launch(trace, context, memory, device, matmul_operands=None):
     """burn ``FuseTraceLauncher::launch`` up to the kernel: plan inputs, outputs, vector sizes
 
-    Mirrors refimpl.planner.launch.plan_launch.
+    Mirrors refimpl.planner.launch.plan_launch. A launch past int64 extents
+    (``_extents_fit``) is planned by refimpl's ``plan_launch``, on the same memory.
     """
+    if not _extents_fit(context, memory):
+        return _ref_plan_launch(trace, context, memory, device, matmul_operands)
+    return _plan_launch(trace, context, memory, device, matmul_operands)
+
+
+def _plan_launch(trace, context, memory, device, matmul_operands=None):
+    """``plan_launch`` for a launch whose extents fit int64 (the walk checks them per step)."""
     blocks = [BlockPlan({rid: list(ops) for rid, ops in b.reads},
                         {rid: list(ops) for rid, ops in b.writes}) for b in trace.blocks]
     rank = 0

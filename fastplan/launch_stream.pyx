@@ -40,7 +40,7 @@ from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
 
 from fastplan.handles import Memory as _Memory
-from fastplan.launch import context_of, plan_launch
+from fastplan.launch import _extents_fit, _plan_launch, context_of
 
 from refimpl.interpreter import _matmul_refused
 from refimpl.planner.launch import LaunchError
@@ -117,8 +117,8 @@ cdef class _Step:
     cdef str path
 
     cdef object launch(self, object trace, Memory memory, object operands):
-        return plan_launch(trace, self.context, memory if memory is not None else self.memory,
-                           self.device, operands)
+        return _plan_launch(trace, self.context, memory if memory is not None else self.memory,
+                            self.device, operands)
 
     cdef object run_trace(self, object trace):
         launch = self.launch(trace, None, None)
@@ -211,30 +211,12 @@ cdef void _run_fused(_Step run, object fuser, object opt) except *:
             run.memory.run_unfused(op)
 
 
-# Launch planning's C cores compute with int64 (strides as products of dims, offsets as sums of
-# dims times strides); refimpl's Python ints never wrap. A step whose tensors reach past this
-# bound is refused here, so the caller hands the stream to refimpl's walk (fastplan.planner).
-cdef object _EXTENT_LIMIT = 1 << 62
-
-
-cdef int _check_extents(object context, Memory memory, list order) except -1:
-    for tensor in context.tensors.values():
-        numel = 1
-        for d in tensor.shape:
-            numel *= d
-        if not -_EXTENT_LIMIT < numel < _EXTENT_LIMIT:
-            raise OverflowError(f"tensor {tensor.id}: {numel} elements is past int64 planning")
-    handles = memory.handles
-    for gid in order:
-        h = handles.get(gid)
-        if h is None:
-            continue
-        extent = h.offset
-        for d, stride in zip(h.shape, h.strides):
-            extent += abs(d * stride)
-        if not extent < _EXTENT_LIMIT:
-            raise OverflowError(f"tensor {gid}: a buffer extent of {extent} is past int64 "
-                                "planning")
+cdef int _check_extents(object context, Memory memory) except -1:
+    """Refuse a step past int64 extents (``fastplan.launch._extents_fit``): the caller hands
+    the stream to refimpl's walk (fastplan.planner)."""
+    if not _extents_fit(context, memory):
+        raise OverflowError("a tensor of the step reaches past int64 extents (2**62): "
+                            "refimpl's to plan")
     return 0
 
 
@@ -433,7 +415,7 @@ cdef int _walk(object items, list records, object device, Memory memory, LaunchM
         run = _Step.__new__(_Step)
         run.context = context_of(context.segment(), context.g2r_map(), context.shapes_map(),
                                  context.scalar_values())
-        _check_extents(run.context, memory, order)
+        _check_extents(run.context, memory)
         run.device, run.memory, run.main, run.path = device, memory, None, "fused"
         run.ops = [items[i] for i in step.ops]
         run.launches = []

@@ -24,6 +24,7 @@ from refimpl.planner import layout as ref_layout
 from refimpl.planner import vectorization as ref_vect
 from refimpl.planner.launch import LaunchError
 from refimpl.planner.launch import plan_launch as reference_plan_launch
+from refimpl.seed import mul_add_exp
 from refimpl.strategies import streams
 from refimpl.stream import Stream, load_stream
 
@@ -93,6 +94,14 @@ def test_launch_equivalence_on_the_golden_corpus(path):
 
 def test_launch_equivalence_golden_corpus_has_fused_launches():
     assert sum(len(recorded_launches(load_stream(p), "metal")) for p in GOLDEN) > 0
+
+
+@pytest.mark.parametrize("shape", [(3, 2 ** 63), (2 ** 62, 4), (2 ** 31, 2 ** 31 + 1), (5, 2 ** 70)],
+                         ids=["dim-past-int64", "numel-past-2^62", "numel-2^62-ish", "dim-2^70"])
+def test_launch_equivalence_past_int64_extents(shape):
+    """plan_launch called directly (a kernel generator's use) on tensors whose element counts
+    or dims pass what the C cores compute exactly: refimpl's plan, on the same memory."""
+    assert assert_same_launches(mul_add_exp(shape), "metal") > 0
 
 
 @given(stream=streams(max_ops=12, max_rank=4), device=DEVICES)
