@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # fastplan modules that are compiled, by basename (fastplan/<name>.pyx).
 MODULES = ["opinfo", "relative", "builder", "scoring", "trace_fuser", "elemwise", "matmul",
            "reduce", "reduce_broadcasted", "nhwc", "registry",
-           "_keys", "strategy", "graph", "block", "merging", "repair", "search", "cache",
+           "_keys", "strategy", "graph", "block", "merging", "repair", "search", "_trie", "cache",
            "queue", "processor", "planner",
            "layout", "vectorization", "handles", "launch_planners", "launch_vectorize", "launch",
            "launch_stream"]

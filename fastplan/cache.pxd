@@ -1,6 +1,8 @@
 # cython: language_level=3
 """C-level declarations of fastplan.cache (used by queue and processor)."""
 
+from fastplan._trie cimport _Node
+
 cdef enum:
     ACTION_EXPLORE = 0  # refimpl Explore()
     ACTION_DEFER = 1  # refimpl Defer()
@@ -8,18 +10,9 @@ cdef enum:
     TRIGGER_OTHER = 0  # OnSync (or an unknown trigger class): never fires lazily
     TRIGGER_ON_OPERATIONS = 1  # OnOperations(ops)
     TRIGGER_ALWAYS = 2  # Always()
-    TRIE_SCAN = 8  # children a trie node compares one by one before it indexes them
     VALIDATING = 0  # _Validator states
     FOUND = 1
     INVALIDATED = 2
-
-
-cdef class _Node:
-    cdef tuple children  # (op key, node one op further, ...) of the first TRIE_SCAN (None: leaf)
-    cdef dict index  # op key -> node one op further, all of them past TRIE_SCAN (else None)
-    cdef tuple ends  # ids of the plans whose ops end here, ascending (None: none ends here)
-    cdef Py_ssize_t min_below  # least id of the plans ending strictly below (PY_SSIZE_T_MAX: none)
-    cdef Py_ssize_t depth  # ops from the root
 
 
 cdef class ExecutionPlanStore:

@@ -17,7 +17,7 @@ an ``OperationIr``. The plain-data classes (modes, triggers, ``ExecutionPlan``, 
 refimpl's.
 
 Candidates are not validated one by one: the store keeps a prefix trie of its plans' op keys
-(``_Node``), and the policy walks it, one child per op. refimpl's candidates after ``k`` ops are
+(``fastplan._trie``), and the policy walks it, one child per op. refimpl's candidates after ``k`` ops are
 the plans stored when the segment's first op came (ids below ``_start_count``) that match
 those ``k`` ops and are longer: exactly the plans ending strictly below the trie node of the
 ``k`` ops with an id below ``_start_count``. Each node knows the least id of the plans below
@@ -36,12 +36,10 @@ Policy (per queued op, ``update``; then ``action``):
 """
 
 
-cimport cython
-from cpython.dict cimport PyDict_GetItem
 from cpython.pyport cimport PY_SSIZE_T_MAX
-from cpython.ref cimport PyObject
 
 from fastplan._keys cimport list_set_slice, relative_key
+from fastplan._trie cimport _Node, trie_add, trie_child, trie_ids_below
 
 from refimpl.planner.cache import (
     Action,
@@ -92,22 +90,6 @@ cdef object _trigger_key(object trigger):
     return (TRIGGER_OTHER, None)
 
 
-@cython.no_gc  # holds tuples and dicts of keys, ids and nodes below it: never a cycle
-cdef class _Node:
-    """A prefix of stored plans' op keys: the plans ending here and the nodes one op further.
-
-    Not tracked by the cyclic collector (a store of thousands of plans holds tens of thousands
-    of nodes); the children sit in tuples, whose deallocation the interpreter keeps from
-    recursing deeply, so freeing a very long plan's chain cannot overflow the C stack."""
-
-    def __cinit__(self, Py_ssize_t depth):
-        self.children = None
-        self.index = None
-        self.ends = None
-        self.min_below = PY_SSIZE_T_MAX
-        self.depth = depth
-
-
 cdef class ExecutionPlanStore:
     """Every plan found on a device, addressed by id = insertion order.
 
@@ -131,11 +113,11 @@ cdef class ExecutionPlanStore:
     cdef list find_key(self, bytes first):
         """Ids of the plans whose first op key is ``first``: those ending at or below the
         trie's node for it."""
-        node = _child(self._root, first)
+        node = trie_child(self._root, first)
         if node is None:
             return []
         ids = list((<_Node>node).ends or ())
-        ids.extend(_ids_below(<_Node>node, PY_SSIZE_T_MAX))
+        ids.extend(trie_ids_below(<_Node>node, PY_SSIZE_T_MAX))
         ids.sort()
         return ids
 
@@ -150,7 +132,7 @@ cdef class ExecutionPlanStore:
         cdef Py_ssize_t plan_id = len(self.plans)
         self.plans.append(plan)
         self._op_keys.append(keys)
-        _trie_add(self._root, keys, plan_id)
+        trie_add(self._root, keys, plan_id)
         if trigger_keys is None:
             trigger_keys = [_trigger_key(trigger) for trigger in plan.triggers]
         self._trigger_keys.append(trigger_keys)
@@ -215,68 +197,6 @@ cdef class ExecutionPlanStore:
         keys.append(key)
         (<list>self._trigger_seen[plan_id]).append(trigger)
         return 0
-
-
-cdef _Node _child(_Node node, bytes key):
-    """The node one op (``key``) below ``node``, or ``None``. Few children are compared one
-    by one (a key is hashed only where many ops may follow)."""
-    cdef PyObject* found
-    cdef tuple children = node.children
-    cdef Py_ssize_t i
-    if node.index is not None:
-        found = PyDict_GetItem(node.index, key)
-        return None if found == NULL else <_Node>found
-    if children is not None:
-        for i in range(0, len(children), 2):
-            if <bytes>children[i] == key:
-                return <_Node>children[i + 1]
-    return None
-
-
-cdef tuple _children(_Node node):
-    """The nodes one op below ``node``."""
-    if node.index is not None:
-        return tuple(node.index.values())
-    return () if node.children is None else node.children[1::2]
-
-
-cdef list _ids_below(_Node top, Py_ssize_t limit):
-    """Ids below ``limit`` of the plans ending strictly below ``top`` (in no set order)."""
-    cdef list ids = []
-    cdef list pending = [top]
-    cdef _Node node
-    cdef Py_ssize_t plan_id
-    while pending:
-        for node in _children(<_Node>pending.pop()):
-            for plan_id in node.ends or ():
-                if plan_id < limit:
-                    ids.append(plan_id)
-            if node.min_below < limit:
-                pending.append(node)
-    return ids
-
-
-cdef int _trie_add(_Node node, tuple keys, Py_ssize_t plan_id) except -1:
-    """Record in the trie rooted at ``node`` that plan ``plan_id`` (the newest) has ``keys``."""
-    cdef _Node child
-    for key in keys:
-        if node.min_below == PY_SSIZE_T_MAX:  # ids grow: the first plan below is the least
-            node.min_below = plan_id
-        child = _child(node, <bytes>key)
-        if child is None:
-            child = _Node(node.depth + 1)
-            if node.index is not None:
-                node.index[key] = child
-            elif node.children is None:
-                node.children = (key, child)
-            elif len(node.children) < 2 * TRIE_SCAN:
-                node.children = node.children + (key, child)
-            else:  # one child too many to compare one by one
-                node.index = dict(zip(node.children[::2], node.children[1::2]))
-                node.index[key] = child
-        node = child
-    node.ends = (plan_id,) if node.ends is None else node.ends + (plan_id,)
-    return 0
 
 
 # --- validators ------------------------------------------------------------------------------
@@ -384,7 +304,7 @@ cdef class Policy:
             node = store._root
             self._start_count = len(store.plans)
         if node is not None:
-            node = _child(node, key)
+            node = trie_child(node, key)
             if node is not None and node.ends is not None:
                 self._check_candidates(store, node)
             self._node = node if node is not None and node.min_below < self._start_count \
@@ -416,7 +336,7 @@ cdef class Policy:
         node of the ops seen; ascending."""
         if self._node is None:
             return []
-        cdef list ids = _ids_below(self._node, self._start_count)
+        cdef list ids = trie_ids_below(self._node, self._start_count)
         ids.sort()
         return ids
 

@@ -1,5 +1,5 @@
 """fastplan's plan-cache policy walks a prefix trie of the stored plans' op keys
-(``fastplan/cache.pyx``) where refimpl validates every candidate plan op by op
+(``fastplan/_trie.pyx``, walked by ``fastplan/cache.pyx``) where refimpl validates every candidate plan op by op
 (``refimpl/planner/cache.py``): driven by the same calls, both must give the same advice and
 expose the same candidates, available plans and found plan at every step.
 

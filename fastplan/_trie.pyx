@@ -1,0 +1,97 @@
+# cython: language_level=3
+"""The prefix trie of a plan store's op keys: how fastplan finds burn's candidate plans.
+
+burn counterpart: none of its own. It stands beside ``ExecutionPlanStore`` and the ``Policy``
+of ``crates/burn-fusion/src/stream/{store/base.rs,execution/policy.rs}``, where every plan
+stored under a segment's first op is a candidate, validated op by op
+(``OperationsValidator``). fastplan.cache walks this trie instead (its module docstring gives
+the correspondence); refimpl/planner/cache.py keeps burn's validators.
+
+A node is a prefix of stored plans' op keys (``fastplan._keys``): the ids of the plans whose
+ops end there, the nodes one op further, and the least id of the plans ending strictly below
+it. Plan ids grow as plans are stored, so that least id is set once, by the first plan that
+passes through the node.
+"""
+
+cimport cython
+from cpython.dict cimport PyDict_GetItem
+from cpython.pyport cimport PY_SSIZE_T_MAX
+from cpython.ref cimport PyObject
+
+
+@cython.no_gc  # holds tuples and dicts of keys, ids and nodes below it: never a cycle
+cdef class _Node:
+    """A prefix of stored plans' op keys: the plans ending here and the nodes one op further.
+
+    Not tracked by the cyclic collector (a store of thousands of plans holds tens of thousands
+    of nodes); the children sit in tuples, whose deallocation the interpreter keeps from
+    recursing deeply, so freeing a very long plan's chain cannot overflow the C stack."""
+
+    def __cinit__(self, Py_ssize_t depth):
+        self.children = None
+        self.index = None
+        self.ends = None
+        self.min_below = PY_SSIZE_T_MAX
+        self.depth = depth
+
+
+cdef _Node trie_child(_Node node, bytes key):
+    """The node one op (``key``) below ``node``, or ``None``. Few children are compared one
+    by one (a key is hashed only where many ops may follow)."""
+    cdef PyObject* found
+    cdef tuple children = node.children
+    cdef Py_ssize_t i
+    if node.index is not None:
+        found = PyDict_GetItem(node.index, key)
+        return None if found == NULL else <_Node>found
+    if children is not None:
+        for i in range(0, len(children), 2):
+            if <bytes>children[i] == key:
+                return <_Node>children[i + 1]
+    return None
+
+
+cdef tuple trie_children(_Node node):
+    """The nodes one op below ``node``."""
+    if node.index is not None:
+        return tuple(node.index.values())
+    return () if node.children is None else node.children[1::2]
+
+
+cdef list trie_ids_below(_Node top, Py_ssize_t limit):
+    """Ids below ``limit`` of the plans ending strictly below ``top`` (in no set order)."""
+    cdef list ids = []
+    cdef list pending = [top]
+    cdef _Node node
+    cdef Py_ssize_t plan_id
+    while pending:
+        for node in trie_children(<_Node>pending.pop()):
+            for plan_id in node.ends or ():
+                if plan_id < limit:
+                    ids.append(plan_id)
+            if node.min_below < limit:
+                pending.append(node)
+    return ids
+
+
+cdef int trie_add(_Node node, tuple keys, Py_ssize_t plan_id) except -1:
+    """Record in the trie rooted at ``node`` that plan ``plan_id`` (the newest) has ``keys``."""
+    cdef _Node child
+    for key in keys:
+        if node.min_below == PY_SSIZE_T_MAX:  # ids grow: the first plan below is the least
+            node.min_below = plan_id
+        child = trie_child(node, <bytes>key)
+        if child is None:
+            child = _Node(node.depth + 1)
+            if node.index is not None:
+                node.index[key] = child
+            elif node.children is None:
+                node.children = (key, child)
+            elif len(node.children) < 2 * TRIE_SCAN:
+                node.children = node.children + (key, child)
+            else:  # one child too many to compare one by one
+                node.index = dict(zip(node.children[::2], node.children[1::2]))
+                node.index[key] = child
+        node = child
+    node.ends = (plan_id,) if node.ends is None else node.ends + (plan_id,)
+    return 0
