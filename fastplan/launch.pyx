@@ -11,7 +11,8 @@ chains the twins of the four passes (``fastplan.launch_planners``,
 ``fastplan.launch_vectorize``) on refimpl's ``PlanningState`` and ``refimpl.handles.Memory``
 (the memory is the interpreter's and the runtime's: a twin of it would have to be converted
 at every step, and launch planning only calls ``take`` / ``alloc`` / ``register`` / ``remove``
-on it, a few dict operations per tensor).
+on it, a few dict operations per tensor). The plan's dataclasses are built with
+``fastplan.relative.new_frozen``: their ``__init__`` only assigns (no ``__post_init__``).
 """
 
 import hashlib
@@ -24,7 +25,7 @@ from fastplan._keys cimport (
 )
 from fastplan.handles cimport op_nodes
 from fastplan.layout cimport permuted_innermost_axis_t
-from fastplan.relative cimport make_frozen
+from fastplan.relative cimport new_frozen
 
 from fastplan.launch_planners import plan_inputs, plan_outputs
 from fastplan.launch_vectorize import plan_vectorization
@@ -58,18 +59,6 @@ def config_id(config):
     Mirrors refimpl.planner.launch.config_id.
     """
     return hashlib.sha256(repr(config).encode("utf-8")).hexdigest()[:16]
-
-
-# refimpl's frozen dataclasses built with their fields in declaration order, without the
-# Python-level __init__ (they have no __post_init__: it only assigns; docs/fastplan.md §4).
-cdef dict _FIELD_NAMES = {}
-
-
-cdef object _new(type cls, tuple values):
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(cls.__dataclass_fields__)
-    return make_frozen(cls, names, values)
 
 
 cdef list _scalar_dtypes(object op):
@@ -113,7 +102,7 @@ def context_of(segment, global2relative, shapes, scalars):
         for f in range(info.n_fields):
             if info.kinds[f] == F_SCALAR:
                 dtypes.append(target)
-    return _new(FusedContext, (tensors, dict(shapes), tuple(zip(scalars, dtypes))))
+    return new_frozen(FusedContext, (tensors, dict(shapes), tuple(zip(scalars, dtypes))))
 
 
 cdef inline int _note(object tensor, object global2relative, dict tensors) except -1:
@@ -145,15 +134,15 @@ cdef int _note_any(object op, object global2relative, dict tensors, list dtypes)
 cdef object _ref_layout(object reference, object width):
     kind = reference.kind
     if kind == "Concrete":
-        return _new(ConcreteLayout, (reference.arg,))
+        return new_frozen(ConcreteLayout, (reference.arg,))
     if kind == "VirtualShape":
-        return _new(ShapeLayout, (reference.arg, width))
+        return new_frozen(ShapeLayout, (reference.arg, width))
     if kind == "SwapDims":
-        return _new(SwapDimsLayout, (reference.arg, reference.dims))
+        return new_frozen(SwapDimsLayout, (reference.arg, reference.dims))
     if kind == "Reshaped":
-        return _new(ReshapedLayout, (reference.pos, width))
+        return new_frozen(ReshapedLayout, (reference.pos, width))
     if kind == "Runtime":
-        return _new(RuntimeLayout, (reference.pos,))
+        return new_frozen(RuntimeLayout, (reference.pos,))
     raise LaunchError("ReferenceNotFound: no reference layout for a block")
 
 
@@ -174,7 +163,7 @@ cdef tuple _configs(object state):
         ops.extend(fuse_block.ops)
         for rid in sorted(writes):
             ops.extend(writes[rid])
-        configs.append(_new(FuseBlockConfig, (rank, _ref_layout(reference, block.width),
+        configs.append(new_frozen(FuseBlockConfig, (rank, _ref_layout(reference, block.width),
                                               tuple(ops), block.width, vector_axis)))
     return tuple(configs)
 
@@ -186,12 +175,12 @@ cdef object _freeze(object state):
             num_writes += len(ops)
     skipped = num_writes == 0  # burn returns before building configs: no reference needed
     configs = () if skipped else _configs(state)
-    inputs = tuple([_new(LaunchInput, (i.glob.id, i.precision, i.glob.shape, i.strides,
+    inputs = tuple([new_frozen(LaunchInput, (i.glob.id, i.precision, i.glob.shape, i.strides,
                                        i.vector_size, i.broadcasted)) for i in state.inputs])
     cdef list outputs = []
     for out in state.outputs:
         vs = out.vectorization if out.kind == "owned" else state.inputs[out.input_pos].vector_size
-        outputs.append(_new(LaunchOutput, (out.glob.id, out.precision, out.glob.shape,
+        outputs.append(new_frozen(LaunchOutput, (out.glob.id, out.precision, out.glob.shape,
                                            out.handle.strides, vs, out.kind, out.input_pos)))
     cdef dict sizes = {}
     for i in inputs:
@@ -206,7 +195,7 @@ cdef object _freeze(object state):
     tensors = state.context.tensors
     reshapes = tuple([d for view in state.trace.resources.views if type(view) is ReshapeView
                       for d in tensors[view.reshaped].shape])
-    plan = _new(LaunchPlan, (
+    plan = new_frozen(LaunchPlan, (
         state.rank,  # rank
         configs,  # configs
         inputs,  # inputs
@@ -218,7 +207,7 @@ cdef object _freeze(object state):
         tuple(state.runtime_layouts),  # runtime_layouts
         skipped,  # skipped
     ))
-    return _new(Launch, (plan, tuple([i.handle for i in state.inputs]),
+    return new_frozen(Launch, (plan, tuple([i.handle for i in state.inputs]),
                          tuple([o.handle for o in state.outputs])))
 
 

@@ -14,6 +14,7 @@ fastplan.layout's C cores; frozen values are built with their constructors inste
 from dataclasses import replace
 
 from fastplan.handles cimport Memory as PlanningMemory, buffer_length
+from fastplan.relative cimport make_frozen, new_frozen
 from fastplan.layout cimport (
     contiguous_strides_t, dim_order_t, is_contiguous_t, is_dense_t, strides_for_t,
 )
@@ -42,6 +43,10 @@ cdef object _IS_REF = LayoutInfo.IsRef
 cdef object _SAME_AS_REF = LayoutInfo.SameAsRef
 cdef object _UNKNOWN = LayoutInfo.Unknown
 cdef tuple _INDEXING = ("Gather", "Select", "Cat")
+cdef tuple _FUSE_OP_FIELDS = ("name", "args")
+# Input, Output, UnaryFuseArgs, Handle and TensorIr are frozen slots dataclasses whose
+# ``__init__`` only assigns: built with ``new_frozen`` (the same objects, several times faster
+# than the frozen ``__init__``'s ``object.__setattr__`` per field).
 # DType.storage_bytes by member identity (the property goes through numpy and enum hashing)
 cdef dict _STORAGE_BYTES = {id(d): d.storage_bytes for d in DType}
 
@@ -56,10 +61,7 @@ cdef object _assign(object args):
     # so the object is built without it (same fields, same object)
     if type(args) is not UnaryFuseArgs:
         return FuseOp("Assign", args)
-    op = FuseOp.__new__(FuseOp)
-    object.__setattr__(op, "name", "Assign")
-    object.__setattr__(op, "args", args)
-    return op
+    return make_frozen(FuseOp, _FUSE_OP_FIELDS, ("Assign", args))
 
 
 cdef object _alloc(object memory, tuple shape, object dtype, tuple strides):
@@ -72,16 +74,16 @@ cdef object _alloc(object memory, tuple shape, object dtype, tuple strides):
     buffer = memory.next_buffer
     memory.next_buffer = buffer + 1
     memory.sizes[buffer] = buffer_length(shape, strides)
-    return Handle(buffer, shape, strides, 0, dtype)
+    return new_frozen(Handle, (buffer, shape, strides, 0, dtype))
 
 
 cdef object _with_layout(object arg, object layout):
     """burn ``FuseArg::add_layout_info``: only plain inputs and outputs carry one."""
     cdef type t = type(arg)
     if t is Input:
-        return Input(arg.pos, arg.ty, layout)
+        return new_frozen(Input, (arg.pos, arg.ty, layout))
     if t is Output:
-        return Output(arg.pos, arg.ty, layout)
+        return new_frozen(Output, (arg.pos, arg.ty, layout))
     if isinstance(arg, (Input, Output)):  # a subclass: refimpl's replace
         return replace(arg, layout=layout)
     return arg
@@ -96,9 +98,9 @@ cdef void _mark(list ops, bint input_side, object layout, bint first_only) excep
             continue
         args = op.args
         if input_side:
-            args = UnaryFuseArgs(_with_layout(args.input, layout), args.out)
+            args = new_frozen(UnaryFuseArgs, (_with_layout(args.input, layout), args.out))
         else:
-            args = UnaryFuseArgs(args.input, _with_layout(args.out, layout))
+            args = new_frozen(UnaryFuseArgs, (args.input, _with_layout(args.out, layout)))
         ops[i] = _assign(args)
         if first_only:
             return
@@ -156,7 +158,7 @@ def plan_inputs(state):
         if relative.id not in unhandled:
             _analyze(state, pos, relative, handle, can_mut)
         shape, strides = _unsqueezed(glob.shape, handle.strides, rank)
-        inputs.append(HandleInput(relative, TensorIr(glob.id, shape, glob.dtype, glob.status),
+        inputs.append(HandleInput(relative, new_frozen(TensorIr, (glob.id, shape, glob.dtype, glob.status)),
                                   entry.ty, handle, strides))
         pos += 1
 
@@ -402,7 +404,7 @@ cdef void _normal_output(object state, Py_ssize_t pos, object ty, object relativ
     reference = block.reference
     if reference.kind == "Searching" and fuse_block.shape_ref == relative.shape and \
             base is not _UNKNOWN and allowed:
-        block.reference = ReferenceSelection("Concrete", Output(pos, ty, base), glob.shape,
+        block.reference = ReferenceSelection("Concrete", new_frozen(Output, (pos, ty, base)), glob.shape,
                                              strides)
         if writes is not None:
             _mark(writes, False, base, True)
@@ -423,7 +425,7 @@ cdef void _inplace_output(object state, Py_ssize_t pos, object ty, object relati
     source = state.inputs[input_pos]
     writes = block.writes.get(relative.id)
     if block.reference.kind == "Searching":
-        block.reference = ReferenceSelection("Concrete", Output(pos, ty, _IS_REF), glob.shape,
+        block.reference = ReferenceSelection("Concrete", new_frozen(Output, (pos, ty, _IS_REF)), glob.shape,
                                              source.strides)
         reads = block.reads.get(source.relative.id)
         if reads is not None:
@@ -433,7 +435,7 @@ cdef void _inplace_output(object state, Py_ssize_t pos, object ty, object relati
     elif writes is not None:
         _mark(writes, False, _SAME_AS_REF, True)
     h = source.handle
-    handle = Handle(h.buffer, glob.shape, h.strides, h.offset, glob.dtype)
+    handle = new_frozen(Handle, (h.buffer, glob.shape, h.strides, h.offset, glob.dtype))
     state.memory.register(glob.id, handle)
     state.outputs[pos] = HandleOutput(relative, glob, ty, handle, "inplace", input_pos)
 
@@ -467,7 +469,7 @@ cdef void _reshaped_output(object state, Py_ssize_t pos, object ty, object relat
         return
     _remove_concrete_write(state.blocks[idx], relative.id, pos)
     h = source.handle
-    handle = Handle(h.buffer, glob.shape, action.strides, h.offset, glob.dtype)
+    handle = new_frozen(Handle, (h.buffer, glob.shape, action.strides, h.offset, glob.dtype))
     state.memory.register(glob.id, handle)
     state.outputs[pos] = HandleOutput(relative, glob, ty, handle, "view", input_pos)
 
@@ -480,7 +482,7 @@ cdef void _swapped_output(object state, Py_ssize_t pos, object ty, object relati
     h = source.handle
     strides = list(h.strides)
     strides[dims[0]], strides[dims[1]] = strides[dims[1]], strides[dims[0]]
-    handle = Handle(h.buffer, glob.shape, tuple(strides), h.offset, glob.dtype)
+    handle = new_frozen(Handle, (h.buffer, glob.shape, tuple(strides), h.offset, glob.dtype))
     state.memory.register(glob.id, handle)
     state.outputs[pos] = HandleOutput(relative, glob, ty, handle, "view", input_pos)
 
@@ -519,15 +521,16 @@ cdef void _select_reference(object state, Py_ssize_t i) except *:
             ok = is_contiguous_t(shape, strides)
         if ok:
             block.reference = ReferenceSelection(
-                "Concrete", Input(potential[1], item.precision, _IS_REF), shape, strides)
+                "Concrete", new_frozen(Input, (potential[1], item.precision, _IS_REF)), shape, strides)
         else:
             block.reference = ReferenceSelection(
-                "VirtualShape", Input(potential[1], item.precision, _UNKNOWN), shape,
+                "VirtualShape", new_frozen(Input, (potential[1], item.precision, _UNKNOWN)), shape,
                 contiguous_strides_t(shape))
         _layout_info_inputs(state, block)
     elif potential[0] == "SwapDims":
         item = state.inputs[potential[1]]
         block.reference = ReferenceSelection(
-            "SwapDims", Input(potential[1], item.precision, _UNKNOWN), dims=potential[2])
+            "SwapDims", new_frozen(Input, (potential[1], item.precision, _UNKNOWN)),
+                dims=potential[2])
     else:
         block.reference = ReferenceSelection("Reshaped", pos=potential[1])

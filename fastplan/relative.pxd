@@ -64,3 +64,4 @@ cdef object tensor_ir(int64_t tensor_id, const int64_t* shape, int32_t rank, uin
                       uint8_t status)
 cdef object shape_tuple(const int64_t* shape, Py_ssize_t rank)
 cdef object make_frozen(type cls, tuple names, tuple values)
+cdef object new_frozen(type cls, tuple values)

@@ -133,6 +133,18 @@ cdef object make_frozen(type cls, tuple names, tuple values):
     return obj
 
 
+cdef dict _FIELD_NAMES = {}  # dataclass -> its field names, in declaration order
+
+
+cdef object new_frozen(type cls, tuple values):
+    """``cls(*values)`` for a dataclass whose ``__init__`` only assigns (no ``__post_init__``,
+    every field given): ``make_frozen`` with the fields in declaration order."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(cls.__dataclass_fields__)
+    return make_frozen(cls, names, values)
+
+
 _TENSOR_IR_FIELDS = ("id", "shape", "dtype", "status")
 _OPERATION_IR_FIELDS = ("op", "desc")
 
