@@ -76,6 +76,7 @@ cdef int64_t int_slot(object value) except? -1
 cdef object interned(int64_t slot)
 cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except -1
 cdef bint exact_codes(object operation, int64_t* code, int64_t* struct_code) noexcept
+cdef Py_ssize_t op_code_of(object operation) noexcept
 cdef Py_ssize_t field_offset(type cls, str name) except -1
 cdef tuple schema_of(int64_t struct_code)
 cdef bytes relative_key(object operation)

@@ -30,7 +30,8 @@ import dataclasses
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
-from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.exc cimport PyErr_Clear, PyErr_Occurred
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsSsize_t
 from cpython.object cimport PyObject_GenericSetAttr
 from cpython.ref cimport PyObject
 
@@ -362,6 +363,29 @@ cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except 
     code[0] = c
     struct_code[0] = <object>found
     return 0
+
+
+cdef Py_ssize_t op_code_of(object operation) noexcept:
+    """The op code of an exact ``OperationIr`` whose op is an entry of ``OPS`` (-1: anything
+    else); the desc is not read, and no error is set."""
+    cdef PyObject* op
+    cdef PyObject* value
+    cdef Py_ssize_t c
+    if type(operation) is not _OperationIr:
+        return -1
+    op = _field(<PyObject*>operation, _SLOTS.op)
+    if op == NULL or _type_of(op) != <void*>_Op:
+        return -1
+    value = _field(op, _SLOTS.code)
+    if value == NULL or _type_of(value) != <void*>int:
+        return -1
+    c = PyLong_AsSsize_t(<object>value)
+    if c == -1 and PyErr_Occurred():
+        PyErr_Clear()
+        return -1
+    if not 0 <= c < _NUM_OPS or <PyObject*>_OPS[c] != op:
+        return -1
+    return c
 
 
 cdef tuple schema_of(int64_t struct_code):

@@ -21,8 +21,8 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
-    F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, slot, slots, struct_info,
-    tensor_id, untrack_atomic,
+    F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, op_code_of, slot, slots,
+    struct_info, tensor_id, untrack_atomic,
 )
 from fastplan.relative cimport make_frozen
 
@@ -133,7 +133,11 @@ def init_targets(stream):
     """
     cdef list found = []
     cdef int64_t code, struct_code
+    cdef Py_ssize_t known
     for item in stream.items:
+        known = op_code_of(item)
+        if known >= 0 and _ACTIONS[known] != _CREATE:  # a table op that creates nothing
+            continue
         if exact_codes(item, &code, &struct_code):
             if _ACTIONS[code] == _CREATE:
                 found.append(item.desc.out.id)
@@ -326,7 +330,9 @@ cdef class Memory:
             if tensor_id in deferred:
                 continue
             spec = stream.inputs[tensor_id]
-            self.register(tensor_id, self.alloc(spec.shape, spec.dtype, spec.strides))
+            shape, strides = tuple(spec.shape), spec.strides  # ``alloc``, without its call
+            self.register(tensor_id, self._alloc(shape, spec.dtype, _contiguous(shape)
+                                                 if strides is None else tuple(strides)))
 
     # --- unfused ops ----------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from refimpl.errors import TensorIdError
 from refimpl.frontend import Session
 from refimpl.handles import Handle
 from refimpl.handles import Memory as RefMemory
+from refimpl.handles import init_targets as ref_init_targets
 from refimpl.ir import InitOperationIr, OperationIr, Sync, TensorIr, TensorStatus
 from refimpl.ops import op_named
 from refimpl.strategies import elementwise_streams, streams
@@ -37,6 +38,7 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fastplan.handles import Memory as FastMemory
+    from fastplan.handles import init_targets as fast_init_targets
     from fastplan.handles import unfused_view
 
     from refimpl.handles import unfused_view as ref_unfused_view
@@ -323,6 +325,22 @@ def test_memory_init_defers_and_unknown_init_fails() -> None:
     unknown = init_op(99, spec)
     assert run_op(fast, unknown) is run_op(ref, unknown) is KeyError
     assert_same_state(fast, ref)
+
+
+def test_init_targets_match_refimpl_on_odd_items() -> None:
+    """fastplan skips an op of the table that creates nothing without reading its desc; the
+    rest goes through the full check, so odd items are classified as refimpl does: an ``Init``
+    whose op is a copy of the table's (kind Init), the table's ``Init`` with another struct,
+    an ``Add`` with a garbage desc."""
+    spec = InputSpec((2, 3), DType.F32, random=1)
+    init = init_op(7, spec)
+    copied = OperationIr(dataclasses.replace(init.op), init.desc)
+    other_struct = OperationIr(init.op, type("Desc", (), {"out": init.desc.out})())
+    garbage = OperationIr(op_named("NumericFloat.Add"), object())
+    for items, expected in (([init], {7}), ([copied], {7}), ([other_struct], {7}),
+                            ([garbage, init], {7}), ([garbage], set())):
+        stream = Stream({7: spec}, tuple(items))
+        assert fast_init_targets(stream) == ref_init_targets(stream) == expected, items
 
 
 def test_unfused_view_matches_refimpl_and_keeps_out_dtype() -> None:
