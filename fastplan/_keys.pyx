@@ -124,8 +124,6 @@ cdef extern from *:
     #endif
     """
     void _prefetch "FASTPLAN_PREFETCH"(const void* p) noexcept nogil
-    ctypedef struct _TupleObject "PyTupleObject":
-        PyObject* ob_item[1]
     void* _type_of "Py_TYPE"(PyObject* op) noexcept
 
 
@@ -171,7 +169,7 @@ cdef void _prefetch_operands(PyObject* item, bint tensors_read) noexcept:
             _prefetch(_field(value, _SLOTS.shape))
         elif _type_of(value) == <void*>tuple:
             for k in range(min(len(<tuple><object>value), 8)):
-                _prefetch((<_TupleObject*>value).ob_item[k])
+                _prefetch((<PyTupleObject*>value).ob_item[k])
 
 
 cdef void prefetch_ahead(tuple items, Py_ssize_t i) noexcept:
@@ -182,7 +180,7 @@ cdef void prefetch_ahead(tuple items, Py_ssize_t i) noexcept:
     chain of cache misses (``docs/fastplan.md``, "Reading ahead"). Prefetching never faults;
     nothing here sets an error or changes an object."""
     cdef Py_ssize_t n = len(items)
-    cdef PyObject** at = (<_TupleObject*><PyObject*>items).ob_item
+    cdef PyObject** at = (<PyTupleObject*><PyObject*>items).ob_item
     cdef PyObject* item
     if i + 4 < n:
         _prefetch(at[i + 4])
@@ -346,16 +344,16 @@ cdef bint exact_codes(object operation, int64_t* code, int64_t* struct_code) noe
 cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except -1:
     """Check the op at the boundary; its op code and operand-struct code."""
     cdef PyObject* found
-    cdef Py_ssize_t c
-    if type(operation) is not _OperationIr:
-        raise BoundaryError(f"fastplan plans OperationIr ops, not {type(operation).__name__}")
+    cdef Py_ssize_t c = op_code_of(operation)
+    if c < 0:  # say why: not an OperationIr, a field left unset, or an op not in the table
+        if type(operation) is not _OperationIr:
+            raise BoundaryError(
+                f"fastplan plans OperationIr ops, not {type(operation).__name__}")
+        op = slot(operation, _SLOTS.op)
+        if type(op) is _Op:
+            slot(op, _SLOTS.code)
+        raise BoundaryError(f"{op!r} is not an entry of refimpl.ops.OPS")
     op = slot(operation, _SLOTS.op)
-    if type(op) is not _Op:
-        raise BoundaryError(f"{op!r} is not an entry of refimpl.ops.OPS")
-    value = slot(op, _SLOTS.code)
-    if type(value) is not int or not (0 <= value < _NUM_OPS) or _OPS[value] is not op:
-        raise BoundaryError(f"{op!r} is not an entry of refimpl.ops.OPS")
-    c = value
     desc = slot(operation, _SLOTS.desc)
     found = PyDict_GetItem(_STRUCT_CODE, type(desc))
     if found == NULL or _STRUCTS[<object>found] is not _OP_STRUCT[c]:

@@ -19,6 +19,7 @@ cdef class Memory:
     cpdef Memory fork(self)
     cpdef adopt(self, Memory other)
     cdef object _alloc(self, tuple shape, object dtype, tuple strides)
+    cdef object _alloc_as(self, object shape, object dtype, object strides)
     cpdef register(self, object tensor_id, object handle)
     cdef int register_layout(self, object tensor_id, object handle, Py_ssize_t layout) except -1
     cdef void _release(self, object buffer) except *

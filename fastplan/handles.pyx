@@ -257,6 +257,10 @@ cdef class Memory:
 
     def alloc(self, shape, dtype, strides=None):
         """A fresh buffer laid out with ``strides`` (contiguous by default)."""
+        return self._alloc_as(shape, dtype, strides)
+
+    cdef object _alloc_as(self, object shape, object dtype, object strides):
+        """``alloc`` (shape and strides as any sequences; no strides: contiguous)."""
         shape = tuple(shape)
         return self._alloc(shape, dtype, _contiguous(shape) if strides is None
                            else tuple(strides))
@@ -330,9 +334,7 @@ cdef class Memory:
             if tensor_id in deferred:
                 continue
             spec = stream.inputs[tensor_id]
-            shape, strides = tuple(spec.shape), spec.strides  # ``alloc``, without its call
-            self.register(tensor_id, self._alloc(shape, spec.dtype, _contiguous(shape)
-                                                 if strides is None else tuple(strides)))
+            self.register(tensor_id, self._alloc_as(spec.shape, spec.dtype, spec.strides))
 
     # --- unfused ops ----------------------------------------------------------------------
 
