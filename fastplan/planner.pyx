@@ -31,6 +31,8 @@ outcome, a plan or an error, is refimpl's by construction.
 """
 
 
+import gc as _gc
+
 from fastplan.processor cimport StreamPlanner as _Planner
 
 from fastplan.processor import StreamPlanner
@@ -77,7 +79,23 @@ def plan(stream, device="metal", registry=None, log=None):
     Mirrors refimpl.planner.plan.
 
     ``registry`` defaults to a fresh ``FusionRegistry`` (the five built-in fusers); ``log``
-    to what ``FUSELAB_LOG`` asks for."""
+    to what ``FUSELAB_LOG`` asks for.
+
+    The cyclic collector stays paused for the whole call, not only inside the search and the
+    launch walk (which pause it themselves): the planner makes no reference cycles and is
+    dropped before the call returns, so a collection in between would only walk its live
+    objects and find nothing (docs/fastplan.md, "Garbage collection")."""
+    paused = _gc.isenabled()
+    _gc.disable()
+    try:
+        return _plan(stream, device, registry, log)
+    finally:
+        if paused:
+            _gc.enable()
+
+
+cdef object _plan(object stream, object device, object registry, object log):
+    """``plan``, the collector paused by the caller; the planner dies on return."""
     cdef _Planner planner
     profile = resolve_device(device)
     fusers = (registry if registry is not None else FusionRegistry()).fusers(profile)

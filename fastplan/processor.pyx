@@ -345,10 +345,10 @@ cdef class StreamPlanner:
         # the planner makes no reference cycles: the cyclic collector is paused for the pass
         # (docs/fastplan.md, "Garbage collection"), as it only finds nothing at a cost that
         # grows with the caller's heap
-        paused = _gc.isenabled()
-        _gc.disable()
         items = stream.items
         cdef bint ahead = type(items) is tuple
+        paused = _gc.isenabled()
+        _gc.disable()
         try:
             for item in items:
                 if ahead:

@@ -65,3 +65,72 @@ def test_warm_pass_leaves_the_collector_almost_nothing(workload: str, size: int)
     launch = young_after(lambda: _launch_planned(nxt, planner, start, profile, memo))
     assert cache <= BOUND, f"{workload}: the cache pass left {cache} tracked objects"
     assert launch <= BOUND, f"{workload}: launch planning from the memo left {launch}"
+
+
+# --- plan(): one pause for the whole call --------------------------------------------------------
+
+
+def test_plan_runs_no_collection_and_restores_the_collector() -> None:
+    """``fastplan.planner.plan`` keeps the collector paused from the search through launch
+    planning: with a threshold every allocation crosses, no collection starts inside the call
+    (between the search and launch planning one did: the search's live objects were walked for
+    nothing), and the collector is enabled again afterwards."""
+    from fastplan.planner import plan
+
+    stream = build("mixed", 300)
+    starts = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start":
+            starts.append(info["generation"])
+
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(count)
+    gc.set_threshold(10)
+    try:
+        gc.collect()
+        starts.clear()
+        result = plan(stream, "metal")
+        inside = len(starts)  # allocates no container: the next allocation would collect
+        enabled = gc.isenabled()
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(count)
+    assert result.steps
+    assert inside == 0, f"{inside} collections inside plan()"
+    assert enabled
+
+
+def test_plan_leaves_a_paused_collector_paused() -> None:
+    from fastplan.planner import plan
+
+    gc.disable()
+    try:
+        plan(build("elementwise", 200), "metal")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_plan_restores_the_collector_when_it_raises() -> None:
+    from fastplan.planner import plan
+
+    with pytest.raises(AttributeError):  # no ``items``: refimpl's planner raises the same
+        plan(object(), "metal")
+    assert gc.isenabled()
+
+
+def test_a_failing_search_restores_the_collector() -> None:
+    """``StreamPlanner.run`` pauses the collector only once it can run: a stream without items
+    (read before the pause) and an item outside fastplan's typed form (raised inside it) both
+    leave it enabled."""
+    from fastplan._keys import BoundaryError
+    from refimpl.stream import Stream
+
+    planner = StreamPlanner(FusionRegistry().fusers(profile_named("metal")))
+    with pytest.raises(AttributeError):
+        planner.run(object())
+    assert gc.isenabled()
+    with pytest.raises(BoundaryError):
+        planner.run(Stream(items=("not an op",), inputs={}))
+    assert gc.isenabled()
