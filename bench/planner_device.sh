@@ -18,8 +18,14 @@ phase=${1:-bench}
 sizes=${PLANNER_SIZES:-1000,10000,100000}  # smaller for a quick try elsewhere
 split_size=${PLANNER_SPLIT_SIZE:-10000}
 fuzz_count=${PLANNER_FUZZ_COUNT:-1000000}
+# the machine, so that runs on different lent machines can be told apart (load included)
+machine() {
+    echo "$(date -u +%FT%TZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)," \
+        "$(python3 --version), load $(cut -d' ' -f1-3 /proc/loadavg)"
+}
 case "$phase" in
 bench)
+    machine > "$out/machine.txt"
     for w in elementwise transformer mixed; do
         python3 bench/planner.py --workload "$w" --sizes "$sizes" --repeats 3 --ref-budget 100 --json \
             > "$out/planner-$w.json" 2> "$out/planner-$w.log"
@@ -35,8 +41,11 @@ for w in ("elementwise", "transformer", "mixed"):
 print(table(rows))
 PY
     cat "$out/split.md"
+    machine >> "$out/machine.txt"
+    cat "$out/machine.txt"
     ;;
 check)
+    machine
     for seed in 1 2; do
         HYPOTHESIS_PROFILE=thorough python3 -m pytest -q -p no:cacheprovider \
             "tests/differential/test_plan_equivalence.py::test_fastplan_plan_matches_refimpl" \

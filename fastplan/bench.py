@@ -18,8 +18,8 @@ produces), each cut to the requested number of ops at a sync:
   all read back at one sync (fewer repeats: more searches).
 
 Measures (median of ``repeats`` runs of planning-thread CPU time, µs per op; an op is a stream
-item, syncs included; ``runs_for`` gives short streams more runs), the same for refimpl and
-fastplan:
+item, syncs included; ``runs_for`` gives short streams more runs; refimpl and fastplan take
+turns, one run of every path each), the same for refimpl and fastplan:
 
 * ``plan`` — ``plan(stream, device)`` from a fresh planner: every search it needs, the cache
   hits inside the stream (repeated blocks), and launch planning (``aliases`` per step,
@@ -254,36 +254,39 @@ def _timed(call: Callable[[], object]) -> float:
     return time.thread_time() - start
 
 
-def _measure_one(name: str, stream: Stream, nxt: Stream, device: str,
-                 repeats: int) -> dict[str, tuple[float, int]]:
-    """path -> (median CPU seconds, explorations) for one planner."""
+def _run_once(name: str, stream: Stream, nxt: Stream, device: str
+              ) -> dict[str, tuple[float, int]]:
+    """One run of every path for one planner: path -> (CPU seconds, explorations)."""
     plan, planner_cls, registry_cls, launch, new_memo = _planners()[name]
     profile = profile_named(device)
-    times: dict[str, list[float]] = {path: [] for path in PATHS}
-    explorations = {path: 0 for path in PATHS}
-    for _ in range(repeats):
-        times["plan"].append(_timed(lambda: plan(stream, device)))
-        planner = planner_cls(registry_cls().fusers(profile))
-        times["search"].append(_timed(lambda: planner.run(stream)))
-        explorations["search"] = planner.num_explorations
-        memo = new_memo()
-        launch(stream, planner, 0, profile, memo)  # the runtime ran iteration 1 (not timed)
-        before, start = planner.num_explorations, len(planner.queue.steps)
-        times["cache"].append(_timed(lambda: planner.run(nxt)))
-        explorations["cache"] = explorations["cache+launch"] = \
-            planner.num_explorations - before
-        launched = _timed(lambda: launch(nxt, planner, start, profile, memo))
-        times["cache+launch"].append(times["cache"][-1] + launched)
-    return {path: (statistics.median(values), explorations[path])
-            for path, values in times.items()}
+    found = {"plan": (_timed(lambda: plan(stream, device)), 0)}
+    planner = planner_cls(registry_cls().fusers(profile))
+    found["search"] = (_timed(lambda: planner.run(stream)), planner.num_explorations)
+    memo = new_memo()
+    launch(stream, planner, 0, profile, memo)  # the runtime ran iteration 1 (not timed)
+    before, start = planner.num_explorations, len(planner.queue.steps)
+    cache = _timed(lambda: planner.run(nxt))
+    explored = planner.num_explorations - before
+    launched = _timed(lambda: launch(nxt, planner, start, profile, memo))
+    found["cache"], found["cache+launch"] = (cache, explored), (cache + launched, explored)
+    return found
 
 
 def measure(stream: Stream, device: str, repeats: int, with_refimpl: bool = True
             ) -> dict[str, dict[str, tuple[float, int]]]:
-    """Per planner, per path: (median CPU seconds, explorations)."""
+    """Per planner, per path: (median CPU seconds, explorations). The planners take turns,
+    one run of every path each per repeat, so that a slower spell of a shared machine falls
+    on both sides of a ratio rather than on one planner's runs."""
     nxt = shifted(stream, 10 * (max(stream.inputs, default=0) + len(stream.items) + 1))
     names = ("refimpl", "fastplan") if with_refimpl else ("fastplan",)
-    return {name: _measure_one(name, stream, nxt, device, repeats) for name in names}
+    runs: dict[str, list[dict[str, tuple[float, int]]]] = {name: [] for name in names}
+    for _ in range(repeats):
+        for name in names:
+            runs[name].append(_run_once(name, stream, nxt, device))
+    return {name: {path: (statistics.median(run[path][0] for run in runs[name]),
+                          runs[name][-1][path][1])
+                   for path in PATHS}
+            for name in names}
 
 
 def _check_equal(stream: Stream, device: str) -> None:
