@@ -67,3 +67,26 @@ def test_bench_runs_for_gives_short_streams_more_runs():
     assert runs_for(10007, 3) == 3
     assert runs_for(100006, 5) == 3 and runs_for(100006, 1) == 1
     assert runs_for(0, 2) == 10
+
+
+def test_bench_planners_take_turns(monkeypatch):
+    """``measure`` alternates the planners run by run (a slow spell of a shared machine then
+    falls on both sides of a ratio) and reports the median of each planner's own runs."""
+    from fastplan import bench
+
+    calls = []
+    times = {"refimpl": iter([5.0, 1.0, 3.0]), "fastplan": iter([0.2, 0.6, 0.4])}
+
+    def run_once(name, stream, nxt, device):
+        calls.append(name)
+        t = next(times[name])
+        return {path: (t, 7) for path in bench.PATHS}
+
+    monkeypatch.setattr(bench, "_run_once", run_once)
+    found = bench.measure(bench.build("elementwise", 50), "metal", 3)
+    assert calls == ["refimpl", "fastplan"] * 3
+    assert found["refimpl"]["plan"] == (3.0, 7) and found["fastplan"]["cache"] == (0.4, 7)
+    calls.clear()
+    times["fastplan"] = iter([0.3, 0.5])
+    bench.measure(bench.build("elementwise", 50), "metal", 2, with_refimpl=False)
+    assert calls == ["fastplan", "fastplan"]
