@@ -84,28 +84,30 @@ def plan(stream, device="metal", registry=None, log=None):
     The cyclic collector stays paused for the whole call, not only inside the search and the
     launch walk (which pause it themselves): the planner makes no reference cycles and is
     dropped before the call returns, so a collection in between would only walk its live
-    objects and find nothing (docs/fastplan.md, "Garbage collection")."""
+    objects and find nothing (docs/fastplan.md, "Garbage collection"). refimpl's planner, for
+    a stream outside fastplan's boundary, runs after the pause."""
     paused = _gc.isenabled()
     _gc.disable()
     try:
         return _plan(stream, device, registry, log)
+    except BoundaryError:
+        # Not the typed form the stream loader builds (a str for an op, a dtype that is no
+        # DType, ...): refimpl's planner decides what such a stream gives, plan or error.
+        pass
     finally:
         if paused:
             _gc.enable()
+    return _reference_plan(stream, device, registry, log)
 
 
 cdef object _plan(object stream, object device, object registry, object log):
-    """``plan``, the collector paused by the caller; the planner dies on return."""
+    """``plan``, the collector paused by the caller; the planner dies on return. A stream
+    outside the boundary raises ``BoundaryError`` from the search."""
     cdef _Planner planner
     profile = resolve_device(device)
     fusers = (registry if registry is not None else FusionRegistry()).fusers(profile)
     planner = StreamPlanner(fusers, log=log if log is not None else FusionLog.from_env())
-    try:
-        steps = planner.run(stream)
-    except BoundaryError:
-        # Not the typed form the stream loader builds (a str for an op, a dtype that is no
-        # DType, ...): refimpl's planner decides what such a stream gives, plan or error.
-        return _reference_plan(stream, device, registry, log)
+    steps = planner.run(stream)
     return _Plan(profile.name, _launch_planned(stream, planner, len(planner.queue.steps)
                                                - len(steps), profile))
 

@@ -134,3 +134,17 @@ def test_a_failing_search_restores_the_collector() -> None:
     with pytest.raises(BoundaryError):
         planner.run(Stream(items=("not an op",), inputs={}))
     assert gc.isenabled()
+
+
+def test_refimpl_fallback_runs_with_the_collector_on(monkeypatch) -> None:
+    """A stream outside fastplan's boundary goes to refimpl's planner after the pause: that
+    planner is refimpl's readable code, not written to be free of reference cycles."""
+    import fastplan.planner as fast
+    from refimpl.stream import Stream
+
+    seen = []
+    monkeypatch.setattr(fast, "_reference_plan",
+                        lambda *args: seen.append(gc.isenabled()) or "refimpl's answer")
+    assert fast.plan(Stream(items=("not an op",), inputs={}), "metal") == "refimpl's answer"
+    assert seen == [True]
+    assert gc.isenabled()
