@@ -335,6 +335,12 @@ cdef class StreamPlanner:
         """Execute everything pending (Sync mode)."""
         self.processor.process_c(self.queue, self.store, False)
 
+    def forget_steps(self):
+        """Drop the executed steps the queue keeps (``OperationQueue.forget_steps``).
+
+        See refimpl's: a runtime calls it once it has launch-planned each iteration's steps."""
+        self.queue.forget_steps()
+
     def run(self, stream):
         """Plan one pass over ``stream``; the steps it executed, in order."""
         cdef Py_ssize_t start = len(self.queue.steps)

@@ -582,6 +582,18 @@ cdef class OperationQueue:
         self.shapes_assigned.append(len(self.dim_values))
         return 0
 
+    def forget_steps(self):
+        """Drop the executed steps (``steps``, ``executed``); the pending ops stay.
+
+        Their records and the history of ops already executed go too: the history restarts at
+        the first pending op. Records and steps handed out before keep what they refer to."""
+        self.steps = []
+        self._records = []
+        self._executed = []
+        self._history = self._history[self._first:]
+        self._first = 0
+        self._segment_maps = None
+
     def produces_pending(self, tensor_ids):
         """Whether a pending op outputs any of the tensors (their handle doesn't exist yet)."""
         return self.produces(tensor_ids)

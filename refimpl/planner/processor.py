@@ -252,6 +252,14 @@ class StreamPlanner:
         """Execute everything pending (Sync mode)."""
         self.processor.process(self.queue, self.store, ExecutionMode.Sync)
 
+    def forget_steps(self) -> None:
+        """Drop the executed steps the queue keeps (``OperationQueue.forget_steps``).
+
+        A runtime that plans iteration after iteration calls it once it has launch-planned
+        each iteration's steps, so that the planner keeps its pending ops and its plan cache
+        only. Without it every executed step stays, with its context."""
+        self.queue.forget_steps()
+
     def run(self, stream: Stream) -> list[PlanStep]:
         """Plan one pass over ``stream``; the steps it executed, in order."""
         start = len(self.queue.steps)

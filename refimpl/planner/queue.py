@@ -94,6 +94,14 @@ class OperationQueue:
         self.relative.append(to_relative(operation, self.converter))
         self.shapes_assigned.append(self.converter.num_relative_shapes())
 
+    def forget_steps(self) -> None:
+        """Drop the executed steps (``steps``, ``executed``); the pending ops stay.
+
+        A long-lived planner calls it once its runtime has launch-planned the steps it was
+        given: the queue then holds its pending ops only, however many ops it planned."""
+        self.steps = []
+        self.executed = []
+
     def produces_pending(self, tensor_ids: Sequence[int]) -> bool:
         """Whether a pending op outputs any of the tensors (their handle doesn't exist yet)."""
         wanted = set(tensor_ids)

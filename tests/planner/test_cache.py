@@ -314,3 +314,40 @@ def test_cache_repeated_chain_replays_both_plans_from_the_cache(planner_impl):
     assert planner.num_cache_hits >= 2  # the 65-op plan (OnOperations) and the 35-op one (OnSync)
     triggers = [type(trigger).__name__ for p in planner.store.plans for trigger in p.triggers]
     assert "OnOperations" in triggers and "OnSync" in triggers
+
+
+def _steps_forgetting_every(planner, stream: Stream, every: int) -> list:
+    """The steps ``planner`` executes over ``stream``, fed item by item, its executed steps
+    collected and forgotten after every ``every`` items (ops may be pending then)."""
+    collected = []
+    for index, item in enumerate(stream.items):
+        if isinstance(item, Sync):
+            planner.sync(item.tensors)
+        else:
+            planner.register(index, item)
+        if index % every == every - 1:
+            pending = list(planner.queue.global_ops)
+            collected.extend(planner.queue.steps)
+            planner.forget_steps()
+            assert planner.queue.steps == [] and planner.queue.executed == []
+            assert planner.queue.global_ops == pending  # the pending ops stay
+    planner.drain()
+    collected.extend(planner.queue.steps)
+    planner.forget_steps()
+    return collected
+
+
+def test_forget_steps_keeps_pending_ops_and_the_plan_cache(planner_impl):
+    """``StreamPlanner.forget_steps`` (a long-lived runtime's planner) drops the executed
+    steps only: fed twice with forgetting in between, at positions where ops are pending, the
+    planner executes the very steps one that never forgets does, and the second pass comes
+    from the plan cache."""
+    stream = SEED_STREAMS["chain"]()
+    reference = _real_planner(planner_impl)
+    expected = reference.run(stream) + reference.run(stream)
+    for every in (1, 3, 7, 50):
+        planner = _real_planner(planner_impl)
+        assert _steps_forgetting_every(planner, stream, every) == expected[:len(expected) // 2]
+        explored = planner.num_explorations
+        assert _steps_forgetting_every(planner, stream, every) == expected[len(expected) // 2:]
+        assert planner.num_explorations == explored, every
