@@ -255,3 +255,34 @@ def test_fastplan_incremental_api_matches_refimpl(stream, device):
     twin.drain()
     assert twin.queue.steps == reference.queue.steps
     assert twin.queue.operations() == reference.queue.operations() == []
+
+
+@settings(max_examples=settings().max_examples)
+@given(stream=streams(max_ops=12), device=DEVICES,
+       forget=st.sets(st.integers(min_value=0, max_value=13)))
+def test_fastplan_forget_steps_matches_refimpl(stream, device, forget):
+    """A runtime that registers ops one by one and forgets the executed steps after the items
+    in ``forget`` (ops may be pending then): both twins keep the same steps, and the executed
+    steps' contexts (built from the queue's history, which forgetting restarts) stay equal."""
+    import refimpl.planner.processor as ref_processor
+    import refimpl.planner.registry as ref_registry
+
+    note(stream_to_json(stream))
+    reference = _planner(ref_processor, ref_registry, device)
+    twin = _planner(fastplan.planner_module("processor"), fastplan.planner_module("registry"),
+                    device)
+    for index, item in enumerate(stream.items):
+        for planner in (reference, twin):
+            if isinstance(item, Sync):
+                planner.sync(item.tensors)
+            else:
+                planner.register(index, item)
+            if index in forget:
+                planner.forget_steps()
+        assert twin.queue.steps == reference.queue.steps
+        assert twin.queue.executed == reference.queue.executed
+        assert twin.queue.operations() == reference.queue.operations()
+    reference.drain()
+    twin.drain()
+    assert twin.queue.steps == reference.queue.steps
+    assert twin.queue.executed == reference.queue.executed
