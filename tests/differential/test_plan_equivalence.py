@@ -225,45 +225,10 @@ def _converter_maps(converter) -> tuple:
                  + [converter.scalars, converter.ranges])
 
 
-@settings(max_examples=settings().max_examples)
-@given(stream=streams(max_ops=12), device=DEVICES)
-def test_fastplan_incremental_api_matches_refimpl(stream, device):
-    """A runtime registering ops one by one: after every ``register``/``sync`` and the final
-    ``drain``, both twins have executed the same steps and kept the same counters."""
-    import refimpl.planner.processor as ref_processor
-    import refimpl.planner.registry as ref_registry
-
-    note(stream_to_json(stream))
-    reference = _planner(ref_processor, ref_registry, device)
-    twin = _planner(fastplan.planner_module("processor"), fastplan.planner_module("registry"),
-                    device)
-    for index, item in enumerate(stream.items):
-        for planner in (reference, twin):
-            if isinstance(item, Sync):
-                planner.sync(item.tensors)
-            else:
-                planner.register(index, item)
-        assert twin.queue.steps == reference.queue.steps
-        assert twin.queue.indices == reference.queue.indices
-        assert twin.queue.operations() == reference.queue.operations()
-        assert twin.queue.shapes_assigned == reference.queue.shapes_assigned
-        assert _converter_maps(twin.queue.converter) == \
-            _converter_maps(reference.queue.converter)
-        assert (twin.num_explorations, twin.num_cache_hits) == \
-            (reference.num_explorations, reference.num_cache_hits)
-    reference.drain()
-    twin.drain()
-    assert twin.queue.steps == reference.queue.steps
-    assert twin.queue.operations() == reference.queue.operations() == []
-
-
-@settings(max_examples=settings().max_examples)
-@given(stream=streams(max_ops=12), device=DEVICES,
-       forget=st.sets(st.integers(min_value=0, max_value=13)))
-def test_fastplan_forget_steps_matches_refimpl(stream, device, forget):
-    """A runtime that registers ops one by one and forgets the executed steps after the items
-    in ``forget`` (ops may be pending then): both twins keep the same steps, and the executed
-    steps' contexts (built from the queue's history, which forgetting restarts) stay equal."""
+def _fed_item_by_item(stream: Stream, device: str, forget: frozenset = frozenset()):
+    """Both twins fed ``stream`` as a runtime feeds them (``register`` / ``sync``), their
+    executed steps forgotten after the items in ``forget``; yields ``(reference, twin)``
+    after every item, then once more after the final ``drain``."""
     import refimpl.planner.processor as ref_processor
     import refimpl.planner.registry as ref_registry
 
@@ -279,10 +244,38 @@ def test_fastplan_forget_steps_matches_refimpl(stream, device, forget):
                 planner.register(index, item)
             if index in forget:
                 planner.forget_steps()
+        yield reference, twin
+    reference.drain()
+    twin.drain()
+    yield reference, twin
+
+
+@settings(max_examples=settings().max_examples)
+@given(stream=streams(max_ops=12), device=DEVICES)
+def test_fastplan_incremental_api_matches_refimpl(stream, device):
+    """A runtime registering ops one by one: after every ``register``/``sync`` and the final
+    ``drain``, both twins have executed the same steps and kept the same counters."""
+    for reference, twin in _fed_item_by_item(stream, device):
+        assert twin.queue.steps == reference.queue.steps
+        assert twin.queue.indices == reference.queue.indices
+        assert twin.queue.operations() == reference.queue.operations()
+        assert twin.queue.shapes_assigned == reference.queue.shapes_assigned
+        assert _converter_maps(twin.queue.converter) == \
+            _converter_maps(reference.queue.converter)
+        assert (twin.num_explorations, twin.num_cache_hits) == \
+            (reference.num_explorations, reference.num_cache_hits)
+    assert twin.queue.operations() == reference.queue.operations() == []
+
+
+@settings(max_examples=settings().max_examples)
+@given(stream=streams(max_ops=12), device=DEVICES,
+       forget=st.frozensets(st.integers(min_value=0, max_value=13)))
+def test_fastplan_forget_steps_matches_refimpl(stream, device, forget):
+    """A runtime that registers ops one by one and forgets the executed steps after the items
+    in ``forget`` (ops may be pending then): both twins keep the same steps, and the executed
+    steps' contexts (built from the queue's history, which forgetting restarts) stay equal."""
+    for reference, twin in _fed_item_by_item(stream, device, forget):
         assert twin.queue.steps == reference.queue.steps
         assert twin.queue.executed == reference.queue.executed
         assert twin.queue.operations() == reference.queue.operations()
-    reference.drain()
-    twin.drain()
-    assert twin.queue.steps == reference.queue.steps
-    assert twin.queue.executed == reference.queue.executed
+    assert twin.queue.operations() == reference.queue.operations() == []
