@@ -215,30 +215,27 @@ class Row:
         return None if self.refimpl_us is None else self.refimpl_us / self.fastplan_us
 
 
+def _no_memo() -> None:
+    """refimpl keeps no launch memo: its ``launch_planned`` plans every step again."""
+
+
 def _planners():
-    """Per planner: ``(plan, StreamPlanner, FusionRegistry, launch, memo)``, where
-    ``launch(stream, planner, start, profile, memo)`` launch-plans the steps from ``start`` as
-    ``plan`` does and ``memo()`` makes what a runtime keeps beside its planner across
-    iterations (fastplan's ``LaunchMemo``; refimpl keeps nothing: ``None``). fastplan's are
-    refimpl's when fastplan is not compiled (``fastplan.COMPILED``)."""
+    """Per planner: ``(plan, StreamPlanner, FusionRegistry, memo)``, where ``memo()`` makes
+    what a runtime keeps beside its planner across iterations for
+    ``StreamPlanner.launch_planned`` (fastplan's ``LaunchMemo``; refimpl keeps nothing:
+    ``None``). fastplan's are refimpl's when fastplan is not compiled
+    (``fastplan.COMPILED``)."""
     import fastplan
     import refimpl.planner as ref
     import refimpl.planner.registry as ref_registry
-    from refimpl.interpreter import launch_plan_stream
     from refimpl.planner.processor import StreamPlanner as RefPlanner
 
-    def ref_launch(stream, planner, start, profile, memo=None):
-        return launch_plan_stream(stream, planner.queue.executed[start:], profile)
-
-    fast_launch, fast_memo = ref_launch, lambda: None
+    fast_memo = _no_memo
     if fastplan.COMPILED:
         from fastplan.launch_stream import LaunchMemo as fast_memo
-        from fastplan.planner import _launch_planned as fast_launch
-    return {"refimpl": (ref.plan, RefPlanner, ref_registry.FusionRegistry, ref_launch,
-                        lambda: None),
+    return {"refimpl": (ref.plan, RefPlanner, ref_registry.FusionRegistry, _no_memo),
             "fastplan": (fastplan.plan, fastplan.planner_module("processor").StreamPlanner,
-                         fastplan.planner_module("registry").FusionRegistry, fast_launch,
-                         fast_memo)}
+                         fastplan.planner_module("registry").FusionRegistry, fast_memo)}
 
 
 def _timed(call: Callable[[], object]) -> float:
@@ -257,17 +254,17 @@ def _timed(call: Callable[[], object]) -> float:
 def _run_once(name: str, stream: Stream, nxt: Stream, device: str
               ) -> dict[str, tuple[float, int]]:
     """One run of every path for one planner: path -> (CPU seconds, explorations)."""
-    plan, planner_cls, registry_cls, launch, new_memo = _planners()[name]
+    plan, planner_cls, registry_cls, new_memo = _planners()[name]
     profile = profile_named(device)
     found = {"plan": (_timed(lambda: plan(stream, device)), 0)}
     planner = planner_cls(registry_cls().fusers(profile))
     found["search"] = (_timed(lambda: planner.run(stream)), planner.num_explorations)
     memo = new_memo()
-    launch(stream, planner, 0, profile, memo)  # the runtime ran iteration 1 (not timed)
+    planner.launch_planned(stream, 0, profile, memo)  # the runtime ran iteration 1 (not timed)
     before, start = planner.num_explorations, len(planner.queue.steps)
     cache = _timed(lambda: planner.run(nxt))
     explored = planner.num_explorations - before
-    launched = _timed(lambda: launch(nxt, planner, start, profile, memo))
+    launched = _timed(lambda: planner.launch_planned(nxt, start, profile, memo))
     found["cache"], found["cache+launch"] = (cache, explored), (cache + launched, explored)
     return found
 

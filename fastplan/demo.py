@@ -41,25 +41,24 @@ def _seed_plans_equal(device: str) -> list[str]:
 def _next_iteration(stream: Any, nxt: Any, device: str) -> dict[str, Any]:
     """Plan ``stream`` then ``nxt`` with one warm planner per twin: what the second pass did."""
     from fastplan.launch_stream import LaunchMemo
-    from fastplan.planner import _launch_planned
     from fastplan.processor import StreamPlanner
     from fastplan.registry import FusionRegistry
-    from refimpl.interpreter import launch_plan_stream
     from refimpl.planner.processor import StreamPlanner as RefPlanner
     from refimpl.planner.registry import FusionRegistry as RefRegistry
 
     profile = __import__("refimpl.devices", fromlist=["profile_named"]).profile_named(device)
     planner, memo = StreamPlanner(FusionRegistry().fusers(profile)), LaunchMemo()
     planner.run(stream)
-    _launch_planned(stream, planner, 0, profile, memo)
-    start, searches, misses = len(planner.queue.steps), planner.num_explorations, memo.misses
+    planner.launch_planned(stream, 0, profile, memo)
+    planner.forget_steps()
+    searches, misses = planner.num_explorations, memo.misses
     planner.run(nxt)
-    steps = _launch_planned(nxt, planner, start, profile, memo)
+    steps = planner.launch_planned(nxt, 0, profile, memo)
     reference = RefPlanner(RefRegistry().fusers(profile))
     reference.run(stream)
-    ref_start = len(reference.queue.steps)
+    reference.forget_steps()
     reference.run(nxt)
-    expected = launch_plan_stream(nxt, reference.queue.executed[ref_start:], profile)
+    expected = reference.launch_planned(nxt, 0, profile)
     return {"searches": planner.num_explorations - searches, "misses": memo.misses - misses,
             "fused": sum(1 for step in steps if step.fused), "equal": steps == expected}
 

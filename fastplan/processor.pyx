@@ -372,3 +372,16 @@ cdef class StreamPlanner:
             if paused:
                 _gc.enable()
         return queue.steps[start:]
+
+    def launch_planned(self, stream, start=0, device="metal", memo=None):
+        """The steps executed from ``start`` on, launch-planned: ``aliases`` per step and
+        ``width`` per block, as ``plan`` fills them.
+
+        ``memo``: the ``fastplan.launch_stream.LaunchMemo`` a runtime keeps beside this
+        planner across iterations (a fresh one when ``None``): a fused step met again on the
+        same layouts is replayed from it. See refimpl's for the runtime's loop."""
+        from fastplan.planner import _launch_planned, resolve_device
+
+        if start < 0:
+            raise ValueError(f"no executed step at {start}")
+        return _launch_planned(stream, self, start, resolve_device(device), memo)

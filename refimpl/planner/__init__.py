@@ -61,7 +61,5 @@ def plan(stream: Stream, device: Any = "metal", registry: Any = None,
     planner = StreamPlanner(fusers, log=log if log is not None else FusionLog.from_env())
     steps = planner.run(stream)
     # launch planning (refimpl.planner.launch): aliases per step, width per block
-    from refimpl.interpreter import launch_plan_stream
-
-    executed = planner.queue.executed[len(planner.queue.executed) - len(steps):]
-    return Plan(profile.name, launch_plan_stream(stream, executed, profile))
+    return Plan(profile.name,
+                planner.launch_planned(stream, len(planner.queue.steps) - len(steps), profile))

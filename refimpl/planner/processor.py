@@ -33,7 +33,7 @@ across ``run`` calls, so a repeated iteration is served from the cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from refimpl.ir import OperationIr, Sync
 from refimpl.planner.cache import (
@@ -270,3 +270,20 @@ class StreamPlanner:
                 self.register(index, item)
         self.drain()
         return self.queue.steps[start:]
+
+    def launch_planned(self, stream: Stream, start: int = 0, device: Any = "metal",
+                       memo: Any = None) -> tuple[PlanStep, ...]:
+        """The steps executed from ``start`` on, launch-planned: ``aliases`` per step and
+        ``width`` per block, as ``plan`` fills them.
+
+        ``stream`` is the pass the steps came from (its inputs and the ops the step indices
+        name); ``device`` a profile or its name. ``memo`` is what a runtime keeps beside its
+        planner across iterations: refimpl keeps none and plans every step again (fastplan's
+        twin takes a ``LaunchMemo``). A runtime's loop is ``run`` (or ``register`` / ``sync``),
+        ``launch_planned`` from the step count before it, then ``forget_steps``."""
+        from refimpl.interpreter import launch_plan_stream
+        from refimpl.planner import resolve_device
+
+        if start < 0:
+            raise ValueError(f"no executed step at {start}")
+        return launch_plan_stream(stream, self.queue.executed[start:], resolve_device(device))

@@ -22,7 +22,6 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 if fastplan.COMPILED:
     from fastplan.bench import WORKLOADS, build, shifted
     from fastplan.launch_stream import LaunchMemo
-    from fastplan.planner import _launch_planned
     from fastplan.processor import StreamPlanner
     from fastplan.registry import FusionRegistry
 else:  # pragma: no cover - the module is skipped
@@ -41,7 +40,7 @@ def _fast_runtime(profile, forget: bool):
     def step(stream):
         start = len(planner.queue.steps)
         planner.run(stream)
-        launched = _launch_planned(stream, planner, start, profile, memo)
+        launched = planner.launch_planned(stream, start, profile, memo)
         if forget:
             planner.forget_steps()
         return launched
@@ -61,6 +60,7 @@ def test_a_forgetting_runtime_plans_like_refimpl(workload: str) -> None:
     for stream in _iterations(workload, 300, 3):
         reference.run(stream)
         expected = launch_plan_stream(stream, reference.queue.executed, profile)
+        assert reference.launch_planned(stream, 0, profile) == expected
         reference.forget_steps()
         assert fast_step(stream) == expected
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
+
 from refimpl.devices import profile_named
 from refimpl.dtypes import DType
 from refimpl.ir import BinaryOpIr, OperationIr, ScalarOpIr, Sync, TensorIr, TensorStatus, UnaryOpIr
@@ -351,3 +353,22 @@ def test_forget_steps_keeps_pending_ops_and_the_plan_cache(planner_impl):
         explored = planner.num_explorations
         assert _steps_forgetting_every(planner, stream, every) == expected[len(expected) // 2:]
         assert planner.num_explorations == explored, every
+
+
+def test_launch_planned_fills_what_plan_fills(planner_impl):
+    """``StreamPlanner.launch_planned`` (a runtime's launch planning) gives the steps ``plan``
+    returns, from any executed step on; the same on a warm planner's next pass."""
+    from refimpl.planner import plan
+
+    stream = SEED_STREAMS["matmul_add_exp"]()
+    expected = plan(stream, "webgpu-default").steps
+    planner = _real_planner(planner_impl, "webgpu-default")
+    planner.run(stream)
+    assert planner.launch_planned(stream, 0, "webgpu-default") == expected
+    assert planner.launch_planned(stream, 1, profile_named("webgpu-default")) == expected[1:]
+    assert planner.launch_planned(stream, len(expected), "webgpu-default") == ()
+    start = len(planner.queue.steps)
+    planner.run(stream)
+    assert planner.launch_planned(stream, start, "webgpu-default") == expected
+    with pytest.raises(ValueError, match="no executed step at -1"):
+        planner.launch_planned(stream, -1, "webgpu-default")
