@@ -115,9 +115,11 @@ cdef object _plan(object stream, object device, object registry, object log):
 def _launch_planned(stream, _Planner planner, start, profile, memo=None):
     """The steps ``planner`` executed from ``start`` on, launch-planned: ``aliases`` per step,
     ``width`` per block (the unfused steps carry no context: launch planning reads none).
-    ``memo``: a ``LaunchMemo`` a runtime keeps with its planner (a fresh one by default)."""
+    ``memo``: a ``LaunchMemo`` a runtime keeps with its planner (a fresh one by default).
+    A negative ``start`` is the caller's error (``ValueError``), not refimpl's to plan."""
+    records = planner.queue.records_since(start)
     try:
-        return launch_records(stream, planner.queue.records_since(start), profile,
+        return launch_records(stream, records, profile,
                               memo if memo is not None else LaunchMemo())
     except Exception:
         # A stream no loader would build (a dim past int64, ...) can make the compiled walk

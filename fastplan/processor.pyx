@@ -382,6 +382,4 @@ cdef class StreamPlanner:
         same layouts is replayed from it. See refimpl's for the runtime's loop."""
         from fastplan.planner import _launch_planned, resolve_device
 
-        if start < 0:
-            raise ValueError(f"no executed step at {start}")
         return _launch_planned(stream, self, start, resolve_device(device), memo)
