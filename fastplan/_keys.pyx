@@ -39,7 +39,7 @@ from cpython.ref cimport PyObject
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(object op)  # safe on an untracked object; dealloc calls it too
 from libc.stdint cimport int64_t
-from libc.stdlib cimport free, malloc
+from fastplan._vec cimport mem_malloc, mem_free
 from libc.string cimport memcpy
 
 from refimpl.dtypes import DType
@@ -219,7 +219,7 @@ cdef void buf_init(KeyBuf* b) noexcept nogil:
 
 cdef void buf_free(KeyBuf* b) noexcept nogil:
     if b.data != b.small:
-        free(b.data)
+        mem_free(b.data)
     b.data = b.small
     b.len = 0
     b.cap = KEY_SMALL
@@ -227,12 +227,12 @@ cdef void buf_free(KeyBuf* b) noexcept nogil:
 
 cdef int buf_grow(KeyBuf* b) except -1:
     """Double the room of a full buffer (``buf_push``, inline in _keys.pxd, calls it)."""
-    cdef int64_t* grown = <int64_t*>malloc(2 * b.cap * sizeof(int64_t))
+    cdef int64_t* grown = <int64_t*>mem_malloc(2 * b.cap * sizeof(int64_t))
     if grown == NULL:
         raise MemoryError()
     memcpy(grown, b.data, b.len * sizeof(int64_t))
     if b.data != b.small:
-        free(b.data)
+        mem_free(b.data)
     b.data = grown
     b.cap *= 2
     return 0

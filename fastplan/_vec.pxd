@@ -11,13 +11,25 @@ fastplan keeps the same state in ``Vec``s and tries an op in place, recording ho
   never an address inside a vector's buffer, so a buffer may move (realloc) in between.
 
 Functions return 0 on success and -1 when memory runs out (the caller raises ``MemoryError``).
+Their memory, and every other C block of fastplan's planning state, comes from CPython's
+object allocator (``mem_malloc`` and the others below): the blocks are small and
+short-lived (a trial clones a block's vectors), where pymalloc is cheaper than the C library's
+``malloc``.
 Indices are checked (abort with a message) only in debug builds (``FASTPLAN_DEBUG_CHECKS``,
 set by setup.py under ``FASTPLAN_CYTHON_DEBUG=1``).
 """
 
 from libc.stdint cimport int64_t
-from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memset
+
+cdef extern from "Python.h":
+    # CPython's PyMem_* functions (pymalloc). They need the GIL, and fastplan holds it in every
+    # call: it has no ``nogil`` section. They are declared ``nogil`` here only so that the
+    # helpers marked ``nogil`` (they touch no Python object) may call them.
+    void* mem_malloc "PyMem_Malloc"(size_t n) noexcept nogil
+    void* mem_calloc "PyMem_Calloc"(size_t nelem, size_t elsize) noexcept nogil
+    void* mem_realloc "PyMem_Realloc"(void* p, size_t n) noexcept nogil
+    void mem_free "PyMem_Free"(void* p) noexcept nogil
 
 cdef extern from *:
     """
@@ -67,7 +79,7 @@ cdef inline void vec_init(Vec* v, Py_ssize_t itemsize) noexcept nogil:
 
 
 cdef inline void vec_free(Vec* v) noexcept nogil:
-    free(v.data)
+    mem_free(v.data)
     v.data = NULL
     v.len = 0
     v.cap = 0
@@ -82,7 +94,7 @@ cdef inline int vec_reserve(Vec* v, Py_ssize_t n) noexcept nogil:
         if cap > (<Py_ssize_t>1 << 40):
             return -1
         cap *= 2
-    data = <char*>realloc(v.data, <size_t>cap * <size_t>v.itemsize)
+    data = <char*>mem_realloc(v.data, <size_t>cap * <size_t>v.itemsize)
     if data == NULL:
         return -1
     v.data = data

@@ -25,7 +25,7 @@ Invariants (shared with refimpl):
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport calloc, free
+from fastplan._vec cimport mem_calloc, mem_free
 from libc.string cimport memcpy, memset
 
 from fastplan._vec cimport (
@@ -173,7 +173,7 @@ cdef int _check(int rc, Trace* t) except -1:
 
 
 cdef Block* block_new(int32_t settings) noexcept nogil:
-    cdef Block* b = <Block*>calloc(1, sizeof(Block))
+    cdef Block* b = <Block*>mem_calloc(1, sizeof(Block))
     if b == NULL:
         return NULL
     b.refs = 1
@@ -200,7 +200,7 @@ cdef void _block_free(Block* b) noexcept nogil:
     vec_free(&b.outputs_unhandled)
     vec_free(&b.local_inputs)
     vec_free(&b.shape_ref)
-    free(b)
+    mem_free(b)
 
 
 cdef void block_decref(Block* b) noexcept nogil:
@@ -212,7 +212,7 @@ cdef void block_decref(Block* b) noexcept nogil:
 
 
 cdef Block* block_clone(const Block* b) noexcept nogil:
-    cdef Block* c = <Block*>calloc(1, sizeof(Block))
+    cdef Block* c = <Block*>mem_calloc(1, sizeof(Block))
     cdef int rc = 0
     if c == NULL:
         return NULL
@@ -236,7 +236,7 @@ cdef Block* block_clone(const Block* b) noexcept nogil:
 
 
 cdef Resources* res_new() noexcept nogil:
-    cdef Resources* r = <Resources*>calloc(1, sizeof(Resources))
+    cdef Resources* r = <Resources*>mem_calloc(1, sizeof(Resources))
     if r == NULL:
         return NULL
     r.refs = 1
@@ -266,7 +266,7 @@ cdef void _res_free(Resources* r) noexcept nogil:
     vec_free(&r.dropped)
     vec_free(&r.buffers)
     vec_free(&r.registers)
-    free(r)
+    mem_free(r)
 
 
 cdef void res_decref(Resources* r) noexcept nogil:
@@ -278,7 +278,7 @@ cdef void res_decref(Resources* r) noexcept nogil:
 
 
 cdef Resources* res_clone(const Resources* r) noexcept nogil:
-    cdef Resources* c = <Resources*>calloc(1, sizeof(Resources))
+    cdef Resources* c = <Resources*>mem_calloc(1, sizeof(Resources))
     cdef int rc = 0
     if c == NULL:
         return NULL
@@ -302,7 +302,7 @@ cdef Resources* res_clone(const Resources* r) noexcept nogil:
 
 
 cdef Trace* trace_new(int32_t settings) noexcept nogil:
-    cdef Trace* t = <Trace*>calloc(1, sizeof(Trace))
+    cdef Trace* t = <Trace*>mem_calloc(1, sizeof(Trace))
     if t == NULL:
         return NULL
     t.refs = 1
@@ -330,11 +330,11 @@ cdef void trace_decref(Trace* t) noexcept nogil:
     res_decref(t.res)
     vec_free(&t.previous)
     vec_free(&t.log.recs)
-    free(t)
+    mem_free(t)
 
 
 cdef Trace* trace_clone(const Trace* t) noexcept nogil:
-    cdef Trace* c = <Trace*>calloc(1, sizeof(Trace))
+    cdef Trace* c = <Trace*>mem_calloc(1, sizeof(Trace))
     cdef Py_ssize_t i
     cdef Block* b
     if c == NULL:
@@ -1427,7 +1427,7 @@ cdef tuple _sorted_ops(const Vec* assigns):
     cdef list groups = []
     if n == 0:
         return ()
-    order = <Py_ssize_t*>calloc(n, sizeof(Py_ssize_t))
+    order = <Py_ssize_t*>mem_calloc(n, sizeof(Py_ssize_t))
     if order == NULL:
         raise MemoryError()
     try:
@@ -1446,7 +1446,7 @@ cdef tuple _sorted_ops(const Vec* assigns):
             i = j
         return tuple(groups)
     finally:
-        free(order)
+        mem_free(order)
 
 
 cdef object _block_to_py(const Block* b, const Vec* writes):
@@ -1833,7 +1833,7 @@ cdef class TraceFuser:
         cdef Arg* args = NULL
         cdef Py_ssize_t i
         fop_from_py(op, &f, cat)
-        args = <Arg*>calloc(len(cat) + 1, sizeof(Arg))
+        args = <Arg*>mem_calloc(len(cat) + 1, sizeof(Arg))
         if args == NULL:
             raise MemoryError()
         try:
@@ -1841,7 +1841,7 @@ cdef class TraceFuser:
                 arg_from_py(cat[i], &args[i])
             _check(trace_fuse_operation(self.t, &f, args, len(cat)), self.t)
         finally:
-            free(args)
+            mem_free(args)
 
     def num_ops_fused(self):
         """Data ops in every block (reads, writes and drops are not counted)."""

@@ -19,7 +19,7 @@ Bit sets are Python ``int``s, as in refimpl, so any number of nodes works.
 import heapq
 
 from cpython.long cimport PyLong_Check, PyLong_CheckExact
-from libc.stdlib cimport calloc, free
+from fastplan._vec cimport mem_calloc, mem_free
 
 from refimpl.planner.graph import GraphNode, TestNode
 
@@ -309,7 +309,7 @@ cdef bint valid_flows(list flows) except -1:
             top = _top_id(flow.freed, top)
         if top < -1:
             return _valid_flows_sets(flows)
-    state = <unsigned char*>calloc(top + 2, 1)
+    state = <unsigned char*>mem_calloc(top + 2, 1)
     if state == NULL:
         raise MemoryError()
     try:
@@ -334,7 +334,7 @@ cdef bint valid_flows(list flows) except -1:
                 state[tid] = (state[tid] & ~_DEAD) | _ALIVE
         return True
     finally:
-        free(state)
+        mem_free(state)
 
 
 cdef bint _valid_flows_sets(list flows) except -1:

@@ -9,7 +9,7 @@ refimpl's.
 """
 
 from libc.stdint cimport int64_t
-from libc.stdlib cimport free, malloc
+from fastplan._vec cimport mem_malloc, mem_free
 
 from fastplan.builder cimport trace_output_nhwc_layout
 from fastplan.opinfo cimport OpKindC
@@ -51,14 +51,14 @@ def nhwc_permutation(rank):
     (0, 3, 1, 2)
     """
     cdef Py_ssize_t n = rank if rank > 0 else 0
-    cdef int64_t* out = <int64_t*>malloc((n + 1) * sizeof(int64_t))
+    cdef int64_t* out = <int64_t*>mem_malloc((n + 1) * sizeof(int64_t))
     if out == NULL:
         raise MemoryError()
     try:
         _nhwc_permutation(out, n)
         return tuple([out[i] for i in range(n)])
     finally:
-        free(out)
+        mem_free(out)
 
 
 cdef class NHWCRelayoutFuser:
@@ -81,13 +81,13 @@ cdef class NHWCRelayoutFuser:
 
     cdef int _capture(self, EncodedOp operation) except -1:
         cdef const TensorC* x = &operation.c.tensors[0]
-        cdef int64_t* permutation = <int64_t*>malloc((x.rank + 1) * sizeof(int64_t))
+        cdef int64_t* permutation = <int64_t*>mem_malloc((x.rank + 1) * sizeof(int64_t))
         cdef int rc
         if permutation == NULL:
             raise MemoryError()
         _nhwc_permutation(permutation, x.rank)
         rc = trace_output_nhwc_layout(self.fuser.st.tr.trace, x.id, permutation, x.rank)
-        free(permutation)
+        mem_free(permutation)
         self.fuser.check(rc)
         self.op = operation.source
         self._closed = True

@@ -26,7 +26,7 @@ Invariants:
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t
-from libc.stdlib cimport calloc, free
+from fastplan._vec cimport mem_calloc, mem_free
 from libc.string cimport memcpy, memset
 
 from fastplan._vec cimport Log, log_rollback, vec_free, vec_init, vec_reserve
@@ -170,7 +170,7 @@ cdef inline int _fuse_args(Trace* t, uint8_t name, uint8_t nargs, const Arg* arg
 cdef int _add_cat(Trace* t, const OpC* op) noexcept nogil:
     cdef const TensorC* ts = op.tensors
     cdef Py_ssize_t i, n = op.n_tensors - 1
-    cdef Arg* sources = <Arg*>calloc(n + 1, sizeof(Arg))
+    cdef Arg* sources = <Arg*>mem_calloc(n + 1, sizeof(Arg))
     cdef FOp f
     cdef int rc = 0
     if sources == NULL:
@@ -187,7 +187,7 @@ cdef int _add_cat(Trace* t, const OpC* op) noexcept nogil:
         f.nargs = 1
         f.dim = op.ints[0]
         rc = trace_fuse_operation(t, &f, sources, n)
-    free(sources)
+    mem_free(sources)
     return rc
 
 
@@ -988,8 +988,8 @@ cdef class TraceOperationFuser:
         closed block into the new one."""
         cdef list encoded = [encode_tensor(t) for t in arguments]
         cdef Py_ssize_t i, n = len(encoded)
-        cdef TensorC* tensors = <TensorC*>calloc(n + 1, sizeof(TensorC))
-        cdef Arg* out = <Arg*>calloc(n + 1, sizeof(Arg))
+        cdef TensorC* tensors = <TensorC*>mem_calloc(n + 1, sizeof(TensorC))
+        cdef Arg* out = <Arg*>mem_calloc(n + 1, sizeof(Arg))
         cdef int rc
         try:
             if tensors == NULL or out == NULL:
@@ -1001,8 +1001,8 @@ cdef class TraceOperationFuser:
                 raise Refusal(reason_text(rc, 0, 0))
             return [arg_to_py(&out[i]) for i in range(n)]
         finally:
-            free(tensors)
-            free(out)
+            mem_free(tensors)
+            mem_free(out)
 
     def block_local_input(self, tensor, block_pos, global_):
         cdef EncodedTensor t = encode_tensor(tensor)
