@@ -39,8 +39,9 @@ from cpython.ref cimport PyObject
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(object op)  # safe on an untracked object; dealloc calls it too
 from libc.stdint cimport int64_t
-from fastplan._vec cimport mem_malloc, mem_free
 from libc.string cimport memcpy
+
+from fastplan._vec cimport mem_free, mem_malloc
 
 from refimpl.dtypes import DType
 from refimpl.ir import OP_IR_STRUCTS, FieldKind, OperationIr, TensorIr, TensorStatus

@@ -25,12 +25,11 @@ Invariants (shared with refimpl):
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
-from fastplan._vec cimport mem_calloc, mem_free
 from libc.string cimport memcpy, memset
 
 from fastplan._vec cimport (
-    Log, UndoRec, Vec, field_set, log_record, vec_copy, vec_free, vec_init, vec_push,
-    vec_reserve, vec_set,
+    Log, UndoRec, Vec, field_set, log_record, mem_calloc, mem_free, vec_copy, vec_free, vec_init,
+    vec_push, vec_reserve, vec_set,
 )
 from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 

@@ -19,6 +19,7 @@ Bit sets are Python ``int``s, as in refimpl, so any number of nodes works.
 import heapq
 
 from cpython.long cimport PyLong_Check, PyLong_CheckExact
+
 from fastplan._vec cimport mem_calloc, mem_free
 
 from refimpl.planner.graph import GraphNode, TestNode

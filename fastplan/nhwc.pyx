@@ -9,8 +9,8 @@ refimpl's.
 """
 
 from libc.stdint cimport int64_t
-from fastplan._vec cimport mem_malloc, mem_free
 
+from fastplan._vec cimport mem_free, mem_malloc
 from fastplan.builder cimport trace_output_nhwc_layout
 from fastplan.opinfo cimport OpKindC
 from fastplan.relative cimport READ_WRITE, EncodedOp, TensorC, encode_cached

@@ -40,6 +40,7 @@ from fastplan._keys cimport (
     list_set_slice, new_operation, new_struct, new_tensor, op_codes, schema_of, slot,
     field_offset, slots, status_slot, struct_info, untrack_atomic, value_slot,
 )
+from fastplan.relative cimport encode_key
 from fastplan.strategy cimport leaves_of
 
 from fastplan._keys import BoundaryError
@@ -479,10 +480,12 @@ cdef class OperationQueue:
             buf_free(&b)
 
     cdef object rel_at(self, Py_ssize_t i):
-        """The relative op at position ``i`` (built from its key on first use)."""
+        """The relative op at position ``i`` (built from its key on first use, its
+        ``EncodedOp`` with it: the search encodes every op it is given)."""
         found = self._rel[i]
         if found is None:
             found = self._materialize(i)
+            encode_key(<bytes>self.keys[i], found)
             self._rel[i] = found
         return found
 

@@ -20,6 +20,7 @@ import dataclasses
 
 cimport cython
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.long cimport PyLong_Check
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
@@ -28,6 +29,9 @@ from cpython.ref cimport Py_INCREF, PyObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
+from fastplan._keys cimport (
+    F_INT, F_SCALAR, F_TENSOR, F_TENSORS, StructInfo, interned, struct_info,
+)
 from fastplan.opinfo cimport OpTable
 from fastplan.opinfo import OP_TABLE
 
@@ -285,6 +289,18 @@ cdef class EncodedOp:
         """Ids of the encoded tensors, in SCHEMA order (for tests)."""
         return tuple(self.c.tensors[i].id for i in range(self.c.n_tensors))
 
+    def fields(self):
+        """Every C value, for tests: ``(code, kind, struct_code, n_inputs, n_outputs,
+        ints, scalars, scalar_ok, tensors)``, a tensor as ``(id, shape, dtype, ty, status)``."""
+        cdef OpC* c = &self.c
+        return (c.code, c.kind, c.struct_code, c.n_inputs, c.n_outputs,
+                tuple([c.ints[i] for i in range(MAX_INTS)]),
+                tuple([c.scalars[i] for i in range(MAX_SCALARS)]),
+                tuple([c.scalar_ok[i] for i in range(MAX_SCALARS)]),
+                tuple([(c.tensors[i].id, shape_tuple(c.tensors[i].shape, c.tensors[i].rank),
+                        c.tensors[i].dtype, c.tensors[i].ty, c.tensors[i].status)
+                       for i in range(c.n_tensors)]))
+
 
 @cython.no_gc  # holds a TensorIr, which cannot hold it back
 cdef class EncodedTensor:
@@ -405,11 +421,124 @@ cdef EncodedOp encode_cached(object operation):
         encoded = <EncodedOp>found
     else:
         encoded = encode(operation)
-        if len(_ENCODED) >= ENCODED_CACHE_LIMIT:
-            _ENCODED.clear()
-        _ENCODED[id(operation)] = encoded
+        _remember(encoded)
     _last_operation, _last_encoded = operation, encoded
     return encoded
+
+
+cdef inline void _remember(EncodedOp encoded) except *:
+    if len(_ENCODED) >= ENCODED_CACHE_LIMIT:
+        _ENCODED.clear()
+    _ENCODED[id(encoded.source)] = encoded
+
+
+cdef inline Py_ssize_t _tensor_slots(const int64_t* p, Py_ssize_t pos) noexcept:
+    """Slots of the tensor encoded at ``p[pos]``: id, rank, the shape ids, dtype, status."""
+    return p[pos + 1] + 4
+
+
+cdef EncodedOp encode_key(bytes key, object operation):
+    """``encode(operation)`` read from ``key`` instead, and remembered for ``encode_cached``.
+
+    For the relative op ``OperationQueue`` built from its key (fastplan._keys's layout): the
+    op's values were checked when its global form was encoded, and the key holds them as C
+    values already (tensor ids, shape ids, dtype and status positions, scalar placeholders),
+    so the search's first ``encode_cached`` of the op reads nothing back from Python objects.
+    """
+    cdef const int64_t* p = <const int64_t*>PyBytes_AS_STRING(key)
+    cdef Py_ssize_t end = PyBytes_GET_SIZE(key) // sizeof(int64_t)
+    cdef EncodedOp result = EncodedOp.__new__(EncodedOp)
+    cdef OpTable table = OP_TABLE
+    cdef OpC* c = &result.c
+    cdef const StructInfo* info
+    cdef Py_ssize_t code, struct_code, pos, f, k, rank, count, i
+    cdef Py_ssize_t n = 0, n_dims = 0, n_ints = 0, n_scalars = 0
+    cdef int64_t* dims
+    cdef TensorC* t
+    if end < 2:
+        raise ValueError("a relative op's key holds its op code and struct code")
+    code, struct_code = p[0], p[1]
+    if not (0 <= code < table.size) or table.struct_code[code] != struct_code:
+        raise ValueError(f"a key names op code {code} with struct code {struct_code}")
+    info = struct_info(struct_code)
+    pos = 2  # first pass: room for the tensors and their shapes (the layout checked)
+    for f in range(info.n_fields):
+        count = 1
+        if info.kinds[f] == F_TENSORS:
+            if pos >= end:
+                break
+            count = p[pos]
+            pos += 1
+        elif info.kinds[f] != F_TENSOR:
+            pos += 1
+            continue
+        for k in range(count):
+            if pos + 2 > end or not 0 <= p[pos + 1] <= end:
+                pos = end + 1
+                break
+            n += 1
+            n_dims += p[pos + 1]
+            pos += _tensor_slots(p, pos)
+    if pos != end:
+        raise ValueError(f"a key of {end} slots does not hold a {OP_IR_STRUCTS[struct_code].__name__}")
+    if n <= SMALL_TENSORS and n_dims <= SMALL_DIMS:
+        c.tensors = result.small_tensors
+        dims = result.small_dims
+    else:
+        result.heap = PyMem_Malloc(n * sizeof(TensorC) + n_dims * sizeof(int64_t) + 1)
+        if result.heap == NULL:
+            raise MemoryError()
+        c.tensors = <TensorC*>result.heap
+        dims = <int64_t*>(<char*>result.heap + n * sizeof(TensorC))
+    c.code = <int32_t>code
+    c.kind = table.kind[code]
+    c.struct_code = <uint8_t>struct_code
+    c.n_tensors = <int32_t>n
+    c.n_inputs = 0
+    c.n_outputs = 0
+    pos = 2
+    n = 0
+    for f in range(info.n_fields):
+        if info.kinds[f] == F_TENSOR or info.kinds[f] == F_TENSORS:
+            count = 1
+            if info.kinds[f] == F_TENSORS:
+                count = p[pos]
+                pos += 1
+            for k in range(count):
+                t = &c.tensors[n]
+                n += 1
+                t.id = p[pos]
+                rank = p[pos + 1]
+                for i in range(rank):
+                    dims[i] = p[pos + 2 + i]
+                t.shape = dims
+                t.rank = <int32_t>rank
+                dims += rank
+                t.dtype = <uint8_t>p[pos + 2 + rank]
+                t.ty = _FUSE_TYPE_OF[t.dtype]
+                t.status = <uint8_t>p[pos + 3 + rank]
+                pos += rank + 4
+                if f == info.out_field:
+                    c.n_outputs += 1
+                else:
+                    c.n_inputs += 1
+            continue
+        if info.kinds[f] == F_INT:
+            c.ints[n_ints] = _as_int64(interned(p[pos]), "an axis or dim")
+            n_ints += 1
+        elif info.kinds[f] == F_SCALAR:
+            c.scalar_ok[n_scalars] = 1  # the queue's relative op holds the placeholder int
+            c.scalars[n_scalars] = p[pos]
+            n_scalars += 1
+        pos += 1
+    result.source = operation
+    _remember(result)
+    return result
+
+
+def encode_key_op(bytes key, operation):
+    """``encode_key(key, operation)`` for tests: the ``EncodedOp`` (or the error)."""
+    return encode_key(key, operation)
 
 
 # --- the converter -------------------------------------------------------------------------------

@@ -26,10 +26,11 @@ Invariants:
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t
-from fastplan._vec cimport mem_calloc, mem_free
 from libc.string cimport memcpy, memset
 
-from fastplan._vec cimport Log, log_rollback, vec_free, vec_init, vec_reserve
+from fastplan._vec cimport (
+    Log, log_rollback, mem_calloc, mem_free, vec_free, vec_init, vec_reserve,
+)
 from fastplan.builder cimport (
     ARG_LITERAL, E_NOMEM, LAYOUT_UNKNOWN, R_DROP_FIRST, R_MAX_BINDINGS, R_MAX_OPS, R_NONE,
     R_RESHAPE_RANK, R_SHAPE, R_UNSUPPORTED_OP, R_UNSUPPORTED_VARIANT, FOp, TraceFuser,

@@ -65,3 +65,56 @@ def test_keys_distinguish_burns_test_operations():
     ops = [operation_1(), operation_2(), operation_3(), operation_1()]
     twin = fastplan.planner_module("cache").ExecutionPlanStore
     assert _index(twin, ops) == _index(ReferenceStore, ops) == [[0, 3], [1], [2], [0, 3]]
+
+
+def _encodings_from_keys(stream) -> list[tuple[tuple, tuple]]:
+    """Per op the queue relativises: its ``EncodedOp`` read from the key, and the one encoded
+    from the relative ``OperationIr`` (``fastplan.relative.encode``), as C values."""
+    from fastplan.queue import OperationQueue
+    from fastplan.relative import encode_key_op, encode_op
+
+    queue = OperationQueue()
+    for index, op in enumerate(stream.ops):
+        queue.add(index, op)
+    relative = queue.operations()
+    return [(encode_key_op(key, op).fields(), encode_op(op).fields())
+            for key, op in zip(queue.keys, relative, strict=True)]
+
+
+@given(stream=streams(max_ops=12, max_rank=4))
+def test_encoding_read_from_a_key_is_the_ops_encoding(stream):
+    """The search's ``EncodedOp`` of a queued op is read from its key (``encode_key``): it
+    must hold what encoding the relative op itself gives, field by field."""
+    note(stream_to_json(stream))
+    for from_key, from_op in _encodings_from_keys(stream):
+        assert from_key == from_op
+
+
+@pytest.mark.parametrize("workload", ["elementwise", "transformer", "mixed"])
+def test_encoding_read_from_a_key_on_the_benchmark_streams(workload):
+    from fastplan import bench
+
+    pairs = _encodings_from_keys(bench.build(workload, 400))
+    assert len(pairs) > 300
+    kinds = {from_key[2] for from_key, _ in pairs}  # struct codes met
+    assert len(kinds) >= 3
+    for from_key, from_op in pairs:
+        assert from_key == from_op
+
+
+def test_encoding_read_from_a_key_refuses_a_key_of_another_layout():
+    from fastplan.queue import OperationQueue
+    from fastplan.relative import encode_key_op
+
+    queue = OperationQueue()
+    queue.add(0, operation_1())
+    key, op = queue.keys[0], queue.operations()[0]
+    assert encode_key_op(key, op).fields()[0] == op.op.code
+    with pytest.raises(ValueError, match="op code"):
+        encode_key_op(key[:8], op)
+    with pytest.raises(ValueError, match="op code"):  # a struct code its op does not take
+        encode_key_op(key[:8] + (int.from_bytes(key[8:16], "little") + 1).to_bytes(8, "little")
+                      + key[16:], op)
+    for broken in (key[:-8], key + bytes(8), key[:16] + (2**40).to_bytes(8, "little") * 3):
+        with pytest.raises(ValueError, match="does not hold"):
+            encode_key_op(broken, op)
