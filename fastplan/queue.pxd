@@ -45,6 +45,7 @@ cdef class OperationQueue:
     cdef public list steps  # every step executed so far
     cdef readonly list keys  # the key of each pending op's relative form (bytes)
     cdef list _rel  # each pending op's relative OperationIr, or None until built
+    cdef dict _made  # key -> (relative OperationIr, EncodedOp) built from it (``rel_at``)
     cdef list _outs  # global id of each pending op's ``out`` tensor (_NO_OUT: none)
     cdef list _history  # every op ever queued, in order (the segments of ``executed``)
     cdef Py_ssize_t _first  # history position of the first pending op

@@ -35,13 +35,15 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
-    F_INT, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots,
-    StructInfo, buf_bytes, buf_free, buf_init, buf_push, dtype_slot, int_slot, interned,
-    list_set_slice, new_operation, new_struct, new_tensor, op_codes, schema_of, slot,
-    field_offset, slots, status_slot, struct_info, untrack_atomic, value_slot,
+    F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
+    buf_bytes, buf_free, buf_init, buf_push, dtype_slot, exact_codes, field_offset, int_slot,
+    interned, list_set_slice, new_operation, new_struct, new_tensor, op_codes, schema_of, slot,
+    slots, status_slot, struct_info, untrack_atomic, value_slot,
 )
-from fastplan.relative cimport encode_key
-from fastplan.strategy cimport leaves_of
+from fastplan.relative cimport EncodedOp, encode_key, remember_encoded
+from fastplan.strategy cimport (
+    fused_optimization, leaves_of, main_trace_of, max_shape_id_of, trace_ids, trace_op_names,
+)
 
 from fastplan._keys import BoundaryError
 
@@ -51,11 +53,7 @@ from refimpl.ir import TensorIr
 from refimpl.planner.log import NO_LOG, LogLevel
 from refimpl.planner.plan import PlanBlock, PlanStep
 from refimpl.planner.queue import ExecutedStep
-from refimpl.planner.strategy import (
-    BlockOptimization,
-    Operations,
-    max_relative_shape_id,
-)
+from refimpl.planner.strategy import BlockOptimization, Operations
 
 __all__ = ["OperationQueue", "ExecutedStep"]
 
@@ -131,12 +129,20 @@ cdef _Leaf _read_leaf(object leaf):
     opt = leaf.opt
     info.fused = True
     info.opt = opt
-    info.count = opt.len()
     info.fuser = opt.name
     info.score = leaf.score
-    info.inputs = tuple(opt.global_inputs())
-    info.outputs = tuple(opt.global_outputs())
-    info.blocks = tuple([_PlanBlock(tuple(names)) for names in opt.block_op_names()])
+    if fused_optimization(opt):  # FusedOptimization's methods, read at the fields
+        info.count = opt.num_ops
+        main = main_trace_of(opt)
+        info.inputs = trace_ids(main, False)
+        info.outputs = trace_ids(main, True)
+        names = trace_op_names(main)
+    else:
+        info.count = opt.len()
+        info.inputs = tuple(opt.global_inputs())
+        info.outputs = tuple(opt.global_outputs())
+        names = opt.block_op_names()
+    info.blocks = tuple([_PlanBlock(tuple(block)) for block in names])
     return info
 
 
@@ -221,6 +227,7 @@ cdef class OperationQueue:
         self.steps = []
         self.keys = []
         self._rel = []
+        self._made = {}
         self._outs = []
         self._history = []
         self._first = 0
@@ -480,13 +487,26 @@ cdef class OperationQueue:
             buf_free(&b)
 
     cdef object rel_at(self, Py_ssize_t i):
-        """The relative op at position ``i`` (built from its key on first use, its
-        ``EncodedOp`` with it: the search encodes every op it is given)."""
+        """The relative op at position ``i``, built from its key on first use with its
+        ``EncodedOp`` (the search encodes every op it is given).
+
+        Both are kept by key: the same relative op comes back often (relative ids restart at
+        every drain), and then the op built before is taken again where it is
+        indistinguishable from a new one (``_same_values``)."""
         found = self._rel[i]
-        if found is None:
+        if found is not None:
+            return found
+        key = <bytes>self.keys[i]
+        made = self._made.get(key)
+        if made is not None and _same_values(made[0], self.global_ops[i]):
+            found = made[0]
+            remember_encoded(<EncodedOp>made[1])
+        else:
             found = self._materialize(i)
-            encode_key(<bytes>self.keys[i], found)
-            self._rel[i] = found
+            if len(self._made) >= _MADE_LIMIT:
+                self._made.clear()
+            self._made[key] = (found, encode_key(key, found))
+        self._rel[i] = found
         return found
 
     cdef bytes key_at(self, Py_ssize_t i):
@@ -560,7 +580,7 @@ cdef class OperationQueue:
         compiled = _Compiled.__new__(_Compiled)
         compiled.optimization = optimization
         compiled.covered = len(optimization.ordering)
-        compiled.needed = max_relative_shape_id(optimization.strategy)
+        compiled.needed = max_shape_id_of(optimization.strategy)
         compiled.leaves = [_read_leaf(leaf) for leaf in leaves_of(optimization.strategy)]
         self._compiled[id(optimization)] = compiled
         return compiled
@@ -692,6 +712,36 @@ cdef class OperationQueue:
             self._rel.append(None)
             self.shapes_assigned.append(len(self.dim_values))
         return 0
+
+
+cdef enum:
+    _MADE_LIMIT = 4096  # relative ops an OperationQueue keeps by key (emptied when full)
+
+
+cdef bint _same_values(object relative, object operation) except -1:
+    """Whether the relative op built earlier from an equal key holds the very values that
+    building it from ``operation`` would: equal keys give equal ops (``==``), made of the
+    key's ints, and of ``operation``'s INT fields and other values (``_materialize``). An INT
+    field must be an ``int`` on both sides (the key holds ``True`` as 1), any other value the
+    same object (``0.0`` and ``-0.0`` share a key)."""
+    cdef const Slots* at = slots()
+    cdef int64_t code, struct_code
+    cdef const StructInfo* info
+    cdef Py_ssize_t f
+    if not exact_codes(operation, &code, &struct_code):
+        return False
+    info = struct_info(struct_code)
+    mine = slot(relative, at.desc)
+    theirs = slot(operation, at.desc)
+    for f in range(info.n_fields):
+        if info.kinds[f] == F_INT:
+            if type(slot(mine, info.offsets[f])) is not int \
+                    or type(slot(theirs, info.offsets[f])) is not int:
+                return False
+        elif info.kinds[f] == F_OTHER:
+            if slot(mine, info.offsets[f]) is not slot(theirs, info.offsets[f]):
+                return False
+    return True
 
 
 cdef object _tensor_at(const int64_t* p, Py_ssize_t* pos, object tensor):

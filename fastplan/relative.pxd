@@ -60,6 +60,7 @@ cdef class EncodedTensor:
 cdef EncodedOp encode(object operation)
 cdef EncodedOp encode_cached(object operation)
 cdef EncodedOp encode_key(bytes key, object operation)
+cdef void remember_encoded(EncodedOp encoded) except *
 cdef EncodedTensor encode_tensor(object tensor)
 cdef object tensor_ir(int64_t tensor_id, const int64_t* shape, int32_t rank, uint8_t dtype,
                       uint8_t status)

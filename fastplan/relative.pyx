@@ -421,12 +421,13 @@ cdef EncodedOp encode_cached(object operation):
         encoded = <EncodedOp>found
     else:
         encoded = encode(operation)
-        _remember(encoded)
+        remember_encoded(encoded)
     _last_operation, _last_encoded = operation, encoded
     return encoded
 
 
-cdef inline void _remember(EncodedOp encoded) except *:
+cdef void remember_encoded(EncodedOp encoded) except *:
+    """Leave ``encoded`` where ``encode_cached`` looks for its op."""
     if len(_ENCODED) >= ENCODED_CACHE_LIMIT:
         _ENCODED.clear()
     _ENCODED[id(encoded.source)] = encoded
@@ -532,7 +533,7 @@ cdef EncodedOp encode_key(bytes key, object operation):
             n_scalars += 1
         pos += 1
     result.source = operation
-    _remember(result)
+    remember_encoded(result)
     return result
 
 

@@ -11,6 +11,11 @@ so they return the same classes); the functions are compiled. Trees are walked w
 stacks, as in refimpl.
 """
 
+from refimpl.planner.elemwise import ElemwiseOptimization
+from refimpl.planner.matmul import MatmulOptimization
+from refimpl.planner.nhwc import NHWCRelayoutOptimization
+from refimpl.planner.reduce import ReduceOptimization
+from refimpl.planner.reduce_broadcasted import ReduceBroadcastedOptimization
 from refimpl.planner.strategy import (
     BlockOptimization,
     Composed,
@@ -167,12 +172,93 @@ def max_relative_shape_id(strategy):
 
     Mirrors refimpl.planner.strategy.max_relative_shape_id.
     """
+    return max_shape_id_of(strategy)
+
+
+cdef object max_shape_id_of(object strategy):
     best = None
     for leaf in leaves_of(strategy):
         if not isinstance(leaf, _Optimization):
             continue
-        report = getattr(leaf.opt, "max_relative_shape_id", None)
-        found = report() if report is not None else None
+        found = _opt_max_shape_id(leaf.opt)
         if found is not None and (best is None or found > best):
             best = found
     return best
+
+
+# --- the fusers' optimizations ------------------------------------------------------------------
+# What the queue reads of the optimizations fastplan's fusers finish into (refimpl's frozen
+# dataclasses, FusedOptimization's subclasses), read at their fields: the same values as their
+# methods (``main_trace``, ``traces``, ``max_relative_shape_id``, ``global_inputs``, ...),
+# without a Python frame per call. Any other optimization answers its methods.
+
+cdef type _ELEMWISE = ElemwiseOptimization
+cdef type _MATMUL = MatmulOptimization
+cdef type _NHWC = NHWCRelayoutOptimization
+cdef type _REDUCE = ReduceOptimization
+cdef type _REDUCE_BROADCASTED = ReduceBroadcastedOptimization
+
+
+cdef bint fused_optimization(object opt) noexcept:
+    """Whether ``opt`` is exactly one of the optimizations the fusers finish into."""
+    cdef type t = type(opt)
+    return (t is _ELEMWISE or t is _MATMUL or t is _REDUCE or t is _NHWC
+            or t is _REDUCE_BROADCASTED)
+
+
+cdef object main_trace_of(object opt):
+    """``opt.main_trace()``."""
+    cdef type t = type(opt)
+    if t is _ELEMWISE or t is _MATMUL or t is _REDUCE or t is _NHWC:
+        return opt.trace
+    if t is _REDUCE_BROADCASTED:
+        return opt.broadcasted.trace
+    return opt.main_trace()
+
+
+cdef int _add_traces(object opt, list found) except -1:
+    """Append ``opt.traces()``."""
+    cdef type t = type(opt)
+    if t is _ELEMWISE or t is _NHWC:
+        found.append(opt.trace)
+    elif t is _MATMUL:
+        found.append(opt.trace)
+        found.append(opt.trace_fallback)
+    elif t is _REDUCE:
+        found.append(opt.trace)
+        found.append(opt.trace_read_fallback)
+        found.append(opt.trace_write_fallback)
+    elif t is _REDUCE_BROADCASTED:
+        found.append(opt.broadcasted.trace)
+        for fallback in opt.fallbacks:
+            _add_traces(fallback, found)
+    else:
+        found.extend(opt.traces())
+    return 0
+
+
+cdef object _opt_max_shape_id(object opt):
+    """``opt.max_relative_shape_id()`` (``None`` for an optimization without it)."""
+    cdef list traces = []
+    if not fused_optimization(opt):
+        report = getattr(opt, "max_relative_shape_id", None)
+        return report() if report is not None else None
+    _add_traces(opt, traces)
+    best = None
+    for trace in traces:  # FuseTrace.max_relative_shape_id, over every trace
+        for block in trace.blocks:
+            for d in block.shape_ref:
+                if best is None or d > best:
+                    best = d
+    return best
+
+
+cdef tuple trace_ids(object trace, bint outputs):
+    """``trace.output_ids()`` or ``trace.input_ids()``."""
+    entries = trace.resources.outputs if outputs else trace.resources.inputs
+    return tuple([entry.tensor.id for entry in entries])
+
+
+cdef tuple trace_op_names(object trace):
+    """``FusedOptimization.block_op_names`` of an optimization whose main trace this is."""
+    return tuple([tuple([op.name for op in block.ops]) for block in trace.blocks])

@@ -118,3 +118,42 @@ def test_encoding_read_from_a_key_refuses_a_key_of_another_layout():
     for broken in (key[:-8], key + bytes(8), key[:16] + (2**40).to_bytes(8, "little") * 3):
         with pytest.raises(ValueError, match="does not hold"):
             encode_key_op(broken, op)
+
+
+def _swap(first: int, out: int, dim1, dim2=0) -> OperationIr:
+    from refimpl.dtypes import DType
+    from refimpl.ir import SwapDimsOpIr, TensorIr, TensorStatus
+    from refimpl.ops import op_named
+
+    return OperationIr(op_named("BaseFloat.SwapDims"), SwapDimsOpIr(
+        TensorIr(first, (2, 3), DType.F32, TensorStatus.ReadOnly),
+        TensorIr(out, (3, 2), DType.F32, TensorStatus.NotInit), dim1, dim2))
+
+
+def _relative_after_drains(ops: list[OperationIr]) -> list[OperationIr]:
+    """Each op queued alone (the one before drained), as the queue relativises it."""
+    from fastplan.queue import OperationQueue
+    from refimpl.planner.strategy import BlockOptimization, Operations
+
+    queue = OperationQueue()
+    found = []
+    for index, op in enumerate(ops):
+        queue.add(index, op)
+        found.append(queue.operations()[0])
+        queue.execute_unfused(BlockOptimization(Operations((0,)), (0,)))
+    return found
+
+
+def test_queue_takes_a_relative_op_again_only_when_indistinguishable():
+    """Equal keys, equal ops: the queue reuses the relative op it built before (relative ids
+    restart at each drain) unless a value the key holds only up to ``==`` differs in type or
+    sign (``True`` for 1, ``-0.0`` for 0.0): what it hands out is what relativising gives."""
+    ops = [_swap(10, 11, 1), _swap(20, 21, 1), _swap(30, 31, True), _swap(40, 41, 1),
+           _with_scalar(operation_2(), 0.0), _with_scalar(operation_2(), -0.0)]
+    found = _relative_after_drains(ops)
+    expected = [to_relative(op, OperationConverter()) for op in ops]
+    assert [repr(op) for op in found] == [repr(op) for op in expected]
+    assert found[1] is found[0]  # taken again
+    assert found[2] is not found[0] and type(found[2].desc.dim1) is bool
+    assert type(found[3].desc.dim1) is int
+    assert found[1] == found[2]  # equal keys all along
