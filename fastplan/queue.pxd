@@ -1,7 +1,7 @@
 # cython: language_level=3
 """C-level declarations of fastplan.queue (used by processor)."""
 
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint32_t
 
 from fastplan._keys cimport KeyBuf
 
@@ -35,6 +35,12 @@ cdef class _StepRecord:
     cdef Py_ssize_t first, count  # the segment pending at the execution (history positions)
 
 
+ctypedef struct IdSlot:
+    int64_t key  # a global tensor id
+    Py_ssize_t rel  # its relative id
+    uint32_t gen  # the slot holds an entry of the converter's current segment iff == _id_gen
+
+
 cdef _StepContext context_given(object segment, object g2r, object shapes, object scalars)
 
 
@@ -54,7 +60,11 @@ cdef class OperationQueue:
     cdef bint _taken  # a _StepContext holds the converter's g2r_keys / dim_values / scalars
     cdef dict _compiled  # id(optimization) -> _Compiled: stored plans already read
     cdef object _segment_maps  # ((first, count), segment, maps) last built for ``executed``
-    cdef dict g2r  # converter: global tensor id -> relative id
+    cdef dict g2r  # converter: global tensor id -> relative id, once the id table is off
+    cdef IdSlot* _ids  # converter: g2r as an open-addressing table while all ids are exact
+    cdef Py_ssize_t _id_cap  # int64 ints (slots of _ids, a power of two; 0: not allocated)
+    cdef uint32_t _id_gen  # entries of older segments are stale (``_clear`` bumps it)
+    cdef bint _id_table  # the table is in use (else ``g2r``)
     cdef list g2r_keys  # converter: g2r's keys in insertion (= relative id) order, as inserted
     cdef list r2g_ids  # converter: relative id -> global tensor id
     cdef list r2g_tensors  # converter: relative id -> latest snapshot
@@ -75,6 +85,10 @@ cdef class OperationQueue:
     cdef list records_since(self, Py_ssize_t start)
     cdef tuple _segment_of(self, Py_ssize_t first, Py_ssize_t count)
     cdef int64_t _tensor_id(self, object tensor, object tid) except? -1
+    cdef Py_ssize_t _id_find(self, int64_t key, Py_ssize_t* at) noexcept
+    cdef int _id_grow(self) except -1
+    cdef int _ids_to_dict(self) except -1
+    cdef dict _g2r_map(self)
     cdef object _push_tensor(self, KeyBuf* b, object tensor)
     cdef bytes _encode(self, object operation)
     cdef object rel_at(self, Py_ssize_t i)

@@ -32,7 +32,8 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF, PyObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memset
 
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
@@ -40,6 +41,7 @@ from fastplan._keys cimport (
     interned, list_set_slice, new_operation, new_struct, new_tensor, op_codes, schema_of, slot,
     slots, status_slot, struct_info, untrack_atomic, value_slot,
 )
+from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport EncodedOp, encode_key, remember_encoded
 from fastplan.strategy cimport (
     fused_optimization, leaves_of, main_trace_of, max_shape_id_of, trace_ids, trace_op_names,
@@ -249,7 +251,16 @@ cdef class OperationQueue:
 
     # --- the converter's state ---------------------------------------------------------------
 
+    def __dealloc__(self):
+        mem_free(self._ids)
+
     cdef void _clear(self) except *:
+        self._id_table = True
+        self._id_gen += 1
+        if self._id_gen == 0:  # wrapped around: no slot may look current
+            if self._ids != NULL:
+                memset(self._ids, 0, self._id_cap * sizeof(IdSlot))
+            self._id_gen = 1
         if self.g2r is None:
             self.g2r = {}
             self.r2g_ids = []
@@ -302,7 +313,7 @@ cdef class OperationQueue:
         r2g = {}
         for rel, tensor in enumerate(self.r2g_tensors):
             r2g[rel] = tensor
-        return _Converter(r2g, dict(self.g2r), self._dims_map(),
+        return _Converter(r2g, self._g2r_map(), self._dims_map(),
                           dict(enumerate(self.dim_values)), list(self.scalars),
                           list(self.ranges))
 
@@ -368,15 +379,88 @@ cdef class OperationQueue:
             for operation in segment:
                 scratch._encode(operation)
             self._segment_maps = ((first, count), segment,
-                                  (scratch.g2r, dict(enumerate(scratch.dim_values)),
+                                  (scratch._g2r_map(), dict(enumerate(scratch.dim_values)),
                                    tuple(scratch.scalars)))
         return self._segment_maps[1], self._segment_maps[2]
 
     # --- keys ------------------------------------------------------------------------------
 
-    cdef int64_t _tensor_id(self, object tensor, object tid) except? -1:
-        cdef PyObject* found = PyDict_GetItem(self.g2r, tid)
+    cdef dict _g2r_map(self):
+        """The converter's global id -> relative id map (a new dict)."""
+        if self._id_table:
+            return {tid: rel for rel, tid in enumerate(self.g2r_keys)}
+        return dict(self.g2r)
+
+    cdef Py_ssize_t _id_find(self, int64_t key, Py_ssize_t* at) noexcept:
+        """The relative id of global id ``key`` in the id table (-1: absent; ``at`` is then
+        the free slot for it). The table is never full (``_id_grow``)."""
+        cdef uint64_t mask = <uint64_t>self._id_cap - 1
+        cdef uint64_t i = (<uint64_t>key * <uint64_t>0x9E3779B97F4A7C15) >> 32
+        cdef IdSlot* slot
+        while True:
+            i &= mask
+            slot = &self._ids[i]
+            if slot.gen != self._id_gen:
+                at[0] = <Py_ssize_t>i
+                return -1
+            if slot.key == key:
+                at[0] = <Py_ssize_t>i
+                return slot.rel
+            i += 1
+
+    cdef int _id_grow(self) except -1:
+        """Double the id table (or allocate it), keeping the current segment's entries."""
+        cdef IdSlot* old = self._ids
+        cdef Py_ssize_t old_cap = self._id_cap, i, at
+        cdef Py_ssize_t cap = 2 * old_cap if old_cap else 64
+        self._ids = <IdSlot*>mem_calloc(cap, sizeof(IdSlot))
+        if self._ids == NULL:
+            self._ids, self._id_cap = old, old_cap
+            raise MemoryError()
+        self._id_cap = cap
+        for i in range(old_cap):
+            if old[i].gen == self._id_gen:
+                self._id_find(old[i].key, &at)
+                self._ids[at] = old[i]
+        mem_free(old)
+        return 0
+
+    cdef int _ids_to_dict(self) except -1:
+        """Leave the id table for ``g2r`` (an id that is not an exact int64 int: the dict
+        compares it with the others as Python does, ``True == 1``)."""
         cdef Py_ssize_t rel
+        self.g2r.clear()
+        for rel in range(len(self.g2r_keys)):
+            PyDict_SetItem(self.g2r, self.g2r_keys[rel], rel)
+        self._id_table = False
+        return 0
+
+    cdef int64_t _tensor_id(self, object tensor, object tid) except? -1:
+        cdef PyObject* found
+        cdef Py_ssize_t rel, at
+        cdef long long key
+        cdef int overflow = 0
+        if self._id_table:
+            if type(tid) is int:
+                key = PyLong_AsLongLongAndOverflow(tid, &overflow)
+                if overflow == 0:
+                    if 2 * (len(self.r2g_ids) + 1) > self._id_cap:
+                        self._id_grow()
+                    rel = self._id_find(key, &at)
+                    if rel >= 0:  # as below: the latest snapshot and id (equal ints)
+                        self.r2g_tensors[rel] = tensor
+                        self.r2g_ids[rel] = tid
+                        return rel
+                    rel = len(self.r2g_ids)
+                    self._ids[at].key = key
+                    self._ids[at].rel = rel
+                    self._ids[at].gen = self._id_gen
+                    self.g2r_keys.append(tid)
+                    self.r2g_ids.append(tid)
+                    self.r2g_tensors.append(tensor)
+                    return rel
+            self._ids_to_dict()
+        found = PyDict_GetItem(self.g2r, tid)
         if found != NULL:
             rel = <object>found
             # refimpl keeps the latest snapshot per relative id and maps steps back through

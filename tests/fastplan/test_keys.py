@@ -157,3 +157,50 @@ def test_queue_takes_a_relative_op_again_only_when_indistinguishable():
     assert found[2] is not found[0] and type(found[2].desc.dim1) is bool
     assert type(found[3].desc.dim1) is int
     assert found[1] == found[2]  # equal keys all along
+
+
+def _add(lhs, rhs, out) -> OperationIr:
+    from refimpl.ir import BinaryOpIr, TensorStatus
+    from refimpl.ops import op_named
+    from tests.planner.burn_mocks import tensor
+
+    return OperationIr(op_named("NumericFloat.Add"), BinaryOpIr(
+        tensor(lhs), tensor(rhs), tensor(out, TensorStatus.NotInit)))
+
+
+def _converter_state(queue) -> tuple:
+    converter = queue.converter
+    return (repr(sorted(converter.tensors_global2relative.items(), key=repr)),
+            repr(sorted(converter.tensors_relative2global.items())),
+            [repr(op) for op in (queue.operations() if callable(queue.operations)
+                                 else queue.relative)],
+            list(queue.indices))
+
+
+@pytest.mark.parametrize("ids", [
+    list(range(1000, 1300)),  # many tensors in one segment: the id table grows
+    [1, 2, True, 3, False, 0, 2, 5],  # bools equal to ints: the converter compares as Python
+    [2**63 - 1, -(2**63), 2**70, 2**70, 7, -1, 7],  # int64's ends, and past them
+    [3, 3.0, 4, 4, 5],  # a float equal to an int
+])
+def test_queue_ids_map_as_refimpls_converter_does(ids):
+    """fastplan's queue maps global tensor ids with a C table while they are exact int64
+    ints and with a dict otherwise; either way its relative ids, snapshots and relative ops
+    are refimpl's, segment after segment (ops drained in between)."""
+    from fastplan.queue import OperationQueue
+    from refimpl.planner.queue import OperationQueue as ReferenceQueue
+    from refimpl.planner.strategy import BlockOptimization, Operations
+
+    ops = [_add(ids[i], ids[(i + 1) % len(ids)], ids[(i + 2) % len(ids)])
+           for i in range(len(ids))]
+    fast, ref = OperationQueue(), ReferenceQueue()
+    for index, op in enumerate(ops):
+        fast.add(index, op)
+        ref.add(index, op)
+        assert _converter_state(fast) == _converter_state(ref)
+        if index % 7 == 6:  # drain the first three: the rest is relativised again
+            drained = BlockOptimization(Operations((0, 1, 2)), (0, 1, 2))
+            fast.execute_unfused(drained)
+            ref.execute_unfused(drained)
+            assert _converter_state(fast) == _converter_state(ref)
+    assert [s.ops for s in fast.steps] == [s.ops for s in ref.steps]
