@@ -206,7 +206,7 @@ cdef class _Validator:
     """Matches incoming ops one by one against a stored op list (burn
     ``OperationsValidator``)."""
 
-    def __cinit__(self, Py_ssize_t target):
+    def __init__(self, Py_ssize_t target):
         self.target = target
         self.state = VALIDATING
         self.size = 0
@@ -225,15 +225,25 @@ cdef class _Validator:
 cdef class _TriggerCheck:
     """One trigger of an available plan being checked against the ops that follow it."""
 
-    def __cinit__(self, int kind, object operations, _Validator matching):
+    def __init__(self, int kind, object operations, _Validator matching):
         self.kind = kind
         self.operations = operations
         self.matching = matching
         self.checked = -1  # not started (the op that completed the plan)
 
 
+cdef _TriggerCheck _new_check(int kind, object operations, Py_ssize_t index):
+    """``_TriggerCheck(kind, operations, _Validator(index))``, without the calls' argument
+    parsing (``__new__`` skips ``__init__``; the policy makes these per matched plan)."""
+    cdef _Validator matching = _Validator.__new__(_Validator)
+    cdef _TriggerCheck check = _TriggerCheck.__new__(_TriggerCheck)
+    matching.target, matching.state, matching.size = index, VALIDATING, 0
+    check.kind, check.operations, check.matching, check.checked = kind, operations, matching, -1
+    return check
+
+
 cdef class _Available:
-    def __cinit__(self, Py_ssize_t plan_id, Py_ssize_t size, list triggers):
+    def __init__(self, Py_ssize_t plan_id, Py_ssize_t size, list triggers):
         self.plan_id = plan_id
         self.size = size
         self.triggers = triggers
@@ -320,15 +330,18 @@ cdef class Policy:
         available plans."""
         cdef list checks
         cdef Py_ssize_t index, plan_id
+        cdef _Available available
         for plan_id in node.ends:
             if plan_id >= self._start_count:  # ids ascend: the rest came later too
                 break
             checks = []
             index = 0
             for kind, operations in store.triggers_of(plan_id):
-                checks.append(_TriggerCheck(kind, operations, _Validator(index)))
+                checks.append(_new_check(kind, operations, index))
                 index += 1
-            self.availables.append(_Available(plan_id, node.depth, checks))
+            available = _Available.__new__(_Available)
+            available.plan_id, available.size, available.triggers = plan_id, node.depth, checks
+            self.availables.append(available)
         return 0
 
     cdef list _candidate_ids(self):

@@ -8,7 +8,6 @@ import dataclasses
 
 import pytest
 from hypothesis import given, note
-from hypothesis import strategies as st
 
 import fastplan
 from refimpl.ir import OperationIr
@@ -16,8 +15,8 @@ from refimpl.planner.cache import ExecutionPlan
 from refimpl.planner.cache import ExecutionPlanStore as ReferenceStore
 from refimpl.planner.relative import OperationConverter, to_relative
 from refimpl.planner.strategy import BlockOptimization, Operations
-from refimpl.stream import stream_to_json
 from refimpl.strategies import streams
+from refimpl.stream import stream_to_json
 from tests.planner.burn_mocks import operation_1, operation_2, operation_3
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
@@ -133,7 +132,6 @@ def _swap(first: int, out: int, dim1, dim2=0) -> OperationIr:
 def _relative_after_drains(ops: list[OperationIr]) -> list[OperationIr]:
     """Each op queued alone (the one before drained), as the queue relativises it."""
     from fastplan.queue import OperationQueue
-    from refimpl.planner.strategy import BlockOptimization, Operations
 
     queue = OperationQueue()
     found = []
@@ -172,8 +170,7 @@ def _converter_state(queue) -> tuple:
     converter = queue.converter
     return (repr(sorted(converter.tensors_global2relative.items(), key=repr)),
             repr(sorted(converter.tensors_relative2global.items())),
-            [repr(op) for op in (queue.operations() if callable(queue.operations)
-                                 else queue.relative)],
+            [repr(op) for op in queue.operations()],
             list(queue.indices))
 
 
@@ -189,7 +186,6 @@ def test_queue_ids_map_as_refimpls_converter_does(ids):
     are refimpl's, segment after segment (ops drained in between)."""
     from fastplan.queue import OperationQueue
     from refimpl.planner.queue import OperationQueue as ReferenceQueue
-    from refimpl.planner.strategy import BlockOptimization, Operations
 
     ops = [_add(ids[i], ids[(i + 1) % len(ids)], ids[(i + 2) % len(ids)])
            for i in range(len(ids))]
