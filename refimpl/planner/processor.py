@@ -32,8 +32,9 @@ across ``run`` calls, so a repeated iteration is served from the cache.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from refimpl.ir import OperationIr, Sync
 from refimpl.planner.cache import (

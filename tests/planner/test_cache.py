@@ -23,6 +23,7 @@ from refimpl.planner.cache import (
     ExecutionPlan,
     Explore,
     OnOperations,
+    Policy,
 )
 from refimpl.planner.strategy import BlockOptimization, Operations, Optimization
 from refimpl.seed import SEED_STREAMS
