@@ -25,6 +25,8 @@ cdef extern from "Python.h":
         PyObject* ob_item[1]
     ctypedef struct PyListObject:
         PyObject** ob_item
+    void _set_var_size "Py_SET_SIZE"(PyObject* op, Py_ssize_t size) noexcept
+    void _decref "Py_DECREF"(PyObject* op)
 
 cdef enum:
     KEY_SMALL = 48  # slots held inline by a KeyBuf before it allocates
@@ -130,3 +132,23 @@ cdef inline void untrack_atomic(object container) noexcept:
         if _gc_is_tracked(items[i]):
             return
     _gc_untrack(obj)
+
+
+cdef inline int list_empty(list lst) except -1:
+    """Empty ``lst`` and keep its item array: the queue empties its private lists at every
+    drain and fills them again at once (``del lst[:]`` frees the array, so each refill
+    reallocates it step by step). Each item leaves before its reference is dropped, so a
+    destructor that reached the list would see it consistent. A list past 4096 items is
+    emptied the ordinary way, its memory given back."""
+    cdef Py_ssize_t n = len(lst)
+    cdef PyObject* item
+    if n > 4096:
+        return list_set_slice(lst, 0, n, NULL)
+    while n > 0:
+        n -= 1
+        item = (<PyListObject*>lst).ob_item[n]
+        _set_var_size(<PyObject*>lst, n)
+        _decref(item)
+        n = len(lst)
+    return 0
+

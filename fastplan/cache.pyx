@@ -38,7 +38,7 @@ Policy (per queued op, ``update``; then ``action``):
 
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
-from fastplan._keys cimport list_set_slice, relative_key
+from fastplan._keys cimport list_empty, relative_key
 from fastplan._trie cimport _Node, trie_add, trie_child, trie_ids_below
 
 from refimpl.planner.cache import (
@@ -275,7 +275,7 @@ cdef class Policy:
         if self.availables is None:
             self.availables = []
         else:  # emptied in place: the list is this policy's own
-            list_set_slice(self.availables, 0, len(self.availables), NULL)
+            list_empty(self.availables)
         self._node = None
         self._start_count = 0
         self.found_id = -1

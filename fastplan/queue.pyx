@@ -38,8 +38,8 @@ from libc.string cimport memset
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
     buf_bytes, buf_free, buf_init, buf_push, dtype_slot, exact_codes, field_offset, int_slot,
-    interned, list_set_slice, new_operation, new_struct, new_tensor, op_codes, schema_of, slot,
-    slots, status_slot, struct_info, untrack_atomic, value_slot,
+    interned, list_empty, list_set_slice, new_operation, new_struct, new_tensor, op_codes,
+    schema_of, slot, slots, status_slot, struct_info, untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport EncodedOp, encode_key, remember_encoded
@@ -269,10 +269,10 @@ cdef class OperationQueue:
             self.ranges = []
         else:
             self.g2r.clear()
-            list_set_slice(self.r2g_ids, 0, len(self.r2g_ids), NULL)
-            list_set_slice(self.r2g_tensors, 0, len(self.r2g_tensors), NULL)
+            list_empty(self.r2g_ids)
+            list_empty(self.r2g_tensors)
             self.dims.clear()
-            list_set_slice(self.ranges, 0, len(self.ranges), NULL)
+            list_empty(self.ranges)
         if self.g2r_keys is None or self._taken:
             # a _StepContext holds the maps of the last execution: new ones, not a copy of them
             if self._taken:  # those are final now: out of the collector's view if they can be
@@ -284,9 +284,9 @@ cdef class OperationQueue:
             self.scalars = []
             self._taken = False
         else:
-            list_set_slice(self.g2r_keys, 0, len(self.g2r_keys), NULL)
-            list_set_slice(self.dim_values, 0, len(self.dim_values), NULL)
-            list_set_slice(self.scalars, 0, len(self.scalars), NULL)
+            list_empty(self.g2r_keys)
+            list_empty(self.dim_values)
+            list_empty(self.scalars)
         self._dim_keys[0] = 1  # shape id 0 is the dim 1
         self._n_dim_keys = 1
         self.dim_values.append(1)
@@ -782,15 +782,20 @@ cdef class OperationQueue:
         """Forget the first ``count`` ops and re-relativise the rest (burn ``drain_queue`` +
         ``reset_relative``)."""
         cdef Py_ssize_t i, n
-        list_set_slice(self.global_ops, 0, count, NULL)
-        list_set_slice(self.indices, 0, count, NULL)
-        list_set_slice(self._outs, 0, count, NULL)
+        if count == len(self.global_ops):  # the whole queue (the usual drain)
+            list_empty(self.global_ops)
+            list_empty(self.indices)
+            list_empty(self._outs)
+        else:
+            list_set_slice(self.global_ops, 0, count, NULL)
+            list_set_slice(self.indices, 0, count, NULL)
+            list_set_slice(self._outs, 0, count, NULL)
         self._first += count
         n = len(self.global_ops)
         self._clear()
-        list_set_slice(self.keys, 0, len(self.keys), NULL)
-        list_set_slice(self._rel, 0, len(self._rel), NULL)
-        list_set_slice(self.shapes_assigned, 0, len(self.shapes_assigned), NULL)
+        list_empty(self.keys)
+        list_empty(self._rel)
+        list_empty(self.shapes_assigned)
         for i in range(n):
             self.keys.append(self._encode(self.global_ops[i]))
             self._rel.append(None)
