@@ -19,9 +19,11 @@ import hashlib
 
 from libc.stdint cimport int64_t
 
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+
 from fastplan._keys cimport (
-    F_SCALAR, F_TENSOR, F_TENSORS, StructInfo, exact_codes, slot, slots, struct_info,
-    tensor_id,
+    F_SCALAR, F_TENSOR, F_TENSORS, Slots, StructInfo, exact_codes, field_offset, slot, slots,
+    struct_info, tensor_id, tensor_type,
 )
 from fastplan.handles cimport op_nodes
 from fastplan.layout cimport permuted_innermost_axis_t
@@ -30,6 +32,7 @@ from fastplan.relative cimport new_frozen
 from fastplan.launch_planners import plan_inputs, plan_outputs
 from fastplan.launch_vectorize import plan_vectorization
 
+from refimpl.handles import Handle as _Handle
 from refimpl.ir import FieldKind, ScalarOpIr
 from refimpl.ops import OPS, OpKind
 from refimpl.planner.launch import plan_launch as _ref_plan_launch
@@ -215,12 +218,18 @@ cdef object _freeze(object state):
 # strides); refimpl's Python ints never wrap. A launch whose tensors reach past this bound is
 # refimpl's to plan.
 cdef object _EXTENT_LIMIT = 1 << 62
+cdef Py_ssize_t _H_SHAPE = field_offset(_Handle, "shape")
+cdef Py_ssize_t _H_STRIDES = field_offset(_Handle, "strides")
+cdef Py_ssize_t _H_OFFSET = field_offset(_Handle, "offset")
 
 
 def _extents_fit(context, memory):
     """Whether every tensor of ``context`` has fewer than 2**62 elements and its live handle in
     ``memory`` (if any) a buffer extent below 2**62: what the C cores can plan exactly."""
     handles = memory.handles
+    cdef int fast = _extents_fit_c(context.tensors, handles)
+    if fast >= 0:
+        return fast == 1
     for tensor in context.tensors.values():
         numel = 1
         for d in tensor.shape:
@@ -236,6 +245,77 @@ def _extents_fit(context, memory):
         if not extent < _EXTENT_LIMIT:
             return False
     return True
+
+
+cdef extern from *:
+    """
+    static inline int fastplan_mul_ovf(long long a, long long b, long long *r) {
+        return __builtin_mul_overflow(a, b, r);
+    }
+    static inline int fastplan_add_ovf(long long a, long long b, long long *r) {
+        return __builtin_add_overflow(a, b, r);
+    }
+    """
+    bint _mul_ovf "fastplan_mul_ovf"(long long a, long long b, long long* r) noexcept
+    bint _add_ovf "fastplan_add_ovf"(long long a, long long b, long long* r) noexcept
+
+
+cdef long long _LIMIT = (<long long>1) << 62
+
+
+cdef inline bint _as_ll(object value, long long* out) noexcept:
+    """An exact int that fits a C long long, read into ``out``."""
+    cdef int overflow = 0
+    if type(value) is not int:
+        return False
+    out[0] = PyLong_AsLongLongAndOverflow(value, &overflow)
+    return overflow == 0
+
+
+cdef int _extents_fit_c(object tensors, object handles) except -2:
+    """``_extents_fit`` in C arithmetic: 1 (fits), 0 (does not), or -1 where it cannot decide
+    exactly (a dict subclass, a tensor or handle of another class, a value that is no exact
+    int, a product or sum past a C long long): the caller's Python loop then decides."""
+    cdef long long numel, extent, d, stride, term
+    cdef tuple shape, strides
+    cdef Py_ssize_t i
+    cdef const Slots* at = slots()
+    if type(tensors) is not dict or type(handles) is not dict:
+        return -1
+    for tensor in (<dict>tensors).values():
+        if type(tensor) is not tensor_type():
+            return -1
+        value = slot(tensor, at.shape)
+        if type(value) is not tuple:
+            return -1
+        shape = value
+        numel = 1
+        for i in range(len(shape)):
+            if not _as_ll(shape[i], &d) or _mul_ovf(numel, d, &numel):
+                return -1
+        if not -_LIMIT < numel < _LIMIT:
+            return 0
+        h = (<dict>handles).get(slot(tensor, at.tid))
+        if h is None:
+            continue
+        if type(h) is not _Handle:
+            return -1
+        shape, strides = slot(h, _H_SHAPE), slot(h, _H_STRIDES)
+        if not _as_ll(slot(h, _H_OFFSET), &extent):
+            return -1
+        for i in range(min(len(shape), len(strides))):  # zip's pairs
+            if (not _as_ll(shape[i], &d) or not _as_ll(strides[i], &stride)
+                    or _mul_ovf(d, stride, &term)):
+                return -1
+            if term < 0:
+                if term == -_LIMIT * 2:  # no positive twin in a long long
+                    return -1
+                term = -term
+            if _add_ovf(extent, term, &extent):
+                return -1
+        if not extent < _LIMIT:
+            return 0
+    return 1
 
 
 def plan_launch(trace, context, memory, device, matmul_operands=None):
