@@ -413,10 +413,20 @@ cdef class Memory:
 
 def _swap_dims(op, h):
     d = op.desc
-    strides, shape = list(h.strides), list(h.shape)
-    strides[d.dim1], strides[d.dim2] = strides[d.dim2], strides[d.dim1]
-    shape[d.dim1], shape[d.dim2] = shape[d.dim2], shape[d.dim1]
-    return _handle(h.buffer, tuple(shape), tuple(strides), h.offset, h.dtype)
+    shape, strides = _swapped(h, d.dim1, d.dim2)
+    return _handle(h.buffer, shape, strides, h.offset, h.dtype)
+
+
+cdef tuple _swapped(object h, object dim1, object dim2):
+    """The shape and strides of ``h`` with dims ``dim1`` and ``dim2`` swapped."""
+    cdef list strides, shape
+    if type(h) is Handle:
+        strides, shape = list(slot(h, _H_STRIDES)), list(slot(h, _H_SHAPE))
+    else:
+        strides, shape = list(h.strides), list(h.shape)
+    strides[dim1], strides[dim2] = strides[dim2], strides[dim1]
+    shape[dim1], shape[dim2] = shape[dim2], shape[dim1]
+    return tuple(shape), tuple(strides)
 
 
 def _permute(op, h):
@@ -456,21 +466,29 @@ cdef bint _ints(object values):
 
 
 def _reshape(op, h):
-    new_shape = op.desc.out.shape
+    strides = _reshaped_strides(h.shape, h.strides, op.desc.out.shape)
+    if strides is None:
+        return None
+    return _handle(h.buffer, tuple(op.desc.out.shape), strides, h.offset, h.dtype)
+
+
+cdef object _reshaped_strides(object shape, object strides, object new_shape):
+    """The strides of a reshape of ``(shape, strides)`` to ``new_shape`` laid out on the same
+    buffer, or ``None`` (``reshape_action``'s ``Recompute``: a fresh buffer)."""
     query = None
     action = None
-    if _ints(h.shape) and _ints(h.strides) and _ints(new_shape):
-        query = (h.shape, h.strides, new_shape)
+    if _ints(shape) and _ints(strides) and _ints(new_shape):
+        query = (shape, strides, new_shape)
         action = _RESHAPES.get(query)
     if action is None:
-        action = reshape_action(h.shape, h.strides, new_shape)
+        action = reshape_action(shape, strides, new_shape)
         if query is not None:
             if len(_RESHAPES) >= _RESHAPES_CAPACITY:
                 _RESHAPES.clear()
             _RESHAPES[query] = action
     if action.kind == "Recompute":
         return None
-    return _handle(h.buffer, tuple(op.desc.out.shape), action.strides, h.offset, h.dtype)
+    return action.strides
 
 
 def _slice(op, h):
@@ -497,10 +515,25 @@ UNFUSED_LAYOUTS = {
 
 cdef object _view(object op, object variant, object source):
     """``unfused_view`` of an exact op of a view kind whose first input's handle is
-    ``source``."""
+    ``source``. ``Reshape`` and ``SwapDims`` on an exact ``Handle`` (what a runtime's stream
+    has between its fused steps) are laid out here, without the call through the table."""
     view = UNFUSED_LAYOUTS.get(variant)
     if view is None:
         return None
+    if type(source) is Handle and (view is _RESHAPE or view is _SWAP_DIMS):
+        desc = slot(op, slots().desc)  # the table's order: the layout, then the dtype
+        if view is _RESHAPE:
+            out = desc.out
+            strides = _reshaped_strides(slot(source, _H_SHAPE), slot(source, _H_STRIDES),
+                                        out.shape)
+            if strides is None:
+                return None
+            shape = tuple(out.shape)
+            return _handle(slot(source, _H_BUFFER), shape, strides, slot(source, _H_OFFSET),
+                           desc.out.dtype)
+        shape, strides = _swapped(source, desc.dim1, desc.dim2)
+        return _handle(slot(source, _H_BUFFER), shape, strides, slot(source, _H_OFFSET),
+                       desc.out.dtype)
     result = view(op, source)
     if result is None:
         return None
@@ -508,6 +541,10 @@ cdef object _view(object op, object variant, object source):
     if (slot(result, _H_DTYPE) if type(result) is Handle else result.dtype) is dtype:
         return result
     return _handle(result.buffer, result.shape, result.strides, result.offset, dtype)
+
+
+cdef object _RESHAPE = _reshape
+cdef object _SWAP_DIMS = _swap_dims
 
 
 def unfused_view(op, handles):
