@@ -34,7 +34,11 @@ the executed steps to refimpl's walk. The cyclic collector is paused during the 
 
 import gc as _gc
 
-from fastplan._keys cimport field_offset, slot
+from cpython.long cimport PyLong_AsLongLong, PyLong_AsLongLongAndOverflow
+from cpython.ref cimport PyObject
+from libc.stdint cimport int64_t
+
+from fastplan._keys cimport KeyBuf, buf_bytes, buf_free, buf_init, buf_push, field_offset, slot
 from fastplan.handles cimport Memory, handle_buffer
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
@@ -223,29 +227,61 @@ cdef int _check_extents(object context, Memory memory) except -1:
 # --- the memo ----------------------------------------------------------------------------------
 
 
-cdef tuple _key(_StepRecord item, list order, Memory memory, list before):
+cdef object _key(_StepRecord item, list order, Memory memory, list before):
     """The memo key of a fused step; fills ``before`` with each tensor's live handle. Per
     tensor one int: its handle's layout id, which earlier tensor of the step first held its
-    buffer, and how many live handles use that buffer (or -1: no live handle)."""
+    buffer, and how many live handles use that buffer (or -1: no live handle).
+
+    The key is a byte string of int64 slots (hashed once, compared with ``memcmp``): the
+    optimization's ``id``, the dims, then one slot per tensor (three after a -2 where the
+    three ints do not pack into one). ``None`` where a dim is no exact int64 int: such a step
+    is not memoised (the C layout cores refuse it, and the stream goes to refimpl's walk)."""
+    cdef KeyBuf b
     cdef dict slots = {}
-    cdef list parts = [id(item.optimization), item.context.dim_tuple()]
-    cdef Py_ssize_t users
+    cdef Py_ssize_t users, first, layout, i
+    cdef long long dim
+    cdef int overflow = 0
+    cdef tuple dims = item.context.dim_tuple()
     cdef dict handles = memory.handles, layouts = memory.layouts, counts = memory._users
-    for gid in order:
-        h = handles.get(gid)
-        before.append(h)
-        if h is None:
-            parts.append(-1)
-            continue
-        buffer = handle_buffer(h)
-        first = slots.get(buffer)
-        if first is None:
-            first = slots[buffer] = len(slots)
-        users = counts[buffer]
-        parts.append(((<Py_ssize_t>layouts[gid] * 1024 + <Py_ssize_t>first) * 1024) + users
-                     if users < 1024 and first < 1024
-                     else (layouts[gid], first, users))
-    return tuple(parts)
+    for i in range(len(dims)):
+        value = dims[i]
+        if type(value) is not int:
+            return None
+        PyLong_AsLongLongAndOverflow(value, &overflow)
+        if overflow:
+            return None
+    buf_init(&b)
+    try:
+        buf_push(&b, <int64_t><Py_ssize_t><PyObject*>item.optimization)  # its id()
+        buf_push(&b, len(dims))
+        for i in range(len(dims)):
+            buf_push(&b, PyLong_AsLongLong(dims[i]))
+        buf_push(&b, len(order))
+        for gid in order:
+            h = handles.get(gid)
+            before.append(h)
+            if h is None:
+                buf_push(&b, -1)
+                continue
+            buffer = handle_buffer(h)
+            found = slots.get(buffer)
+            if found is None:
+                first = len(slots)
+                slots[buffer] = first
+            else:
+                first = <Py_ssize_t>found
+            users = counts[buffer]
+            layout = layouts[gid]
+            if users < 1024 and first < 1024 and 0 <= layout < (1 << 40):
+                buf_push(&b, (layout * 1024 + first) * 1024 + users)
+            else:
+                buf_push(&b, -2)
+                buf_push(&b, layout)
+                buf_push(&b, first)
+                buf_push(&b, users)
+        return buf_bytes(&b)
+    finally:
+        buf_free(&b)
 
 
 cdef _Outcome _record(_StepRecord item, list order, list before, Memory memory, object first_new,
@@ -396,9 +432,8 @@ cdef int _walk(object items, list records, object device, Memory memory, LaunchM
             continue
         context = item.context
         order, before = context.tensor_order(), []
-        key = None
-        if table is not None:
-            key = _key(item, order, memory, before)
+        key = None if table is None else _key(item, order, memory, before)
+        if key is not None:
             found = table.get(key)
             if found is not None and (<_Outcome>found).optimization is item.optimization:
                 memo.hits += 1

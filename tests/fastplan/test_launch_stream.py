@@ -32,6 +32,7 @@ from refimpl.devices import PRESETS
 from refimpl.frontend import Session
 from refimpl.interpreter import executed_steps
 from refimpl.interpreter import launch_plan_stream as reference_launch_plan_stream
+from refimpl.ir import OperationIr, TensorIr
 from refimpl.planner import StreamPlanner as RefStreamPlanner
 from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
 from refimpl.strategies import elementwise_streams, streams, strides_for_layout
@@ -507,3 +508,45 @@ def test_extents_fit_follows_the_rule_in_python_ints(data):
     expected = _extents_fit_rule(tensors, handles)
     event(f"fits: {expected}")
     assert _extents_fit(context, memory) is expected
+
+
+class _Dim(int):
+    """A dim that equals its int but is no exact ``int`` (what the memo's byte key refuses)."""
+
+
+def _with_dims_as(stream: Stream, kind: type) -> Stream:
+    """``stream`` with every op tensor's dims made ``kind`` instances (equal values)."""
+
+    def field(value):
+        if isinstance(value, TensorIr):
+            return dataclasses.replace(value, shape=tuple(kind(d) for d in value.shape))
+        if isinstance(value, tuple) and value and isinstance(value[0], TensorIr):
+            return tuple(field(t) for t in value)
+        return value
+
+    items = []
+    for item in stream.items:
+        if isinstance(item, OperationIr):
+            desc = item.desc
+            values = {f.name: field(getattr(desc, f.name)) for f in dataclasses.fields(desc)}
+            item = OperationIr(item.op, type(desc)(**values))
+        items.append(item)
+    return Stream(stream.inputs, tuple(items))
+
+
+@pytest.mark.parametrize("build_stream", [other_dims, created_dims,
+                                          partial(contiguous_vs_transposed, True)])
+def test_launch_planning_of_dims_that_are_no_exact_ints(build_stream) -> None:
+    """Dims that are no exact ints: the memo keeps no outcome for such a step (its byte key
+    holds int64s), the C layout cores refuse it, and ``plan`` gives refimpl's plan, launch
+    planning included, with and without a memo."""
+    import refimpl.planner as ref
+
+    stream = _with_dims_as(build_stream(), _Dim)
+    profile = PRESETS["metal"]
+    expected = ref.plan(stream, "metal")
+    assert fastplan.plan(stream, "metal") == expected
+    fast = fast_planner(stream, profile)
+    memo = LaunchMemo()
+    assert _launch_planned(stream, fast, 0, profile, memo) == expected.steps
+    assert len(memo) == 0
