@@ -18,6 +18,7 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 ``fastplan.launch.plan_launch`` accepts it wherever it accepts refimpl's.
 """
 
+from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
@@ -205,8 +206,9 @@ cdef Py_ssize_t layout_id(dict table, object handle) except -1:
     """The small int ``table`` gives the handle's (shape, strides, offset, dtype), so that
     fastplan.launch_stream's step memo keys on ints (the table lives as long as that memo)."""
     if type(handle) is Handle:
+        dtype = slot(handle, _H_DTYPE)
         layout = (slot(handle, _H_SHAPE), slot(handle, _H_STRIDES), slot(handle, _H_OFFSET),
-                  id(slot(handle, _H_DTYPE)))
+                  <Py_ssize_t><PyObject*>dtype)  # the dtype's id()
     else:
         layout = (handle.shape, handle.strides, handle.offset, id(handle.dtype))
     found = table.get(layout)
