@@ -77,7 +77,7 @@ class ReferenceSelection:
 class BlockPlan:
     reads: dict[int, list[FuseOp]]
     writes: dict[int, list[FuseOp]]
-    reference: _Reference = field(default_factory=ReferenceSelection)
+    reference: ReferenceSelection = field(default_factory=ReferenceSelection)
     width: int = 0
     inplaces: list[tuple[int, TensorIr, tuple[int, ...]]] = field(default_factory=list)
     potential_ref: tuple | None = None  # ("Normal", pos) | ("SwapDims", pos, dims) | ...

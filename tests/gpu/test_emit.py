@@ -27,7 +27,7 @@ from refimpl.handles import Handle, Memory
 from refimpl.interpreter import executed_steps
 from refimpl.planner.launch import (
     ConcreteLayout, FuseBlockConfig, Launch, LaunchInput, LaunchOutput, LaunchPlan,
-    ReshapedLayout, RuntimeLayout, ShapeLayout, SwapDimsLayout, config_id,
+    ReshapedLayout, RuntimeLayout, ShapeLayout, SwapDimsLayout,
 )
 from refimpl.planner.layout import unsqueezed
 from refimpl.planner.trace import (
