@@ -325,6 +325,19 @@ cdef EncodedTensor encode_tensor(object tensor):
     return result
 
 
+cdef int64_t* _storage(EncodedOp result, Py_ssize_t n, Py_ssize_t n_dims) except NULL:
+    """Point ``result.c.tensors`` at room for ``n`` tensors; room for ``n_dims`` dims, returned.
+    Small ops use the arrays inside ``result``; others one allocation, tensors then dims."""
+    if n <= SMALL_TENSORS and n_dims <= SMALL_DIMS:
+        result.c.tensors = result.small_tensors
+        return result.small_dims
+    result.heap = PyMem_Malloc(n * sizeof(TensorC) + n_dims * sizeof(int64_t) + 1)
+    if result.heap == NULL:
+        raise MemoryError()
+    result.c.tensors = <TensorC*>result.heap
+    return <int64_t*>(<char*>result.heap + n * sizeof(TensorC))
+
+
 cdef EncodedOp encode(object operation):
     """Validate and encode one relative ``OperationIr``."""
     cdef EncodedOp result = EncodedOp.__new__(EncodedOp)
@@ -382,15 +395,7 @@ cdef EncodedOp encode(object operation):
     n = len(tensors)
     for shape in shapes:
         n_dims += len(<tuple>shape)
-    if n <= SMALL_TENSORS and n_dims <= SMALL_DIMS:
-        c.tensors = result.small_tensors
-        dims = result.small_dims
-    else:
-        result.heap = PyMem_Malloc(n * sizeof(TensorC) + n_dims * sizeof(int64_t) + 1)
-        if result.heap == NULL:
-            raise MemoryError()
-        c.tensors = <TensorC*>result.heap
-        dims = <int64_t*>(<char*>result.heap + n * sizeof(TensorC))
+    dims = _storage(result, n, n_dims)
     c.n_tensors = <int32_t>n
     for i in range(n):
         _fill_tensor(tensors[i], <tuple>shapes[i], &c.tensors[i], dims)
@@ -482,15 +487,7 @@ cdef EncodedOp encode_key(bytes key, object operation):
             pos += _tensor_slots(p, pos)
     if pos != end:
         raise ValueError(f"a key of {end} slots does not hold a {OP_IR_STRUCTS[struct_code].__name__}")
-    if n <= SMALL_TENSORS and n_dims <= SMALL_DIMS:
-        c.tensors = result.small_tensors
-        dims = result.small_dims
-    else:
-        result.heap = PyMem_Malloc(n * sizeof(TensorC) + n_dims * sizeof(int64_t) + 1)
-        if result.heap == NULL:
-            raise MemoryError()
-        c.tensors = <TensorC*>result.heap
-        dims = <int64_t*>(<char*>result.heap + n * sizeof(TensorC))
+    dims = _storage(result, n, n_dims)
     c.code = <int32_t>code
     c.kind = table.kind[code]
     c.struct_code = <uint8_t>struct_code
