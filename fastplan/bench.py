@@ -55,8 +55,8 @@ from refimpl.frontend import Session
 from refimpl.ir import OperationIr, Sync, TensorIr
 from refimpl.stream import Stream
 
-__all__ = ["WORKLOADS", "SIZES", "PATHS", "Row", "build", "shifted", "measure", "run", "table",
-           "main"]
+__all__ = ["WORKLOADS", "SIZES", "PATHS", "Row", "build", "shifted", "with_tensors", "measure",
+           "run", "table", "main"]
 
 SIZES = (1_000, 10_000, 100_000)
 
@@ -166,26 +166,36 @@ def build(workload: str, num_ops: int, seed: int = 0) -> Stream:
     return session.close()
 
 
-def shifted(stream: Stream, offset: int) -> Stream:
-    """The next iteration of ``stream``: the same ops with every tensor id moved by
-    ``offset`` (new ``TensorIr``/``OperationIr`` objects, equal relative form)."""
+def with_tensors(items: Sequence[object], change: Callable[[TensorIr], TensorIr]
+                 ) -> tuple[object, ...]:
+    """``items`` (ops and syncs) with every op tensor, a field holding a ``TensorIr`` or a
+    tuple of them, replaced by ``change(tensor)``: new ``OperationIr`` objects, syncs kept."""
 
     def field(value):
         if isinstance(value, TensorIr):
-            return dataclasses.replace(value, id=value.id + offset)
+            return change(value)
         if isinstance(value, tuple) and value and isinstance(value[0], TensorIr):
-            return tuple(dataclasses.replace(t, id=t.id + offset) for t in value)
+            return tuple(change(t) for t in value)
         return value
 
-    items = []
-    for item in stream.items:
+    found = []
+    for item in items:
         if isinstance(item, Sync):
-            items.append(Sync(tuple(t + offset for t in item.tensors)))
+            found.append(item)
             continue
         desc = item.desc
         values = {f.name: field(getattr(desc, f.name)) for f in dataclasses.fields(desc)}
-        items.append(OperationIr(item.op, type(desc)(**values)))
-    return Stream({tid + offset: spec for tid, spec in stream.inputs.items()}, tuple(items))
+        found.append(OperationIr(item.op, type(desc)(**values)))
+    return tuple(found)
+
+
+def shifted(stream: Stream, offset: int) -> Stream:
+    """The next iteration of ``stream``: the same ops with every tensor id moved by
+    ``offset`` (new ``TensorIr``/``OperationIr`` objects, equal relative form)."""
+    items = with_tensors(stream.items, lambda t: dataclasses.replace(t, id=t.id + offset))
+    items = tuple(Sync(tuple(t + offset for t in item.tensors)) if isinstance(item, Sync)
+                  else item for item in items)
+    return Stream({tid + offset: spec for tid, spec in stream.inputs.items()}, items)
 
 
 # --- measuring --------------------------------------------------------------------------------

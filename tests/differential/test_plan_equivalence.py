@@ -18,20 +18,19 @@ profile: 600), the profile's for the others (half of it for the long element-wis
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import fastplan
+from fastplan.bench import shifted
 from refimpl.devices import PRESETS, profile_named
 from refimpl.frontend import Session
-from refimpl.ir import OperationIr, Sync, TensorIr
+from refimpl.ir import Sync
 from refimpl.planner import plan as reference_plan
 from refimpl.planner import plan_to_json
-from refimpl.stream import Stream, stream_to_json
 from refimpl.strategies import elementwise_streams, streams
+from refimpl.stream import Stream, stream_to_json
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
@@ -117,31 +116,6 @@ def test_fastplan_plan_matches_refimpl_on_transformer_blocks(stream, device):
 # --- the plan cache -------------------------------------------------------------------------
 
 
-def _shifted(stream: Stream, offset: int) -> Stream:
-    """The same stream with every tensor id moved by ``offset`` (a later iteration)."""
-
-    def tensor(t):
-        return dataclasses.replace(t, id=t.id + offset)
-
-    def field(value):
-        if isinstance(value, TensorIr):
-            return tensor(value)
-        if isinstance(value, tuple) and value and isinstance(value[0], TensorIr):
-            return tuple(tensor(t) for t in value)
-        return value
-
-    items = []
-    for item in stream.items:
-        if isinstance(item, Sync):
-            items.append(Sync(tuple(t + offset for t in item.tensors)))
-        else:
-            desc = item.desc
-            changes = {f.name: field(getattr(desc, f.name)) for f in dataclasses.fields(desc)}
-            items.append(OperationIr(item.op, type(desc)(**changes)))
-    inputs = {tid + offset: spec for tid, spec in stream.inputs.items()}
-    return Stream(inputs, tuple(items))
-
-
 def _planner(impl_processor, impl_registry, device: str):
     return impl_processor.StreamPlanner(impl_registry.FusionRegistry().fusers(
         profile_named(device)))
@@ -162,7 +136,7 @@ def test_fastplan_stream_planner_cache_matches_refimpl(stream, device):
     reference = _planner(ref_processor, ref_registry, device)
     twin = _planner(fastplan.planner_module("processor"), fastplan.planner_module("registry"),
                     device)
-    for again in (stream, stream, _shifted(stream, 1000)):
+    for again in (stream, stream, shifted(stream, 1000)):
         assert twin.run(again) == reference.run(again)
         assert _state(twin) == _state(reference)
     assert twin.queue.executed == reference.queue.executed

@@ -32,7 +32,6 @@ from refimpl.devices import PRESETS
 from refimpl.frontend import Session
 from refimpl.interpreter import executed_steps
 from refimpl.interpreter import launch_plan_stream as reference_launch_plan_stream
-from refimpl.ir import OperationIr, TensorIr
 from refimpl.planner import StreamPlanner as RefStreamPlanner
 from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
 from refimpl.strategies import elementwise_streams, streams, strides_for_layout
@@ -41,7 +40,7 @@ from refimpl.stream import Stream, load_stream, stream_to_json
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
-    from fastplan.bench import build, shifted
+    from fastplan.bench import build, shifted, with_tensors
     from fastplan.launch_stream import LaunchMemo, launch_plan_stream
     from fastplan.planner import _launch_planned
     from fastplan.processor import StreamPlanner as FastStreamPlanner
@@ -516,22 +515,8 @@ class _Dim(int):
 
 def _with_dims_as(stream: Stream, kind: type) -> Stream:
     """``stream`` with every op tensor's dims made ``kind`` instances (equal values)."""
-
-    def field(value):
-        if isinstance(value, TensorIr):
-            return dataclasses.replace(value, shape=tuple(kind(d) for d in value.shape))
-        if isinstance(value, tuple) and value and isinstance(value[0], TensorIr):
-            return tuple(field(t) for t in value)
-        return value
-
-    items = []
-    for item in stream.items:
-        if isinstance(item, OperationIr):
-            desc = item.desc
-            values = {f.name: field(getattr(desc, f.name)) for f in dataclasses.fields(desc)}
-            item = OperationIr(item.op, type(desc)(**values))
-        items.append(item)
-    return Stream(stream.inputs, tuple(items))
+    return Stream(stream.inputs, with_tensors(stream.items, lambda t: dataclasses.replace(
+        t, shape=tuple(kind(d) for d in t.shape))))
 
 
 @pytest.mark.parametrize("build_stream", [other_dims, created_dims,
