@@ -285,7 +285,7 @@ cdef object _key(_StepRecord item, list order, Memory memory, list before):
 
 
 cdef _Outcome _record(_StepRecord item, list order, list before, Memory memory, object first_new,
-                      object main, list aliases):
+                      object widths, list aliases):
     """What the step did, relative to ``order`` (positions) and to ``first_new`` (buffers)."""
     cdef Py_ssize_t k
     cdef dict owner = {}
@@ -318,7 +318,7 @@ cdef _Outcome _record(_StepRecord item, list order, list before, Memory memory, 
         changes.append((k, (fresh, at, h.shape, h.strides, h.offset, h.dtype,
                             memory.layouts[order[k]])))
     outcome.optimization = item.optimization
-    outcome.widths = None if main is None else main.widths()
+    outcome.widths = widths
     outcome.aliases = tuple([(position[o], position[i]) for o, i in aliases])
     outcome.changes = tuple(changes)
     outcome.new_sizes = tuple([memory.sizes[b] for b in range(first_new, memory.next_buffer)])
@@ -347,6 +347,11 @@ cdef list _replay(_Outcome outcome, list order, list before, Memory memory):
 
 
 # --- entry point ---------------------------------------------------------------------------------
+
+
+cdef tuple _plan_widths(object plan):
+    """``plan.widths()`` (``LaunchPlan``): each config's width, without a Python frame."""
+    return tuple([config.width for config in plan.configs])
 
 
 cdef tuple _widened(tuple blocks, object widths):
@@ -456,14 +461,14 @@ cdef int _walk(object items, list records, object device, Memory memory, LaunchM
         run.launches = []
         _run_fused(run, step.fuser, item.optimization)
         aliases = [pair for plan in run.launches for pair in plan.aliases]
-        widths = None if run.main is None else run.main.widths()
+        widths = None if run.main is None else _plan_widths(run.main)
         blocks = _widened(step.blocks, widths)
         results.append(_filled(step, blocks, aliases))
         if key is not None:
             if len(table) >= MEMO_CAPACITY or len(memo.layout_ids) >= LAYOUT_CAPACITY:
                 memo.restart(memory)  # the key just made is stale too: not stored
                 continue
-            found = _record(item, order, before, memory, first_new, run.main, aliases)
+            found = _record(item, order, before, memory, first_new, widths, aliases)
             if found is not None:
                 (<_Outcome>found).blocks_from, (<_Outcome>found).blocks = step.blocks, blocks
                 table[key] = found
