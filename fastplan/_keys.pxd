@@ -5,6 +5,7 @@ A key is a ``bytes`` object holding ``int64`` slots; two relative ops are equal 
 refimpl's ``OperationIr``) exactly when their keys are equal. See ``_keys.pyx`` for the layout.
 """
 
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
@@ -151,4 +152,13 @@ cdef inline int list_empty(list lst) except -1:
         _decref(item)
         n = len(lst)
     return 0
+
+
+cdef inline bint exact_long_long(object value, long long* out) noexcept:
+    """Whether ``value`` is an exact ``int`` that fits a C ``long long``; read into ``out``."""
+    cdef int overflow = 0
+    if type(value) is not int:
+        return False
+    out[0] = PyLong_AsLongLongAndOverflow(value, &overflow)
+    return overflow == 0
 

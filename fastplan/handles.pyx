@@ -530,9 +530,8 @@ cdef object _view(object op, object variant, object source):
                                         out.shape)
             if strides is None:
                 return None
-            shape = tuple(out.shape)
-            return _handle(slot(source, _H_BUFFER), shape, strides, slot(source, _H_OFFSET),
-                           desc.out.dtype)
+            return _handle(slot(source, _H_BUFFER), tuple(out.shape), strides,
+                           slot(source, _H_OFFSET), out.dtype)
         shape, strides = _swapped(source, desc.dim1, desc.dim2)
         return _handle(slot(source, _H_BUFFER), shape, strides, slot(source, _H_OFFSET),
                        desc.out.dtype)

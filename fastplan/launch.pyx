@@ -19,11 +19,9 @@ import hashlib
 
 from libc.stdint cimport int64_t
 
-from cpython.long cimport PyLong_AsLongLongAndOverflow
-
 from fastplan._keys cimport (
-    F_SCALAR, F_TENSOR, F_TENSORS, Slots, StructInfo, exact_codes, field_offset, slot, slots,
-    struct_info, tensor_id, tensor_type,
+    F_SCALAR, F_TENSOR, F_TENSORS, Slots, StructInfo, exact_codes, exact_long_long, field_offset,
+    slot, slots, struct_info, tensor_id, tensor_type,
 )
 from fastplan.handles cimport op_nodes
 from fastplan.layout cimport permuted_innermost_axis_t
@@ -263,15 +261,6 @@ cdef extern from *:
 cdef long long _LIMIT = (<long long>1) << 62
 
 
-cdef inline bint _as_ll(object value, long long* out) noexcept:
-    """An exact int that fits a C long long, read into ``out``."""
-    cdef int overflow = 0
-    if type(value) is not int:
-        return False
-    out[0] = PyLong_AsLongLongAndOverflow(value, &overflow)
-    return overflow == 0
-
-
 cdef int _extents_fit_c(object tensors, object handles) except -2:
     """``_extents_fit`` in C arithmetic: 1 (fits), 0 (does not), or -1 where it cannot decide
     exactly (a dict subclass, a tensor or handle of another class, a value that is no exact
@@ -291,7 +280,7 @@ cdef int _extents_fit_c(object tensors, object handles) except -2:
         shape = value
         numel = 1
         for i in range(len(shape)):
-            if not _as_ll(shape[i], &d) or _mul_ovf(numel, d, &numel):
+            if not exact_long_long(shape[i], &d) or _mul_ovf(numel, d, &numel):
                 return -1
         if not -_LIMIT < numel < _LIMIT:
             return 0
@@ -301,10 +290,10 @@ cdef int _extents_fit_c(object tensors, object handles) except -2:
         if type(h) is not _Handle:
             return -1
         shape, strides = slot(h, _H_SHAPE), slot(h, _H_STRIDES)
-        if not _as_ll(slot(h, _H_OFFSET), &extent):
+        if not exact_long_long(slot(h, _H_OFFSET), &extent):
             return -1
         for i in range(min(len(shape), len(strides))):  # zip's pairs
-            if (not _as_ll(shape[i], &d) or not _as_ll(strides[i], &stride)
+            if (not exact_long_long(shape[i], &d) or not exact_long_long(strides[i], &stride)
                     or _mul_ovf(d, stride, &term)):
                 return -1
             if term < 0:

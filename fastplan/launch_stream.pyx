@@ -34,11 +34,12 @@ the executed steps to refimpl's walk. The cyclic collector is paused during the 
 
 import gc as _gc
 
-from cpython.long cimport PyLong_AsLongLong, PyLong_AsLongLongAndOverflow
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
-from fastplan._keys cimport KeyBuf, buf_bytes, buf_free, buf_init, buf_push, field_offset, slot
+from fastplan._keys cimport (
+    KeyBuf, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset, slot,
+)
 from fastplan.handles cimport Memory, handle_buffer
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
@@ -240,22 +241,16 @@ cdef object _key(_StepRecord item, list order, Memory memory, list before):
     cdef dict slots = {}
     cdef Py_ssize_t users, first, layout, i
     cdef long long dim
-    cdef int overflow = 0
     cdef tuple dims = item.context.dim_tuple()
     cdef dict handles = memory.handles, layouts = memory.layouts, counts = memory._users
-    for i in range(len(dims)):
-        value = dims[i]
-        if type(value) is not int:
-            return None
-        PyLong_AsLongLongAndOverflow(value, &overflow)
-        if overflow:
-            return None
     buf_init(&b)
     try:
         buf_push(&b, <int64_t><Py_ssize_t><PyObject*>item.optimization)  # its id()
         buf_push(&b, len(dims))
         for i in range(len(dims)):
-            buf_push(&b, PyLong_AsLongLong(dims[i]))
+            if not exact_long_long(dims[i], &dim):
+                return None
+            buf_push(&b, dim)
         buf_push(&b, len(order))
         for gid in order:
             h = handles.get(gid)
