@@ -8,10 +8,10 @@ returns is made of refimpl's frozen dataclasses (``LaunchPlan``, ``FuseBlockConf
 ``fastplan.launch.plan_launch(...) == refimpl.planner.launch.plan_launch(...)`` is the whole
 equivalence check; ``LaunchError`` and ``FusedContext`` are refimpl's too. ``plan_launch``
 chains the twins of the four passes (``fastplan.launch_planners``,
-``fastplan.launch_vectorize``) on refimpl's ``PlanningState`` and ``refimpl.handles.Memory``
-(the memory is the interpreter's and the runtime's: a twin of it would have to be converted
-at every step, and launch planning only calls ``take`` / ``alloc`` / ``register`` / ``remove``
-on it, a few dict operations per tensor). The plan's dataclasses are built with
+``fastplan.launch_vectorize``) on fastplan's ``PlanningState`` (``cdef class`` twins of
+refimpl's working-state dataclasses) and on either memory: ``fastplan.handles.Memory`` (what
+``fastplan.launch_stream`` walks with) or ``refimpl.handles.Memory`` (the interpreter's;
+launch planning only calls ``take`` / ``alloc`` / ``register`` / ``remove`` / ``users`` on it). The plan's dataclasses are built with
 ``fastplan.relative.new_frozen``: their ``__init__`` only assigns (no ``__post_init__``).
 """
 
@@ -27,6 +27,11 @@ from fastplan.handles cimport op_nodes
 from fastplan.layout cimport permuted_innermost_axis_t
 from fastplan.relative cimport new_frozen
 
+from fastplan.launch_planners cimport (
+    BlockPlan, HandleInput, HandleOutput, PlanningState, ReferenceSelection, block_at, input_at,
+    output_at,
+)
+
 from fastplan.launch_planners import plan_inputs, plan_outputs
 from fastplan.launch_vectorize import plan_vectorization
 
@@ -39,7 +44,6 @@ from refimpl.planner.launch import (
     LaunchOutput, LaunchPlan, RefLayout, ReshapedLayout, RuntimeLayout, ShapeLayout,
     SwapDimsLayout,
 )
-from refimpl.planner.launch_planners import BlockPlan, PlanningState
 from refimpl.planner.trace import ReshapeView
 
 __all__ = [
@@ -132,7 +136,7 @@ cdef int _note_any(object op, object global2relative, dict tensors, list dtypes)
 # --- LaunchPlanExecutor ---------------------------------------------------------------------
 
 
-cdef object _ref_layout(object reference, object width):
+cdef object _ref_layout(ReferenceSelection reference, object width):
     kind = reference.kind
     if kind == "Concrete":
         return new_frozen(ConcreteLayout, (reference.arg,))
@@ -147,11 +151,17 @@ cdef object _ref_layout(object reference, object width):
     raise LaunchError("ReferenceNotFound: no reference layout for a block")
 
 
-cdef tuple _configs(object state):
+cdef tuple _configs(PlanningState state):
     cdef list configs = []
     cdef list ops
+    cdef BlockPlan block
+    cdef ReferenceSelection reference
+    cdef Py_ssize_t i
+    cdef list blocks = state.blocks
+    fuse_blocks = state.trace.blocks
     rank = state.rank
-    for block, fuse_block in zip(state.blocks, state.trace.blocks):
+    for i in range(min(len(blocks), len(fuse_blocks))):  # zip's pairs
+        block = block_at(blocks, i)
         reference = block.reference
         axis = None
         if reference.kind == "Concrete":
@@ -161,31 +171,41 @@ cdef tuple _configs(object state):
         reads, writes = block.reads, block.writes
         for rid in sorted(reads):
             ops.extend(reads[rid])
-        ops.extend(fuse_block.ops)
+        ops.extend(fuse_blocks[i].ops)
         for rid in sorted(writes):
             ops.extend(writes[rid])
         configs.append(new_frozen(FuseBlockConfig, (rank, _ref_layout(reference, block.width),
-                                              tuple(ops), block.width, vector_axis)))
+                                                    tuple(ops), block.width, vector_axis)))
     return tuple(configs)
 
 
-cdef object _freeze(object state):
-    cdef Py_ssize_t num_writes = 0
-    for block in state.blocks:
-        for ops in block.writes.values():
+cdef object _freeze(PlanningState state):
+    cdef Py_ssize_t num_writes = 0, i
+    cdef HandleInput item
+    cdef HandleOutput out
+    cdef list blocks = state.blocks, state_inputs = state.inputs, state_outputs = state.outputs
+    for i in range(len(blocks)):
+        for ops in block_at(blocks, i).writes.values():
             num_writes += len(ops)
     skipped = num_writes == 0  # burn returns before building configs: no reference needed
     configs = () if skipped else _configs(state)
-    inputs = tuple([new_frozen(LaunchInput, (i.glob.id, i.precision, i.glob.shape, i.strides,
-                                       i.vector_size, i.broadcasted)) for i in state.inputs])
+    cdef list inputs = []
+    for i in range(len(state_inputs)):
+        item = input_at(state_inputs, i)
+        inputs.append(new_frozen(LaunchInput, (item.glob.id, item.precision, item.glob.shape,
+                                               item.strides, item.vector_size,
+                                               item.broadcasted)))
     cdef list outputs = []
-    for out in state.outputs:
-        vs = out.vectorization if out.kind == "owned" else state.inputs[out.input_pos].vector_size
+    for i in range(len(state_outputs)):
+        out = output_at(state_outputs, i)
+        vs = out.vectorization if out.kind == "owned" else \
+            input_at(state_inputs, out.input_pos).vector_size
         outputs.append(new_frozen(LaunchOutput, (out.glob.id, out.precision, out.glob.shape,
-                                           out.handle.strides, vs, out.kind, out.input_pos)))
+                                                 out.handle.strides, vs, out.kind,
+                                                 out.input_pos)))
     cdef dict sizes = {}
-    for i in inputs:
-        sizes[i.tensor] = i.vector_size
+    for launch_input in inputs:
+        sizes[launch_input.tensor] = launch_input.vector_size
     aliases, views = [], []
     for o in outputs:
         sizes[o.tensor] = o.vector_size
@@ -199,7 +219,7 @@ cdef object _freeze(object state):
     plan = new_frozen(LaunchPlan, (
         state.rank,  # rank
         configs,  # configs
-        inputs,  # inputs
+        tuple(inputs),  # inputs
         tuple(outputs),  # outputs
         tuple(sorted(aliases)),  # aliases
         tuple(sorted(views)),  # views
@@ -208,8 +228,8 @@ cdef object _freeze(object state):
         tuple(state.runtime_layouts),  # runtime_layouts
         skipped,  # skipped
     ))
-    return new_frozen(Launch, (plan, tuple([i.handle for i in state.inputs]),
-                         tuple([o.handle for o in state.outputs])))
+    return new_frozen(Launch, (plan, tuple([(<HandleInput>x).handle for x in state_inputs]),
+                               tuple([(<HandleOutput>x).handle for x in state_outputs])))
 
 
 # The C cores compute with int64 (strides as products of dims, offsets as sums of dims times
@@ -320,13 +340,23 @@ def plan_launch(trace, context, memory, device, matmul_operands=None):
 
 def _plan_launch(trace, context, memory, device, matmul_operands=None):
     """``plan_launch`` for a launch whose extents fit int64 (the walk checks them per step)."""
-    blocks = [BlockPlan({rid: list(ops) for rid, ops in b.reads},
-                        {rid: list(ops) for rid, ops in b.writes}) for b in trace.blocks]
-    rank = 0
+    cdef list blocks = []
+    cdef BlockPlan block
+    cdef PlanningState state = PlanningState.__new__(PlanningState)
+    cdef Py_ssize_t rank = 0
+    for b in trace.blocks:
+        block = BlockPlan.__new__(BlockPlan)
+        block.reads = {rid: list(ops) for rid, ops in b.reads}
+        block.writes = {rid: list(ops) for rid, ops in b.writes}
+        block.reference = ReferenceSelection("Searching")
+        block.width, block.inplaces, block.potential_ref = 0, [], None
+        blocks.append(block)
     for b in trace.blocks:
         if len(b.shape_ref) > rank:
             rank = len(b.shape_ref)
-    state = PlanningState(trace, context, memory, rank, blocks)
+    state.trace, state.context, state.memory, state.rank, state.blocks = (
+        trace, context, memory, rank, blocks)
+    state.inputs, state.outputs, state.runtime_layouts, state.vectorizations = [], [], [], {}
     plan_inputs(state)
     plan_outputs(state)
     plan_vectorization(state, device, matmul_operands)

@@ -4,11 +4,13 @@ reference layout of every block.
 
 Mirrors ``refimpl/planner/launch_planners.py`` (burn ``launch/{input,output,plan}.rs``): same
 names, same order, same results. The working state (``PlanningState``, ``BlockPlan``,
-``ReferenceSelection`` and the handle records) is refimpl's: the launch twins fill the same
-objects, so each pass can be compared with refimpl's. The layout rules it applies per tensor
-(``dim_order``, ``is_contiguous``, ``is_dense``, ``strides_for``, ``contiguous_strides``) are
-fastplan.layout's C cores; frozen values are built with their constructors instead of
-``dataclasses.replace`` (the same objects, without ``replace``'s field walk).
+``ReferenceSelection``, ``HandleInput``, ``HandleOutput``) is made of ``cdef class`` twins of
+refimpl's dataclasses: the same fields and constructors, read and written at C struct offsets
+by the launch twins (``fastplan.launch``, ``fastplan.launch_vectorize``). The layout rules it
+applies per tensor (``dim_order``, ``is_contiguous``, ``is_dense``, ``strides_for``,
+``contiguous_strides``) are fastplan.layout's C cores; frozen values are built with their
+constructors instead of ``dataclasses.replace`` (the same objects, without ``replace``'s field
+walk).
 """
 
 from dataclasses import replace
@@ -22,9 +24,6 @@ from fastplan.layout cimport (
 from refimpl.dtypes import DType
 from refimpl.handles import Handle, Memory
 from refimpl.ir import TensorIr, TensorStatus
-from refimpl.planner.launch_planners import (
-    BlockPlan, HandleInput, HandleOutput, PlanningState, ReferenceSelection,
-)
 from refimpl.planner.layout import relayout_strides, reshape_action
 from refimpl.planner.settings import RefLayoutMode
 from refimpl.planner.trace import (
@@ -54,6 +53,124 @@ cdef dict _STORAGE_BYTES = {id(d): d.storage_bytes for d in DType}
 cdef object storage_bytes(object dtype):
     found = _STORAGE_BYTES.get(id(dtype))
     return dtype.storage_bytes if found is None else found
+
+
+# --- working state (burn LaunchPlan / BlockPlan / handles) --------------------------------------
+
+
+cdef class HandleInput:
+    """burn ``HandleInput``: an input's handle as the launch fetched it.
+
+    Mirrors refimpl.planner.launch_planners.HandleInput.
+    """
+
+    def __init__(self, relative, glob, precision, handle, strides, vector_size=1,
+                 broadcasted=False):
+        self.relative, self.glob, self.precision, self.handle = relative, glob, precision, handle
+        self.strides, self.vector_size, self.broadcasted = strides, vector_size, broadcasted
+
+
+cdef class HandleOutput:
+    """burn ``HandleOutput``: an output's handle as the launch placed it.
+
+    Mirrors refimpl.planner.launch_planners.HandleOutput.
+    """
+
+    def __init__(self, relative, glob, precision, handle, kind, input_pos=None,
+                 vectorization=1):
+        self.relative, self.glob, self.precision, self.handle = relative, glob, precision, handle
+        self.kind, self.input_pos, self.vectorization = kind, input_pos, vectorization
+
+
+cdef class ReferenceSelection:
+    """burn ``ReferenceSelection``; ``kind`` names the variant.
+
+    Mirrors refimpl.planner.launch_planners.ReferenceSelection.
+    """
+
+    def __init__(self, kind="Searching", arg=None, shape=(), strides=(), dims=(0, 0), pos=0):
+        self.kind, self.arg, self.shape, self.strides = kind, arg, shape, strides
+        self.dims, self.pos = dims, pos
+
+    def found(self):
+        return self.kind != "Searching"
+
+    def concrete(self):
+        return (self.shape, self.strides) if self.kind == "Concrete" else None
+
+    def __repr__(self):
+        return (f"ReferenceSelection(kind={self.kind!r}, arg={self.arg!r}, shape={self.shape!r}, "
+                f"strides={self.strides!r}, dims={self.dims!r}, pos={self.pos!r})")
+
+
+cdef ReferenceSelection _reference(str kind, object arg, object shape, object strides,
+                                   object dims, object pos):
+    """``ReferenceSelection(kind, arg, shape, strides, dims, pos)`` without the call."""
+    cdef ReferenceSelection found = ReferenceSelection.__new__(ReferenceSelection)
+    found.kind, found.arg, found.shape, found.strides = kind, arg, shape, strides
+    found.dims, found.pos = dims, pos
+    return found
+
+
+cdef tuple _NO_DIMS = (0, 0)
+
+
+cdef class BlockPlan:
+    """burn ``BlockPlan``: one block's reads and writes, reference layout and width.
+
+    Mirrors refimpl.planner.launch_planners.BlockPlan.
+    """
+
+    def __init__(self, reads, writes, reference=None, width=0, inplaces=None,
+                 potential_ref=None):
+        self.reads, self.writes = reads, writes
+        self.reference = ReferenceSelection() if reference is None else reference
+        self.width = width
+        self.inplaces = [] if inplaces is None else inplaces
+        self.potential_ref = potential_ref
+
+
+cdef class PlanningState:
+    """burn ``LaunchPlan`` while it is planned: the trace, its context and memory, the blocks.
+
+    Mirrors refimpl.planner.launch_planners.PlanningState.
+    """
+
+    def __init__(self, trace, context, memory, rank, blocks, inputs=None, outputs=None,
+                 runtime_layouts=None, vectorizations=None):
+        self.trace, self.context, self.memory = trace, context, memory
+        self.rank, self.blocks = rank, blocks
+        self.inputs = [] if inputs is None else inputs
+        self.outputs = [] if outputs is None else outputs
+        self.runtime_layouts = [] if runtime_layouts is None else runtime_layouts
+        self.vectorizations = {} if vectorizations is None else vectorizations
+
+
+cdef object _entry(list entries, Py_ssize_t i, type kind, str field):
+    """``entries[i]`` as Python indexes it (negative from the end; past the end an
+    ``IndexError``), checked to be a ``kind``: the state's lists are public."""
+    cdef Py_ssize_t n = len(entries)
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise IndexError("list index out of range")
+    found = entries[i]
+    if type(found) is not kind:
+        raise TypeError(f"PlanningState.{field}[{i}]: expected a {kind.__name__}, "
+                        f"got {type(found).__name__}")
+    return found
+
+
+cdef HandleInput input_at(list inputs, Py_ssize_t i):
+    return <HandleInput>_entry(inputs, i, HandleInput, "inputs")
+
+
+cdef HandleOutput output_at(list outputs, Py_ssize_t i):
+    return <HandleOutput>_entry(outputs, i, HandleOutput, "outputs")
+
+
+cdef BlockPlan block_at(list blocks, Py_ssize_t i):
+    return <BlockPlan>_entry(blocks, i, BlockPlan, "blocks")
 
 
 cdef object _assign(object args):
@@ -119,18 +236,19 @@ cdef tuple _unsqueezed(tuple shape, tuple strides, Py_ssize_t rank):
 # --- InputPlanner ------------------------------------------------------------------------------
 
 
-def plan_inputs(state):
+def plan_inputs(PlanningState state):
     """burn ``InputPlanner::run``: fetch every input's handle, find in-place and reference
 
     Mirrors refimpl.planner.launch_planners.plan_inputs.
     """
     cdef Py_ssize_t pos
+    cdef HandleInput item
     resources = state.trace.resources
     memory = state.memory
     handles = memory.handles
     tensors = state.context.tensors
     unhandled = resources.inputs_unhandled
-    inputs = state.inputs
+    cdef list inputs = state.inputs
     cdef list fetched = []
     cdef Py_ssize_t rank = state.rank
     cdef bint fast_memory = type(memory) is PlanningMemory
@@ -158,24 +276,31 @@ def plan_inputs(state):
         if relative.id not in unhandled:
             _analyze(state, pos, relative, handle, can_mut)
         shape, strides = _unsqueezed(glob.shape, handle.strides, rank)
-        inputs.append(HandleInput(relative, new_frozen(TensorIr, (glob.id, shape, glob.dtype, glob.status)),
-                                  entry.ty, handle, strides))
+        item = HandleInput.__new__(HandleInput)
+        item.relative = relative
+        item.glob = new_frozen(TensorIr, (glob.id, shape, glob.dtype, glob.status))
+        item.precision, item.handle, item.strides = entry.ty, handle, strides
+        item.vector_size, item.broadcasted = 1, False
+        inputs.append(item)
         pos += 1
 
 
-cdef void _analyze(object state, Py_ssize_t pos, object relative, object handle,
+cdef void _analyze(PlanningState state, Py_ssize_t pos, object relative, object handle,
                    bint can_mut) except *:
     cdef bint is_a_view = False
-    blocks, fuse_blocks = state.blocks, state.trace.blocks
+    cdef Py_ssize_t i
+    cdef list blocks = state.blocks
+    fuse_blocks = state.trace.blocks
     for view in state.trace.resources.views:
-        for block, fuse_block in zip(blocks, fuse_blocks):
+        for i in range(min(len(blocks), len(fuse_blocks))):  # zip's pairs
             if not is_a_view:
-                is_a_view = _analyze_view(pos, relative, fuse_block.shape_ref, block, view)
+                is_a_view = _analyze_view(pos, relative, fuse_blocks[i].shape_ref,
+                                          block_at(blocks, i), view)
     if not is_a_view:
         _analyze_normal(state, pos, relative, handle, can_mut)
 
 
-cdef bint _analyze_view(Py_ssize_t pos, object relative, tuple shape_ref, object block,
+cdef bint _analyze_view(Py_ssize_t pos, object relative, tuple shape_ref, BlockPlan block,
                         object view) except -1:
     cdef type t = type(view)
     if t is ReshapeView:
@@ -196,13 +321,14 @@ cdef bint _analyze_view(Py_ssize_t pos, object relative, tuple shape_ref, object
     return False
 
 
-cdef void _analyze_normal(object state, Py_ssize_t pos, object relative, object handle,
+cdef void _analyze_normal(PlanningState state, Py_ssize_t pos, object relative, object handle,
                           bint can_mut) except *:
     cdef Py_ssize_t i, idx = -1, count = 0
+    cdef list blocks = state.blocks
+    cdef BlockPlan block
     rid = relative.id
-    blocks = state.blocks
     for i in range(len(blocks)):
-        if rid in blocks[i].reads:
+        if rid in block_at(blocks, i).reads:
             idx = i
             count += 1
     if count != 1:
@@ -210,7 +336,7 @@ cdef void _analyze_normal(object state, Py_ssize_t pos, object relative, object 
     fuse_block = state.trace.blocks[idx]
     if fuse_block.shape_ref != relative.shape:
         return
-    block = blocks[idx]
+    block = block_at(blocks, idx)
     if relative.status is _READ_WRITE and fuse_block.settings.inplace and can_mut:
         block.inplaces.append((pos, relative, handle.strides))
     block.potential_ref = ("Normal", pos)
@@ -232,7 +358,7 @@ def may_permute_layout(settings, ops):
     return True
 
 
-cdef object _view_of(object state, object relative_id):
+cdef object _view_of(PlanningState state, object relative_id):
     for view in state.trace.resources.views:
         t = type(view)
         if t is ReshapeView:
@@ -248,13 +374,14 @@ cdef object _view_of(object state, object relative_id):
     return None
 
 
-cdef Py_ssize_t _inplace_candidate(object state, Py_ssize_t idx, object glob,
+cdef Py_ssize_t _inplace_candidate(PlanningState state, Py_ssize_t idx, object glob,
                                    object relative) except -2:
     cdef Py_ssize_t k
     cdef bint permute, ok
-    block, fuse_block = state.blocks[idx], state.trace.blocks[idx]
+    cdef BlockPlan block = block_at(state.blocks, idx)
+    cdef ReferenceSelection reference = block.reference
+    fuse_block = state.trace.blocks[idx]
     permute = may_permute_layout(fuse_block.settings, fuse_block.ops)
-    reference = block.reference
     k = 0
     for _, candidate, strides in block.inplaces:
         if candidate.dtype != glob.dtype or candidate.shape != relative.shape:
@@ -276,16 +403,17 @@ cdef Py_ssize_t _inplace_candidate(object state, Py_ssize_t idx, object glob,
     return -1
 
 
-def plan_outputs(state):
+def plan_outputs(PlanningState state):
     """burn ``OutputPlanner::run``: place every output (fresh, in place or a view), then pick
 
     Mirrors refimpl.planner.launch_planners.plan_outputs.
     """
     cdef Py_ssize_t pos, i, k, idx
+    cdef BlockPlan block
     resources = state.trace.resources
     outputs = resources.outputs
     tensors = state.context.tensors
-    blocks = state.blocks
+    cdef list blocks = state.blocks
     state.outputs = [None] * len(outputs)
     order = sorted(range(len(outputs)), key=lambda p: -sum(outputs[p].tensor.shape))
     for pos in order:
@@ -295,7 +423,7 @@ def plan_outputs(state):
         rid = relative.id
         idx = -1
         for i in range(len(blocks)):
-            if rid in blocks[i].writes:
+            if rid in block_at(blocks, i).writes:
                 idx = i
                 break
         if idx < 0:
@@ -319,7 +447,7 @@ def plan_outputs(state):
             else:
                 _inplace_output(state, pos, entry.ty, relative, glob, k, idx)
     for i in range(len(blocks)):
-        block = blocks[i]
+        block = block_at(blocks, i)
         if block.reference.kind == "Searching":
             _select_reference(state, i)
         else:
@@ -331,8 +459,9 @@ def plan_outputs(state):
             memory.remove(tensor.id)
 
 
-cdef tuple _chosen_strides(object state, Py_ssize_t idx, tuple shape, tuple relative_shape):
-    reference = state.blocks[idx].reference
+cdef tuple _chosen_strides(PlanningState state, Py_ssize_t idx, tuple shape,
+                           tuple relative_shape):
+    cdef ReferenceSelection reference = block_at(state.blocks, idx).reference
     if reference.kind == "Concrete" and len(reference.shape) == len(shape):
         order = dim_order_t(reference.shape, reference.strides)
         if order is not None:
@@ -351,8 +480,11 @@ cdef bint _is_identity(tuple order):
     return True
 
 
-cdef object _preferred_dim_order(object state, Py_ssize_t idx, tuple shape):
-    fuse_block, block = state.trace.blocks[idx], state.blocks[idx]
+cdef object _preferred_dim_order(PlanningState state, Py_ssize_t idx, tuple shape):
+    cdef Py_ssize_t i
+    cdef HandleInput item
+    fuse_block = state.trace.blocks[idx]
+    cdef BlockPlan block = block_at(state.blocks, idx)
     if not may_permute_layout(fuse_block.settings, fuse_block.ops):
         return None
     resources = state.trace.resources
@@ -361,7 +493,9 @@ cdef object _preferred_dim_order(object state, Py_ssize_t idx, tuple shape):
     reads = block.reads
     cdef list votes = []
     cdef list best
-    for item in state.inputs:
+    cdef list inputs = state.inputs
+    for i in range(len(inputs)):
+        item = input_at(inputs, i)
         rid = item.relative.id
         if rid not in reads or rid in indexed or rid in unhandled:
             continue
@@ -389,10 +523,20 @@ cdef object _preferred_dim_order(object state, Py_ssize_t idx, tuple shape):
     return None if _is_identity(best[0]) else best[0]
 
 
-cdef void _normal_output(object state, Py_ssize_t pos, object ty, object relative, object glob,
-                         tuple strides, object base, Py_ssize_t idx) except *:
+cdef HandleOutput _output(object relative, object glob, object ty, object handle, str kind,
+                          object input_pos):
+    """``HandleOutput(relative, glob, ty, handle, kind, input_pos)`` without the call."""
+    cdef HandleOutput out = HandleOutput.__new__(HandleOutput)
+    out.relative, out.glob, out.precision, out.handle = relative, glob, ty, handle
+    out.kind, out.input_pos, out.vectorization = kind, input_pos, 1
+    return out
+
+
+cdef void _normal_output(PlanningState state, Py_ssize_t pos, object ty, object relative,
+                         object glob, tuple strides, object base, Py_ssize_t idx) except *:
     cdef bint allowed
-    block, fuse_block = state.blocks[idx], state.trace.blocks[idx]
+    cdef BlockPlan block = block_at(state.blocks, idx)
+    fuse_block = state.trace.blocks[idx]
     mode = fuse_block.settings.ref_layout.mode
     if mode is _SAME_AS_BLOCK:
         allowed = False
@@ -401,11 +545,11 @@ cdef void _normal_output(object state, Py_ssize_t pos, object ty, object relativ
     else:
         allowed = True
     writes = block.writes.get(relative.id)
-    reference = block.reference
+    cdef ReferenceSelection reference = block.reference
     if reference.kind == "Searching" and fuse_block.shape_ref == relative.shape and \
             base is not _UNKNOWN and allowed:
-        block.reference = ReferenceSelection("Concrete", new_frozen(Output, (pos, ty, base)), glob.shape,
-                                             strides)
+        block.reference = _reference("Concrete", new_frozen(Output, (pos, ty, base)),
+                                     glob.shape, strides, _NO_DIMS, 0)
         if writes is not None:
             _mark(writes, False, base, True)
     elif reference.kind == "Concrete" and reference.shape == glob.shape and \
@@ -415,18 +559,18 @@ cdef void _normal_output(object state, Py_ssize_t pos, object ty, object relativ
     if len(glob.shape) > state.rank:
         state.rank = len(glob.shape)
     state.memory.register(glob.id, handle)
-    state.outputs[pos] = HandleOutput(relative, glob, ty, handle, "owned")
+    state.outputs[pos] = _output(relative, glob, ty, handle, "owned", None)
 
 
-cdef void _inplace_output(object state, Py_ssize_t pos, object ty, object relative, object glob,
-                          Py_ssize_t k, Py_ssize_t idx) except *:
-    block = state.blocks[idx]
+cdef void _inplace_output(PlanningState state, Py_ssize_t pos, object ty, object relative,
+                          object glob, Py_ssize_t k, Py_ssize_t idx) except *:
+    cdef BlockPlan block = block_at(state.blocks, idx)
     input_pos, _, _ = block.inplaces.pop(k)
-    source = state.inputs[input_pos]
+    cdef HandleInput source = input_at(state.inputs, input_pos)
     writes = block.writes.get(relative.id)
     if block.reference.kind == "Searching":
-        block.reference = ReferenceSelection("Concrete", new_frozen(Output, (pos, ty, _IS_REF)), glob.shape,
-                                             source.strides)
+        block.reference = _reference("Concrete", new_frozen(Output, (pos, ty, _IS_REF)),
+                                     glob.shape, source.strides, _NO_DIMS, 0)
         reads = block.reads.get(source.relative.id)
         if reads is not None:
             _mark(reads, True, _IS_REF, True)
@@ -437,19 +581,20 @@ cdef void _inplace_output(object state, Py_ssize_t pos, object ty, object relati
     h = source.handle
     handle = new_frozen(Handle, (h.buffer, glob.shape, h.strides, h.offset, glob.dtype))
     state.memory.register(glob.id, handle)
-    state.outputs[pos] = HandleOutput(relative, glob, ty, handle, "inplace", input_pos)
+    state.outputs[pos] = _output(relative, glob, ty, handle, "inplace", input_pos)
 
 
-cdef Py_ssize_t _child_input(object state, object original) except -1:
-    cdef Py_ssize_t i = 0
-    for item in state.inputs:
-        if item.relative.id == original:
+cdef Py_ssize_t _child_input(PlanningState state, object original) except -1:
+    cdef Py_ssize_t i
+    cdef list inputs = state.inputs
+    for i in range(len(inputs)):
+        if input_at(inputs, i).relative.id == original:
             return i
-        i += 1
     raise StopIteration  # refimpl's next() on an empty generator
 
 
-cdef void _remove_concrete_write(object block, object relative_id, Py_ssize_t output_pos) except *:
+cdef void _remove_concrete_write(BlockPlan block, object relative_id,
+                                 Py_ssize_t output_pos) except *:
     ops = block.writes.get(relative_id)
     if ops is None:
         return
@@ -458,79 +603,89 @@ cdef void _remove_concrete_write(object block, object relative_id, Py_ssize_t ou
             isinstance(op.args.out, Output) and op.args.out.pos == output_pos)]
 
 
-cdef void _reshaped_output(object state, Py_ssize_t pos, object ty, object relative,
+cdef void _reshaped_output(PlanningState state, Py_ssize_t pos, object ty, object relative,
                            object glob, object original, Py_ssize_t idx) except *:
     cdef Py_ssize_t input_pos = _child_input(state, original)
-    source = state.inputs[input_pos]
+    cdef HandleInput source = input_at(state.inputs, input_pos)
     action = reshape_action(source.glob.shape, source.strides, glob.shape)
     if action.kind == "Recompute":
         _normal_output(state, pos, ty, relative, glob, contiguous_strides_t(glob.shape),
                        _IS_REF, idx)
         return
-    _remove_concrete_write(state.blocks[idx], relative.id, pos)
+    _remove_concrete_write(block_at(state.blocks, idx), relative.id, pos)
     h = source.handle
     handle = new_frozen(Handle, (h.buffer, glob.shape, action.strides, h.offset, glob.dtype))
     state.memory.register(glob.id, handle)
-    state.outputs[pos] = HandleOutput(relative, glob, ty, handle, "view", input_pos)
+    state.outputs[pos] = _output(relative, glob, ty, handle, "view", input_pos)
 
 
-cdef void _swapped_output(object state, Py_ssize_t pos, object ty, object relative, object glob,
-                          object original, object dims, Py_ssize_t idx) except *:
+cdef void _swapped_output(PlanningState state, Py_ssize_t pos, object ty, object relative,
+                          object glob, object original, object dims, Py_ssize_t idx) except *:
     cdef Py_ssize_t input_pos = _child_input(state, original)
-    source = state.inputs[input_pos]
-    _remove_concrete_write(state.blocks[idx], relative.id, pos)
+    cdef HandleInput source = input_at(state.inputs, input_pos)
+    _remove_concrete_write(block_at(state.blocks, idx), relative.id, pos)
     h = source.handle
     strides = list(h.strides)
     strides[dims[0]], strides[dims[1]] = strides[dims[1]], strides[dims[0]]
     handle = new_frozen(Handle, (h.buffer, glob.shape, tuple(strides), h.offset, glob.dtype))
     state.memory.register(glob.id, handle)
-    state.outputs[pos] = HandleOutput(relative, glob, ty, handle, "view", input_pos)
+    state.outputs[pos] = _output(relative, glob, ty, handle, "view", input_pos)
 
 
-cdef void _layout_info_inputs(object state, object block) except *:
+cdef void _layout_info_inputs(PlanningState state, BlockPlan block) except *:
     """Inputs laid out exactly like a concrete or virtual-shape reference read ``SameAsRef``."""
-    reference = block.reference
+    cdef Py_ssize_t i
+    cdef HandleInput item
+    cdef ReferenceSelection reference = block.reference
     if reference.kind != "Concrete" and reference.kind != "VirtualShape":
         return
     reads = block.reads
-    for item in state.inputs:
+    cdef list inputs = state.inputs
+    for i in range(len(inputs)):
+        item = input_at(inputs, i)
         if item.strides == reference.strides and \
                 item.glob.shape == reference.shape and item.relative.id in reads:
             _mark(reads[item.relative.id], True, _SAME_AS_REF, False)
 
 
-cdef void _select_reference(object state, Py_ssize_t i) except *:
-    block, fuse_block = state.blocks[i], state.trace.blocks[i]
+cdef void _select_reference(PlanningState state, Py_ssize_t i) except *:
+    cdef BlockPlan block = block_at(state.blocks, i)
+    cdef ReferenceSelection source
+    cdef HandleInput item
+    fuse_block = state.trace.blocks[i]
     setting = fuse_block.settings.ref_layout
     if setting.mode is _SAME_AS_BLOCK:
-        source = state.blocks[setting.block_pos].reference
-        block.reference = replace(source)
+        source = block_at(state.blocks, setting.block_pos).reference
+        block.reference = _reference(source.kind, source.arg, source.shape, source.strides,
+                                     source.dims, source.pos)
         return
     potential, block.potential_ref = block.potential_ref, None
     if potential is None:
         shapes = state.context.shapes
         shape = tuple([shapes[d] for d in fuse_block.shape_ref])
-        block.reference = ReferenceSelection("Runtime", pos=len(state.runtime_layouts))
+        block.reference = _reference("Runtime", None, (), (), _NO_DIMS,
+                                     len(state.runtime_layouts))
         state.runtime_layouts.append((shape, contiguous_strides_t(shape)))
     elif potential[0] == "Normal":
-        item = state.inputs[potential[1]]
+        item = input_at(state.inputs, potential[1])
         shape, strides = item.glob.shape, item.strides
         if setting.mode is _ANY:
             ok = is_dense_t(shape, strides)
         else:
             ok = is_contiguous_t(shape, strides)
         if ok:
-            block.reference = ReferenceSelection(
-                "Concrete", new_frozen(Input, (potential[1], item.precision, _IS_REF)), shape, strides)
+            block.reference = _reference(
+                "Concrete", new_frozen(Input, (potential[1], item.precision, _IS_REF)), shape,
+                strides, _NO_DIMS, 0)
         else:
-            block.reference = ReferenceSelection(
-                "VirtualShape", new_frozen(Input, (potential[1], item.precision, _UNKNOWN)), shape,
-                contiguous_strides_t(shape))
+            block.reference = _reference(
+                "VirtualShape", new_frozen(Input, (potential[1], item.precision, _UNKNOWN)),
+                shape, contiguous_strides_t(shape), _NO_DIMS, 0)
         _layout_info_inputs(state, block)
     elif potential[0] == "SwapDims":
-        item = state.inputs[potential[1]]
-        block.reference = ReferenceSelection(
-            "SwapDims", new_frozen(Input, (potential[1], item.precision, _UNKNOWN)),
-                dims=potential[2])
+        item = input_at(state.inputs, potential[1])
+        block.reference = _reference(
+            "SwapDims", new_frozen(Input, (potential[1], item.precision, _UNKNOWN)), (), (),
+            potential[2], 0)
     else:
-        block.reference = ReferenceSelection("Reshaped", pos=potential[1])
+        block.reference = _reference("Reshaped", None, (), (), _NO_DIMS, potential[1])

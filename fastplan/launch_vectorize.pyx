@@ -2,11 +2,12 @@
 """The vector-size pass of a launch: per-tensor vector sizes, then each block's width.
 
 Mirrors ``refimpl/planner/launch_vectorize.py`` (burn ``launch/vectorization/{planner,axis}.rs``):
-same names, same order, same results, on refimpl's working state
-(``refimpl.planner.launch_planners.PlanningState``). Vector sizes are ``int64_t`` codes
-(``fastplan.vectorization``: 0 is ``Broadcasted``) from the per-tensor cores
-(``vectorization_input_c`` / ``_output_c`` / ``_reshape_c`` / ``_swapped_c``) and become
-refimpl's ``Vect`` only where refimpl keeps one; the candidates are loaded once per launch.
+same names, same order, same results, on fastplan.launch_planners' working state (the
+``cdef class`` twins of ``refimpl.planner.launch_planners.PlanningState`` and its records).
+Vector sizes are ``int64_t`` codes (``fastplan.vectorization``: 0 is ``Broadcasted``) from the
+per-tensor cores (``vectorization_input_c`` / ``_output_c`` / ``_reshape_c`` / ``_swapped_c``)
+and become refimpl's ``Vect`` only where refimpl keeps one; the candidates are loaded once per
+launch.
 """
 
 from libc.stdint cimport int64_t
@@ -17,7 +18,10 @@ from fastplan.vectorization cimport (
     vectorization_swapped_c,
 )
 
-from fastplan.launch_planners cimport storage_bytes
+from fastplan.launch_planners cimport (
+    BlockPlan, HandleInput, HandleOutput, PlanningState, ReferenceSelection, block_at, input_at,
+    output_at, storage_bytes,
+)
 
 from refimpl.devices import DeviceProfile
 from refimpl.planner.layout import MatrixBatchLayout, matrix_batch_layout
@@ -48,12 +52,15 @@ cdef object _vector_sizes(object device, int64_t elem_bytes):
     return device.vector_sizes(elem_bytes)  # another device, or refimpl's KeyError
 
 
-cdef dict _runner_axes(object state, object matmul_operands):
+cdef dict _runner_axes(PlanningState state, object matmul_operands):
     """The matmul runner measures a transposed operand along ``rank - 2``."""
     cdef dict axes = {}
+    cdef HandleInput item
+    cdef Py_ssize_t i
     if matmul_operands is None:
         return axes
-    for item in state.inputs:
+    for i in range(len(state.inputs)):
+        item = input_at(state.inputs, i)
         if item.relative.id in matmul_operands and \
                 matrix_batch_layout(item.strides) is _TRANSPOSED:
             axes[item.glob.id] = len(item.strides) - 2
@@ -69,13 +76,19 @@ cdef void _record(dict actions, object tensor, object pinned, object decision) e
         actions[tensor] = (decision, pinned)
 
 
-cdef tuple _vector_axes(object state, object matmul_operands):
+cdef tuple _vector_axes(PlanningState state, object matmul_operands):
     """(tensor id → axis, tensor ids refused) — burn ``VectorAxes::resolve``."""
     axes = _runner_axes(state, matmul_operands)
     cdef list block_axes = []
     cdef bint any_axis = False
-    for block in state.blocks:
-        reference = block.reference
+    cdef Py_ssize_t b, i
+    cdef BlockPlan block
+    cdef ReferenceSelection reference
+    cdef HandleInput item
+    cdef HandleOutput out
+    cdef list blocks = state.blocks, inputs = state.inputs, outputs = state.outputs
+    for b in range(len(blocks)):
+        reference = block_at(blocks, b).reference
         if reference.kind == "Concrete":
             axis = permuted_innermost_axis_t(reference.shape, reference.strides)
         else:
@@ -86,13 +99,16 @@ cdef tuple _vector_axes(object state, object matmul_operands):
         return axes, []
     cdef dict actions = {}
     tensors = state.context.tensors
-    for block, axis in zip(state.blocks, block_axes):
+    for b in range(len(blocks)):
+        block, axis = block_at(blocks, b), block_axes[b]
         reads, writes = block.reads, block.writes
-        for item in state.inputs:
+        for i in range(len(inputs)):
+            item = input_at(inputs, i)
             if item.relative.id in reads:
                 _record(actions, item.glob.id, item.glob.id,
                         axis_action(axis, len(item.glob.shape), None))
-        for out in state.outputs:
+        for i in range(len(outputs)):
+            out = output_at(outputs, i)
             if out.kind == "owned" and out.relative.id in writes:
                 strides = out.handle.strides
                 stride = strides[axis] if axis is not None and axis < len(strides) else None
@@ -135,9 +151,9 @@ cdef inline int64_t _merge(object existing, int64_t new):
 
 
 cdef bint _multi_reads(list blocks, object rid) except -1:
-    cdef Py_ssize_t total = 0
-    for block in blocks:
-        found = block.reads.get(rid)
+    cdef Py_ssize_t total = 0, b
+    for b in range(len(blocks)):
+        found = block_at(blocks, b).reads.get(rid)
         if found is not None:
             total += len(found)
     return total > 1
@@ -151,18 +167,22 @@ cdef Py_ssize_t _checked_axis(object axis, Py_ssize_t rank) except -1:
     return axis
 
 
-cdef dict _tensor_vects(object state, Dims* sizes, dict axes, list refused):
+cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refused):
     """burn ``vectorization_default`` plus the planner's pins, by global id (codes)."""
     cdef Dims shape, strides
-    cdef Py_ssize_t axis, dim_index
+    cdef Py_ssize_t axis, dim_index, i
     cdef int64_t code
+    cdef HandleInput item
+    cdef HandleOutput out
     resources, tensors = state.trace.resources, state.context.tensors
     blocks = state.blocks
     indexed = {rid for rid, _ in resources.indexed}
     cdef list swaps = [(tensors[v.swapped], tensors[v.original], v.original, v.dims)
                        for v in resources.views if type(v) is SwapDimsView]
     cdef dict vects = {}
-    for item in state.inputs:
+    cdef list inputs = state.inputs, outputs = state.outputs
+    for i in range(len(inputs)):
+        item = input_at(inputs, i)
         if item.relative.id in indexed:
             continue
         gid = item.glob.id
@@ -217,7 +237,8 @@ cdef dict _tensor_vects(object state, Dims* sizes, dict axes, list refused):
                                                original.shape[len(original.shape) - 1], True,
                                                multi, sizes.v, sizes.n, _MAX)
             vects[original.id] = _merge(vects.get(original.id), code)
-    for out in state.outputs:
+    for i in range(len(outputs)):
+        out = output_at(outputs, i)
         oshape = out.glob.shape
         axis = _checked_axis(axes.get(out.glob.id, len(oshape) - 1), len(oshape))
         vects[out.glob.id] = vectorization_output_c(oshape[axis], sizes.v, sizes.n, _MAX)
@@ -240,19 +261,25 @@ cdef int64_t _cap(object mode, object block_pos, list previous) except -1:
     return previous[block_pos]
 
 
-def plan_vectorization(state, device, matmul_operands):
+def plan_vectorization(PlanningState state, device, matmul_operands):
     """Set every binding's vector size and every block's width (mutates ``state``).
 
     Mirrors refimpl.planner.launch_vectorize.plan_vectorization.
     """
     cdef Dims sizes
-    cdef Py_ssize_t pos, b, nblocks
+    cdef Py_ssize_t pos, b, nblocks, i
     cdef int64_t code, size, cap, smallest = 8
     cdef bint fits
-    for item in state.inputs:
+    cdef HandleInput item
+    cdef HandleOutput out
+    cdef BlockPlan block
+    cdef list inputs = state.inputs, outputs = state.outputs
+    for i in range(len(inputs)):
+        item = input_at(inputs, i)
         if storage_bytes(item.glob.dtype) < smallest:
             smallest = storage_bytes(item.glob.dtype)
-    for out in state.outputs:
+    for i in range(len(outputs)):
+        out = output_at(outputs, i)
         if storage_bytes(out.glob.dtype) < smallest:
             smallest = storage_bytes(out.glob.dtype)
     candidates = _vector_sizes(device, smallest)
@@ -265,45 +292,41 @@ def plan_vectorization(state, device, matmul_operands):
         vects = _tensor_vects(state, &sizes, axes, refused)
     finally:
         dims_free(&sizes)
-    blocks = state.blocks
+    cdef list blocks = state.blocks
     nblocks = len(blocks)
-    inputs, outputs = state.inputs, state.outputs
     # the votes: (is_input, position, size code) per block, in refimpl's order
     cdef list votes = [[] for _ in range(nblocks)]
-    pos = 0
-    for item in inputs:
+    for pos in range(len(inputs)):
+        item = input_at(inputs, pos)
         code = vects[item.glob.id]
         rid = item.relative.id
         for b in range(nblocks):
-            if rid in blocks[b].reads:
+            if rid in block_at(blocks, b).reads:
                 (<list>votes[b]).append((True, pos, code))
-        pos += 1
-    pos = 0
-    for out in outputs:
+    for pos in range(len(outputs)):
+        out = output_at(outputs, pos)
         if out.kind == "owned":
             code = vects[out.glob.id]
             if code == VECT_BROADCASTED:  # Vect(vect.size): the broadcast flag is dropped
                 code = 1
             rid = out.relative.id
             for b in range(nblocks):
-                if rid in blocks[b].writes:
+                if rid in block_at(blocks, b).writes:
                     (<list>votes[b]).append((False, pos, code))
-        pos += 1
     for rid in state.trace.resources.inputs_unhandled:
-        pos = 0
-        for item in inputs:
-            if item.relative.id == rid:
+        for pos in range(len(inputs)):
+            if input_at(inputs, pos).relative.id == rid:
                 break
-            pos += 1
         else:
             raise StopIteration  # refimpl's next() on an empty generator
-        code = vects[inputs[pos].glob.id]
+        item = input_at(inputs, pos)
+        code = vects[item.glob.id]
         if code != VECT_BROADCASTED:
-            inputs[pos].vector_size = code
+            item.vector_size = code
     cdef list previous = []
     fuse_blocks = state.trace.blocks
     for b in range(min(nblocks, len(fuse_blocks))):
-        block = blocks[b]
+        block = block_at(blocks, b)
         setting = fuse_blocks[b].settings.vectorization
         mode = setting.mode
         cap = _cap(mode, setting.block_pos, previous)
@@ -314,10 +337,11 @@ def plan_vectorization(state, device, matmul_operands):
             if not fits:
                 size = 1
             if is_input:
-                inputs[pos].vector_size = size
-                inputs[pos].broadcasted = code == VECT_BROADCASTED if fits else False
+                item = input_at(inputs, pos)
+                item.vector_size = size
+                item.broadcasted = code == VECT_BROADCASTED if fits else False
             else:
-                outputs[pos].vectorization = size
+                output_at(outputs, pos).vectorization = size
             if size > block.width:
                 block.width = size
         if mode is _SMALLER and block.width == 0:

@@ -35,6 +35,8 @@ __all__ = ["PlanningState", "BlockPlan", "ReferenceSelection", "plan_inputs", "p
 
 @dataclass
 class HandleInput:
+    """burn ``HandleInput``: an input's handle as the launch fetched it."""
+
     relative: TensorIr
     glob: TensorIr  # shape unsqueezed to the plan rank
     precision: FuseType
@@ -46,6 +48,8 @@ class HandleInput:
 
 @dataclass
 class HandleOutput:
+    """burn ``HandleOutput``: an output's handle as the launch placed it."""
+
     relative: TensorIr
     glob: TensorIr
     precision: FuseType
@@ -75,6 +79,8 @@ class ReferenceSelection:
 
 @dataclass
 class BlockPlan:
+    """burn ``BlockPlan``: one block's reads and writes, reference layout and width."""
+
     reads: dict[int, list[FuseOp]]
     writes: dict[int, list[FuseOp]]
     reference: ReferenceSelection = field(default_factory=ReferenceSelection)
@@ -85,6 +91,8 @@ class BlockPlan:
 
 @dataclass
 class PlanningState:
+    """burn ``LaunchPlan`` while it is planned: the trace, its context and memory, the blocks."""
+
     trace: FuseTrace
     context: object  # refimpl.planner.launch.FusedContext
     memory: Memory

@@ -109,6 +109,121 @@ def test_launch_equivalence_on_generated_streams(stream, device):
     assert_same_launches(stream, profile_named(device))
 
 
+# --- the passes, one by one, on the working-state twins -----------------------------------------
+
+
+def _selection(reference) -> tuple:
+    return (reference.kind, reference.arg, reference.shape, reference.strides, reference.dims,
+            reference.pos)
+
+
+def _contents(state) -> tuple:
+    """A working state's fields, comparable across refimpl's dataclasses and fastplan's
+    ``cdef class`` twins."""
+    blocks = [(b.reads, b.writes, _selection(b.reference), b.width, b.inplaces, b.potential_ref)
+              for b in state.blocks]
+    inputs = [(i.relative, i.glob, i.precision, i.handle, i.strides, i.vector_size,
+               i.broadcasted) for i in state.inputs]
+    outputs = [None if o is None else (o.relative, o.glob, o.precision, o.handle, o.kind,
+                                       o.input_pos, o.vectorization) for o in state.outputs]
+    return state.rank, blocks, inputs, outputs, state.runtime_layouts
+
+
+def _new_state(module, trace, context, memory):
+    """``plan_launch``'s starting state, built with ``module``'s public constructors."""
+    blocks = [module.BlockPlan({rid: list(ops) for rid, ops in b.reads},
+                               {rid: list(ops) for rid, ops in b.writes}) for b in trace.blocks]
+    rank = max((len(b.shape_ref) for b in trace.blocks), default=0)
+    return module.PlanningState(trace, context, memory, rank, blocks)
+
+
+def _passes(module, vectorize, device, operands):
+    return [module.plan_inputs, module.plan_outputs,
+            lambda state: vectorize.plan_vectorization(state, device, operands)]
+
+
+def _raised(call, state):
+    try:
+        call(state)
+    except Exception as exc:  # noqa: BLE001 - the class is what is compared
+        return type(exc)
+    return None
+
+
+def assert_same_passes(stream: Stream, device, prepare=None) -> int:
+    """Each launch of ``stream`` planned pass by pass on refimpl's working state and on
+    fastplan's: after every pass the states hold equal contents (or both passes raise the same
+    class). ``prepare(state)`` edits both states after ``plan_inputs``."""
+    from refimpl.planner import launch_planners as ref_planners
+    from refimpl.planner import launch_vectorize as ref_vectorize
+    fast_planners = fastplan.planner_module("launch_planners")
+    fast_vectorize = fastplan.planner_module("launch_vectorize")
+    assert fast_planners.PlanningState is not ref_planners.PlanningState
+    calls = recorded_launches(stream, device)
+    for n, (trace, context, memory, device, operands) in enumerate(calls):
+        ref_state = _new_state(ref_planners, trace, context, memory.fork())
+        fast_state = _new_state(fast_planners, trace, context, memory.fork())
+        assert type(fast_state) is fast_planners.PlanningState
+        assert _contents(fast_state) == _contents(ref_state)
+        steps = zip(_passes(ref_planners, ref_vectorize, device, operands),
+                    _passes(fast_planners, fast_vectorize, device, operands))
+        for k, (ref_pass, fast_pass) in enumerate(steps):
+            expected = _raised(ref_pass, ref_state)
+            assert _raised(fast_pass, fast_state) is expected, (n, k)
+            if expected is not None:
+                break
+            assert _contents(fast_state) == _contents(ref_state), (n, k)
+            assert _state(fast_state.memory) == _state(ref_state.memory), (n, k)
+            if k == 0 and prepare is not None:
+                prepare(ref_state)
+                prepare(fast_state)
+    return len(calls)
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_launch_passes_on_the_golden_corpus(path):
+    assert_same_passes(load_stream(path), "metal")
+
+
+@given(stream=streams(max_ops=12, max_rank=4), device=DEVICES)
+def test_launch_passes_on_generated_streams(stream, device):
+    assert_same_passes(stream, profile_named(device))
+
+
+@pytest.mark.parametrize("position", [-1, 0, 99, -99])
+def test_launch_passes_read_a_state_position_as_python_indexes_it(position):
+    """A state is public: a potential reference naming input ``position`` is read as refimpl's
+    list indexing reads it (from the end when negative; past either end an ``IndexError``),
+    never past the list."""
+    def prepare(state):
+        for block in state.blocks:
+            block.potential_ref = ("Normal", position)
+
+    stream = load_stream(GOLDEN[0].with_name("mul_sum_dim_exp.json"))  # a block whose
+    assert assert_same_passes(stream, "metal", prepare) > 0  # reference comes from an input
+
+
+def test_launch_passes_refuse_a_state_entry_of_another_class():
+    """An entry of a twin state's lists that is not the twin's record is a ``TypeError``
+    naming the field (refimpl fails on the missing attribute); nothing is read through it."""
+    planners = fastplan.planner_module("launch_planners")
+    vectorize = fastplan.planner_module("launch_vectorize")
+    trace, context, memory, device, operands = recorded_launches(mul_add_exp((4, 8)), "metal")[0]
+    state = _new_state(planners, trace, context, memory.fork())
+    planners.plan_inputs(state)
+    planners.plan_outputs(state)
+    state.outputs.append(None)
+    with pytest.raises(TypeError, match=r"PlanningState\.outputs\[\d+\]: expected a HandleOutput"):
+        vectorize.plan_vectorization(state, device, operands)
+    state = _new_state(planners, trace, context, memory.fork())
+    state.blocks.append("a block")
+    with pytest.raises(TypeError, match=r"PlanningState\.blocks\[\d+\]: expected a BlockPlan"):
+        planners.plan_inputs(state)
+    from refimpl.planner import launch_planners as ref_planners
+    with pytest.raises(TypeError):  # the twins' states do not mix
+        planners.plan_inputs(_new_state(ref_planners, trace, context, memory.fork()))
+
+
 # --- the per-tensor rules ---------------------------------------------------------------------
 
 DIMS = st.integers(0, 6)
