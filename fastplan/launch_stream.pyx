@@ -448,8 +448,10 @@ cdef int _walk(object items, list records, object device, Memory memory, LaunchM
             memo.misses += 1
         first_new = memory.next_buffer
         run = _Step.__new__(_Step)
-        run.context = context_of(context.segment(), context.g2r_map(), context.shapes_map(),
-                                 context.scalar_values())
+        if context.fused is None:  # one per execution: its fused steps share the segment
+            context.fused = context_of(context.segment(), context.g2r_map(),
+                                       context.shapes_map(), context.scalar_values())
+        run.context = context.fused
         _check_extents(run.context, memory)
         run.device, run.memory, run.main, run.path = device, memory, None, "fused"
         run.ops = [items[i] for i in step.ops]

@@ -18,6 +18,7 @@ cdef class _StepContext:
     cdef object segment_ops  # the segment's global ops (built on first use)
     cdef list order  # the global ids in relative-id order (the converter's g2r keys)
     cdef tuple dims  # the dims in relative shape id order (built on first use)
+    cdef object fused  # launch planning's FusedContext of the segment (built on first use)
     cdef object segment(self)
     cdef object g2r_map(self)
     cdef object shapes_map(self)
