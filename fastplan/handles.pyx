@@ -22,8 +22,8 @@ from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
-    F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, op_code_of, slot, slots,
-    struct_info, tensor_id, untrack_atomic,
+    F_RANGES, F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, op_code_of, slot,
+    slots, struct_info, tensor_id, untrack_atomic,
 )
 from fastplan.relative cimport make_frozen
 
@@ -76,6 +76,22 @@ for _op in OPS:
     _ACTIONS[_op.code] = (_RELEASE if _op.kind is _DROP else _CREATE if _op.kind is _INIT
                           else _VIEW if _op.kind in _VIEW_KINDS else _PLAIN)
 cdef tuple _VARIANTS = tuple([op.variant for op in OPS])
+
+
+cdef bint replayable_op(object op) except -1:
+    """Whether ``run_unfused`` lays ``op`` out from its relative form alone: an exact op of
+    the op table that creates nothing (``Init`` reads the stream's input specs) and has no
+    ranges (``Slice``'s are stashed values, not part of an op's relative key)."""
+    cdef int64_t code, struct_code
+    cdef const StructInfo* info
+    cdef Py_ssize_t f
+    if not exact_codes(op, &code, &struct_code) or _ACTIONS[code] == _CREATE:
+        return False
+    info = struct_info(struct_code)
+    for f in range(info.n_fields):
+        if info.kinds[f] == F_RANGES:
+            return False
+    return True
 
 
 cdef inline object _buffer_of(object handle):

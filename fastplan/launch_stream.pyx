@@ -40,7 +40,7 @@ from libc.stdint cimport int64_t
 from fastplan._keys cimport (
     KeyBuf, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset, slot,
 )
-from fastplan.handles cimport Memory, handle_buffer
+from fastplan.handles cimport Memory, handle_buffer, replayable_op
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
 
@@ -70,11 +70,12 @@ cdef class LaunchMemo:
     layout ids their keys are made of. ``hits``/``misses`` count lookups."""
 
     cdef dict _by_device
+    cdef dict _executions_by_device
     cdef dict layout_ids  # (shape, strides, offset, dtype id) -> layout id
     cdef public Py_ssize_t hits, misses
 
     def __init__(self):
-        self._by_device, self.layout_ids = {}, {}
+        self._by_device, self._executions_by_device, self.layout_ids = {}, {}, {}
         self.hits = self.misses = 0
 
     cdef dict table(self, object device):
@@ -83,15 +84,25 @@ cdef class LaunchMemo:
             found = self._by_device[device] = {}
         return <dict>found
 
+    cdef dict executions(self, object device):
+        """Stored outcomes of whole executions (``_Execution``), by key."""
+        found = self._executions_by_device.get(device)
+        if found is None:
+            found = self._executions_by_device[device] = {}
+        return <dict>found
+
     cdef int restart(self, Memory memory) except -1:
         """Forget every outcome and layout id; ``memory``'s live handles get new ids."""
         for outcomes in self._by_device.values():
+            (<dict>outcomes).clear()
+        for outcomes in self._executions_by_device.values():
             (<dict>outcomes).clear()
         self.layout_ids = {}
         memory.use_layout_ids(self.layout_ids)
         return 0
 
     def __len__(self):
+        """Stored step outcomes (whole executions not counted)."""
         return sum(len(t) for t in self._by_device.values())
 
 
@@ -110,6 +121,16 @@ cdef class _Outcome:
 
 
 # --- the walk --------------------------------------------------------------------------------
+
+
+cdef class _Execution:
+    """One whole execution's stored launch outcome (every step of one plan the queue ran): its
+    net memory changes, and each fused step's widths and aliases."""
+
+    cdef object plan  # the optimization the queue executed, held: the key holds its id
+    cdef tuple optimizations  # the fused steps' optimizations, held: the key holds their ids
+    cdef _Outcome memory  # the net changes and new buffers (no widths, no aliases)
+    cdef list steps  # per step: None (unfused) or an _Outcome holding its widths and aliases
 
 
 cdef class _Step:
@@ -230,58 +251,92 @@ cdef int _check_extents(object context, Memory memory) except -1:
 
 cdef object _key(_StepRecord item, list order, Memory memory, list before):
     """The memo key of a fused step; fills ``before`` with each tensor's live handle. Per
-    tensor one int: its handle's layout id, which earlier tensor of the step first held its
-    buffer, and how many live handles use that buffer (or -1: no live handle).
+    tensor one int: its handle's layout id, the position of the step's first tensor to hold
+    its buffer, and how many live handles use that buffer (or -1: no live handle).
 
     The key is a byte string of int64 slots (hashed once, compared with ``memcmp``): the
     optimization's ``id``, the dims, then one slot per tensor (three after a -2 where the
     three ints do not pack into one). ``None`` where a dim is no exact int64 int: such a step
     is not memoised (the C layout cores refuse it, and the stream goes to refimpl's walk)."""
+    return _with_state(<int64_t><Py_ssize_t><PyObject*>item.optimization,  # its id()
+                       _state(item.context, order, memory, before))
+
+
+cdef object _state(_StepContext context, list order, Memory memory, list before):
+    """``_push_state`` as a byte string (``None``: not memoisable)."""
     cdef KeyBuf b
-    cdef dict slots = {}
-    cdef Py_ssize_t users, first, layout, i
-    cdef long long dim
-    cdef tuple dims = item.context.dim_tuple()
-    cdef dict handles = memory.handles, layouts = memory.layouts, counts = memory._users
     buf_init(&b)
     try:
-        buf_push(&b, <int64_t><Py_ssize_t><PyObject*>item.optimization)  # its id()
-        buf_push(&b, len(dims))
-        for i in range(len(dims)):
-            if not exact_long_long(dims[i], &dim):
-                return None
-            buf_push(&b, dim)
-        buf_push(&b, len(order))
-        for gid in order:
-            h = handles.get(gid)
-            before.append(h)
-            if h is None:
-                buf_push(&b, -1)
-                continue
-            buffer = handle_buffer(h)
-            found = slots.get(buffer)
-            if found is None:
-                first = len(slots)
-                slots[buffer] = first
-            else:
-                first = <Py_ssize_t>found
-            users = counts[buffer]
-            layout = layouts[gid]
-            if users < 1024 and first < 1024 and 0 <= layout < (1 << 40):
-                buf_push(&b, (layout * 1024 + first) * 1024 + users)
-            else:
-                buf_push(&b, -2)
-                buf_push(&b, layout)
-                buf_push(&b, first)
-                buf_push(&b, users)
+        if not _push_state(&b, context, order, memory, before):
+            return None
         return buf_bytes(&b)
     finally:
         buf_free(&b)
 
 
-cdef _Outcome _record(_StepRecord item, list order, list before, Memory memory, object first_new,
-                      object widths, list aliases):
-    """What the step did, relative to ``order`` (positions) and to ``first_new`` (buffers)."""
+cdef object _with_state(int64_t head, object state):
+    """A key: ``head`` then ``state`` (``None`` stays ``None``)."""
+    cdef KeyBuf b
+    if state is None:
+        return None
+    buf_init(&b)
+    try:
+        buf_push(&b, head)
+        return buf_bytes(&b) + <bytes>state
+    finally:
+        buf_free(&b)
+
+
+cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory,
+                      list before) except -1:
+    """The dims and the per-tensor slots of a key (``_key``); false where a dim is no exact
+    int64 int."""
+    cdef dict slots = None
+    cdef Py_ssize_t users, first, layout, i, k = 0
+    cdef long long dim
+    cdef tuple dims = context.dim_tuple()
+    cdef dict handles = memory.handles, layouts = memory.layouts, counts = memory._users
+    buf_push(b, len(dims))
+    for i in range(len(dims)):
+        if not exact_long_long(dims[i], &dim):
+            return False
+        buf_push(b, dim)
+    buf_push(b, len(order))
+    for gid in order:
+        h = handles.get(gid)
+        before.append(h)
+        k += 1
+        if h is None:
+            buf_push(b, -1)
+            continue
+        buffer = handle_buffer(h)
+        users = counts[buffer]
+        if users == 1:  # no other live handle holds the buffer: its first holder is this one
+            first = k - 1
+        else:  # the position of the first of the tensors to hold it
+            if slots is None:
+                slots = {}
+            found = slots.get(buffer)
+            if found is None:
+                first = k - 1
+                slots[buffer] = first
+            else:
+                first = <Py_ssize_t>found
+        layout = layouts[gid]
+        if users < 1024 and first < 1024 and 0 <= layout < (1 << 40):
+            buf_push(b, (layout * 1024 + first) * 1024 + users)
+        else:
+            buf_push(b, -2)
+            buf_push(b, layout)
+            buf_push(b, first)
+            buf_push(b, users)
+    return True
+
+
+cdef _Outcome _record(object optimization, list order, list before, Memory memory,
+                      object first_new, object widths, list aliases):
+    """What the step did, relative to ``order`` (positions) and to ``first_new`` (buffers);
+    ``None`` where that cannot be said (a buffer or an alias outside the step's tensors)."""
     cdef Py_ssize_t k
     cdef dict owner = {}
     cdef dict position = {}
@@ -312,7 +367,10 @@ cdef _Outcome _record(_StepRecord item, list order, list before, Memory memory, 
             return None
         changes.append((k, (fresh, at, h.shape, h.strides, h.offset, h.dtype,
                             memory.layouts[order[k]])))
-    outcome.optimization = item.optimization
+    for o, i in aliases:
+        if o not in position or i not in position:
+            return None
+    outcome.optimization = optimization
     outcome.widths = widths
     outcome.aliases = tuple([(position[o], position[i]) for o, i in aliases])
     outcome.changes = tuple(changes)
@@ -418,55 +476,214 @@ def launch_records(stream, list records, device, LaunchMemo memo=None):
 
 cdef int _walk(object items, list records, object device, Memory memory, LaunchMemo memo,
                dict table, list results) except -1:
+    cdef Py_ssize_t i = 0, j, n = len(records)
+    cdef _StepRecord item
+    cdef _StepContext execution
+    cdef dict executions = None if memo is None else memo.executions(device)
+    while i < n:
+        item = records[i]
+        execution = item.execution
+        if executions is None or execution is None:
+            _walk_step(item, items, device, memory, memo, table, results)
+            i += 1
+            continue
+        j = i + 1
+        while j < n and (<_StepRecord>records[j]).execution is execution:
+            j += 1
+        _walk_execution(records, i, j, items, device, memory, memo, table, executions, results)
+        i = j
+    return 0
+
+
+cdef object _walk_step(_StepRecord item, object items, object device, Memory memory,
+                       LaunchMemo memo, dict table, list results, object state=None,
+                       list state_before=None):
+    """Launch-plan one step (a fused one from the step memo when it can); ``None`` for an
+    unfused step, else the fused step's ``(widths, aliases, blocks, widened blocks)``
+    (aliases in global ids). ``state``/``state_before``: ``_state`` of the memory now over
+    the step's context order, when the caller has it."""
     cdef _Step run
     cdef _Outcome outcome
-    cdef _StepRecord item
     cdef _StepContext context
     cdef list order, before, aliases
-    for item in records:
-        step = item.step
-        if step.kind != "fused":
-            for i in step.ops:
-                memory.run_unfused(items[i])
-            results.append(step)
-            continue
-        context = item.context
-        order, before = context.tensor_order(), []
-        key = None if table is None else _key(item, order, memory, before)
-        if key is not None:
-            found = table.get(key)
-            if found is not None and (<_Outcome>found).optimization is item.optimization:
+    step = item.step
+    if step.kind != "fused":
+        for i in step.ops:
+            memory.run_unfused(items[i])
+        results.append(step)
+        return None
+    context = item.context
+    order = context.tensor_order()
+    if table is None:
+        key = None
+    elif state_before is not None:
+        before = state_before
+        key = _with_state(<int64_t><Py_ssize_t><PyObject*>item.optimization, state)
+    else:
+        before = []
+        key = _key(item, order, memory, before)
+    if key is not None:
+        found = table.get(key)
+        if found is not None and (<_Outcome>found).optimization is item.optimization:
+            memo.hits += 1
+            outcome = <_Outcome>found
+            aliases = _replay(outcome, order, before, memory)
+            blocks = step.blocks
+            if blocks is not outcome.blocks_from:  # the plan cache's steps share theirs
+                outcome.blocks_from = blocks
+                outcome.blocks = _widened(blocks, outcome.widths)
+            results.append(_filled(step, outcome.blocks, aliases))
+            return (outcome.widths, aliases, blocks, outcome.blocks)
+        memo.misses += 1
+    first_new = memory.next_buffer
+    run = _Step.__new__(_Step)
+    if context.fused is None:  # one per execution: its fused steps share the segment
+        context.fused = context_of(context.segment(), context.g2r_map(),
+                                   context.shapes_map(), context.scalar_values())
+    run.context = context.fused
+    _check_extents(run.context, memory)
+    run.device, run.memory, run.main, run.path = device, memory, None, "fused"
+    run.ops = [items[i] for i in step.ops]
+    run.launches = []
+    _run_fused(run, step.fuser, item.optimization)
+    aliases = [pair for plan in run.launches for pair in plan.aliases]
+    widths = None if run.main is None else _plan_widths(run.main)
+    blocks = _widened(step.blocks, widths)
+    results.append(_filled(step, blocks, aliases))
+    if key is not None:
+        if len(table) >= MEMO_CAPACITY or len(memo.layout_ids) >= LAYOUT_CAPACITY:
+            memo.restart(memory)  # the key just made is stale too: not stored
+            return (widths, aliases, step.blocks, blocks)
+        found = _record(item.optimization, order, before, memory, first_new, widths,
+                        aliases)
+        if found is not None:
+            (<_Outcome>found).blocks_from, (<_Outcome>found).blocks = step.blocks, blocks
+            table[key] = found
+    return (widths, aliases, step.blocks, blocks)
+
+
+cdef object _execution_key(list records, Py_ssize_t i, Py_ssize_t j, _StepContext execution,
+                           object state):
+    """The memo key of the steps ``records[i:j]`` of one execution: the id of the plan the
+    queue executed (it names one relative segment), per step its optimization's id (fused) or
+    its op count (unfused), then ``state`` (``_state`` over every tensor of the execution's
+    segment). ``None`` as for ``_key``."""
+    cdef KeyBuf b
+    cdef _StepRecord item
+    cdef Py_ssize_t k
+    if state is None:
+        return None
+    buf_init(&b)
+    try:
+        buf_push(&b, <int64_t><Py_ssize_t><PyObject*>execution.plan)  # its id()
+        buf_push(&b, j - i)
+        for k in range(i, j):
+            item = records[k]
+            if item.step.kind == "fused":
+                buf_push(&b, <int64_t><Py_ssize_t><PyObject*>item.optimization)  # its id()
+            else:
+                buf_push(&b, -1 - <int64_t>len(item.step.ops))
+        return buf_bytes(&b) + <bytes>state
+    finally:
+        buf_free(&b)
+
+
+cdef bint _same_optimizations(_Execution found, list records, Py_ssize_t i,
+                              Py_ssize_t j) except -1:
+    cdef Py_ssize_t k, m = 0
+    cdef _StepRecord item
+    if found.plan is not (<_StepRecord>records[i]).execution.plan:
+        return False
+    for k in range(i, j):
+        item = records[k]
+        if item.step.kind == "fused":
+            if m >= len(found.optimizations) or found.optimizations[m] is not item.optimization:
+                return False
+            m += 1
+    return m == len(found.optimizations)
+
+
+cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
+                         object device, Memory memory, LaunchMemo memo, dict table,
+                         dict executions, list results) except -1:
+    """The steps ``records[i:j]`` of one execution: replayed whole from the memo when it
+    holds them (the plan cache ran the same plan on the same layouts before), else walked
+    step by step and stored."""
+    cdef _StepRecord item
+    cdef _Execution found
+    cdef _Outcome outcome, part
+    cdef Py_ssize_t k
+    cdef list before = [], outs = [], fused = []
+    cdef _StepContext execution = (<_StepRecord>records[i]).execution
+    cdef list order = execution.tensor_order()
+    state = _state(execution, order, memory, before)
+    key = _execution_key(records, i, j, execution, state)
+    if key is not None:
+        stored = executions.get(key)
+        if stored is not None and _same_optimizations(<_Execution>stored, records, i, j):
+            found = <_Execution>stored
+            _replay(found.memory, order, before, memory)
+            for k in range(i, j):
+                item = records[k]
+                step = item.step
+                stored = found.steps[k - i]
+                if stored is None:
+                    results.append(step)
+                    continue
+                part = <_Outcome>stored
                 memo.hits += 1
-                outcome = <_Outcome>found
-                aliases = _replay(outcome, order, before, memory)
                 blocks = step.blocks
-                if blocks is not outcome.blocks_from:  # the plan cache's steps share theirs
-                    outcome.blocks_from = blocks
-                    outcome.blocks = _widened(blocks, outcome.widths)
-                results.append(_filled(step, outcome.blocks, aliases))
-                continue
-            memo.misses += 1
-        first_new = memory.next_buffer
-        run = _Step.__new__(_Step)
-        if context.fused is None:  # one per execution: its fused steps share the segment
-            context.fused = context_of(context.segment(), context.g2r_map(),
-                                       context.shapes_map(), context.scalar_values())
-        run.context = context.fused
-        _check_extents(run.context, memory)
-        run.device, run.memory, run.main, run.path = device, memory, None, "fused"
-        run.ops = [items[i] for i in step.ops]
-        run.launches = []
-        _run_fused(run, step.fuser, item.optimization)
-        aliases = [pair for plan in run.launches for pair in plan.aliases]
-        widths = None if run.main is None else _plan_widths(run.main)
-        blocks = _widened(step.blocks, widths)
-        results.append(_filled(step, blocks, aliases))
-        if key is not None:
-            if len(table) >= MEMO_CAPACITY or len(memo.layout_ids) >= LAYOUT_CAPACITY:
-                memo.restart(memory)  # the key just made is stale too: not stored
-                continue
-            found = _record(item, order, before, memory, first_new, widths, aliases)
-            if found is not None:
-                (<_Outcome>found).blocks_from, (<_Outcome>found).blocks = step.blocks, blocks
-                table[key] = found
+                if blocks is not part.blocks_from:
+                    part.blocks_from = blocks
+                    part.blocks = _widened(blocks, part.widths)
+                results.append(_filled(step, part.blocks,
+                                       [(order[o], order[q]) for o, q in part.aliases]))
+            return 0
+    first_new = memory.next_buffer
+    layout_ids = memo.layout_ids
+    replayable = key is not None
+    for k in range(i, j):
+        item = records[k]
+        if k == i and state is not None and item.context is execution:
+            # the memory is as the state was taken, over the same order: the step's key
+            # shares it
+            outs.append(_walk_step(item, items, device, memory, memo, table, results, state,
+                                   before))
+        else:
+            outs.append(_walk_step(item, items, device, memory, memo, table, results))
+        if replayable:
+            for index in item.step.ops:
+                if not replayable_op(items[index]):
+                    replayable = False
+                    break
+            if item.step.kind == "fused":
+                fused.append(item.optimization)
+    if not replayable or memo.layout_ids is not layout_ids:  # a restart: the key is stale
+        return 0
+    outcome = _record(None, order, before, memory, first_new, None, [])
+    if outcome is None:
+        return 0
+    found = _Execution.__new__(_Execution)
+    found.plan = (<_StepRecord>records[i]).execution.plan
+    found.optimizations, found.memory, found.steps = tuple(fused), outcome, []
+    cdef dict position = {}
+    for k in range(len(order)):
+        position[order[k]] = k
+    for out in outs:
+        if out is None:
+            found.steps.append(None)
+            continue
+        part = _Outcome.__new__(_Outcome)
+        part.widths, part.blocks_from, part.blocks = (
+            (<tuple>out)[0], (<tuple>out)[2], (<tuple>out)[3])
+        aliases = []
+        for o, q in (<tuple>out)[1]:
+            if o not in position or q not in position:
+                return 0
+            aliases.append((position[o], position[q]))
+        part.aliases = tuple(aliases)
+        found.steps.append(part)
+    if len(executions) >= MEMO_CAPACITY:
+        executions.clear()
+    executions[key] = found
     return 0

@@ -19,6 +19,7 @@ cdef class _StepContext:
     cdef list order  # the global ids in relative-id order (the converter's g2r keys)
     cdef tuple dims  # the dims in relative shape id order (built on first use)
     cdef object fused  # launch planning's FusedContext of the segment (built on first use)
+    cdef object plan  # the optimization executed (a stored plan names one relative segment)
     cdef object segment(self)
     cdef object g2r_map(self)
     cdef object shapes_map(self)
@@ -33,6 +34,9 @@ cdef class _StepRecord:
     cdef readonly object step
     cdef readonly object optimization
     cdef readonly _StepContext context
+    # the context of the execution the step belongs to, fused or not (the walk replays a
+    # whole execution from the launch memo by it); None for a step recorded otherwise
+    cdef readonly _StepContext execution
     cdef Py_ssize_t first, count  # the segment pending at the execution (history positions)
 
 
@@ -101,7 +105,7 @@ cdef class OperationQueue:
     cdef int add_op(self, object index, object operation) except -1
     cdef bint produces(self, object tensor_ids) except -1
     cdef int _run(self, object optimization) except -1
-    cdef int _run_leaves(self, list leaves) except -1
+    cdef int _run_leaves(self, list leaves, object optimization) except -1
     cdef object _step(self, object leaf)
     cdef tuple _global_ids(self, tuple relative_ids)
     cdef int _drain(self, Py_ssize_t count) except -1

@@ -653,7 +653,7 @@ cdef class OperationQueue:
             ordering = tuple(range(compiled.covered))
             self._run(_BlockOptimization(_Operations(ordering), ordering))
             return 0
-        self._run_leaves(compiled.leaves)
+        self._run_leaves(compiled.leaves, optimization)
         return 0
 
     cdef object _compile(self, object optimization):
@@ -713,28 +713,42 @@ cdef class OperationQueue:
         return False
 
     cdef int _run(self, object optimization) except -1:
-        return self._run_leaves([_read_leaf(leaf) for leaf in leaves_of(optimization.strategy)])
+        return self._run_leaves([_read_leaf(leaf) for leaf in leaves_of(optimization.strategy)],
+                                optimization)
 
-    cdef int _run_leaves(self, list leaves) except -1:
+    cdef int _run_leaves(self, list leaves, object optimization) except -1:
         cdef _Leaf leaf
         cdef Py_ssize_t executed = 0
         cdef Py_ssize_t pending = len(self.global_ops)
         cdef _StepContext context = None
         cdef _StepRecord record
-        for leaf in leaves:
-            if leaf.fused and context is None:
-                # launch planning reads the converter's maps as they are now: the context takes
-                # them, and the drain below starts new ones (``_clear``)
-                context = _StepContext.__new__(_StepContext)
-                context.order, context.dim_values, context.scalars = \
-                    self.g2r_keys, self.dim_values, self.scalars
-                context.history, context.first, context.count = self._history, self._first, pending
-                self._taken = True
+        if leaves:
+            # launch planning reads the converter's maps as they are now; ``plan`` names the
+            # relative segment's plan (the launch memo replays a whole execution by it)
+            context = _StepContext.__new__(_StepContext)
+            context.history, context.first, context.count = self._history, self._first, pending
+            context.plan = optimization
+            for leaf in leaves:
+                if leaf.fused:
+                    # a fused step reads every map: the context takes them, and the drain
+                    # below starts new ones (``_clear``)
+                    context.order, context.dim_values, context.scalars = \
+                        self.g2r_keys, self.dim_values, self.scalars
+                    self._taken = True
+                    break
+            else:  # the walk reads only the tensor order and the dims: copies, and the
+                # queue keeps its maps to empty in place
+                context.order = list(self.g2r_keys)
+                untrack_atomic(context.order)
+                context.dims = tuple(self.dim_values)
+                untrack_atomic(context.dims)
+                context.scalars = ()
         for leaf in leaves:
             step = self._step(leaf)
             self.steps.append(step)
             record = _StepRecord.__new__(_StepRecord)
             record.step, record.first, record.count = step, self._first, pending
+            record.execution = context
             if leaf.fused:
                 record.optimization, record.context = leaf.opt, context
             self._records.append(record)

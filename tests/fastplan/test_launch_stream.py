@@ -376,6 +376,67 @@ def test_launch_memo_misses_on_other_dims(device: str, build_stream) -> None:
     assert first.blocks[0].width != second.blocks[0].width
 
 
+# --- whole executions -------------------------------------------------------------------------
+
+
+def sliced_twice(first_columns: tuple[int, int], second_columns: tuple[int, int]) -> Stream:
+    """The same segment twice (so the plan cache runs its stored plan again): a held input, a
+    column slice of it run unfused, the expression on the moved slice. Slice ranges are
+    stashed values, not part of the relative segment: the two executions have one key of
+    relative ops, and only the ranges tell their layouts apart."""
+    s = Session(executor=None)
+    held = []
+    for seed, columns in enumerate((first_columns, second_columns)):
+        a = s.random((4, 128), seed=seed)
+        y = _expr(a.slice([(0, 4), columns]).move())
+        s.sync(y, a)
+        held.append(a)
+        del y
+    return s.close()
+
+
+def fast_records_launched(stream: Stream, profile, memo, planner=None) -> tuple:
+    """``plan``'s walk (the queue's records, whole executions memoised) with ``memo``."""
+    planner = fast_planner(stream, profile) if planner is None else planner
+    return _launch_planned(stream, planner, 0, profile, memo)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_launch_memo_replays_no_execution_whose_slice_ranges_differ(device: str) -> None:
+    """A slice on 256-byte boundaries is a view of its input (no in-place write while the
+    input lives); one a column off is a fresh buffer (the expression writes it in place).
+    The second execution is not replayed from the first, though its key is the same."""
+    profile = PRESETS[device]
+    stream = sliced_twice((0, 64), (1, 65))
+    expected = reference(stream, profile)
+    assert expected[0] == "ok"
+    first, second = [step for step in expected[1] if step.kind == "fused"]
+    assert not first.aliases and second.aliases
+    memo = LaunchMemo()
+    assert outcome(partial(fast_records_launched, stream, profile, memo)) == expected
+    assert outcome(partial(fast_records_launched, stream, profile, memo)) == expected
+
+
+@pytest.mark.parametrize("build_stream", [moved_alone_vs_shared_buffer, moved_vs_held,
+                                          partial(contiguous_vs_transposed, True),
+                                          partial(contiguous_vs_transposed, False),
+                                          other_dims, created_dims])
+@pytest.mark.parametrize("device", DEVICES)
+def test_launch_memo_executions_tell_the_layouts_apart(device: str, build_stream) -> None:
+    """The streams above through ``plan``'s walk, whose memo also stores whole executions: a
+    fresh memo, then the same memo again on the same records (every execution replayed
+    whole), give refimpl's steps."""
+    profile = PRESETS[device]
+    stream = build_stream()
+    expected = reference(stream, profile)
+    planner, memo = fast_planner(stream, profile), LaunchMemo()
+    assert outcome(partial(fast_records_launched, stream, profile, memo, planner)) == expected
+    misses, hits = memo.misses, memo.hits
+    assert outcome(partial(fast_records_launched, stream, profile, memo, planner)) == expected
+    assert memo.misses == misses
+    assert memo.hits == hits + fused_count(expected[1])
+
+
 # --- the repeated iteration ------------------------------------------------------------------
 
 
