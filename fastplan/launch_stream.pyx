@@ -22,6 +22,15 @@ is replayed: its handles registered and released as the first run did, its ``Pla
 filled the same way. Slice ranges, the only stashed values besides scalars, never reach a
 fused step (no fuser takes a ``Slice``); scalar values do not change a launch.
 
+**Whole executions.** The steps of one execution (one plan the queue ran: its fused steps
+and the unfused ones between them; ``_StepRecord.execution``) are stored as one outcome as
+well, keyed by the plan's id (a stored plan names one relative segment), each step's
+optimization id or op count, the dims, and the live layouts of every tensor of the
+execution's segment (what its ops can read or change): the net memory changes, and each
+fused step's widths and aliases. A hit replays the execution in one go. Unfused ops read
+nothing else of a stream, except two: ``Slice`` ranges (stashed values) and the input specs
+an ``Init`` reads; an execution with either is not stored.
+
 A repeated iteration (the plan cache serving the same optimizations on the same shapes) is
 planned from the memo; ``tests/fastplan/test_launch_stream.py`` checks the outcome equals
 refimpl's with and without the memo.
