@@ -376,15 +376,25 @@ cdef _Outcome _record(object optimization, list order, list before, Memory memor
             return None
         changes.append((k, (fresh, at, h.shape, h.strides, h.offset, h.dtype,
                             memory.layouts[order[k]])))
-    for o, i in aliases:
-        if o not in position or i not in position:
-            return None
+    outcome.aliases = _relative_aliases(position, aliases)
+    if outcome.aliases is None:
+        return None
     outcome.optimization = optimization
     outcome.widths = widths
-    outcome.aliases = tuple([(position[o], position[i]) for o, i in aliases])
     outcome.changes = tuple(changes)
     outcome.new_sizes = tuple([memory.sizes[b] for b in range(first_new, memory.next_buffer)])
     return outcome
+
+
+cdef tuple _relative_aliases(dict position, object aliases):
+    """``(output, input)`` global id pairs as positions (``position``: id -> position), or
+    ``None`` where one is not there."""
+    cdef list found = []
+    for o, i in aliases:
+        if o not in position or i not in position:
+            return None
+        found.append((position[o], position[i]))
+    return tuple(found)
 
 
 cdef list _replay(_Outcome outcome, list order, list before, Memory memory):
@@ -623,6 +633,7 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
     cdef _Outcome outcome, part
     cdef Py_ssize_t k
     cdef list before = [], outs = [], fused = []
+    cdef dict position = {}
     cdef _StepContext execution = (<_StepRecord>records[i]).execution
     cdef list order = execution.tensor_order()
     state = _state(execution, order, memory, before)
@@ -673,24 +684,20 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
     if outcome is None:
         return 0
     found = _Execution.__new__(_Execution)
-    found.plan = (<_StepRecord>records[i]).execution.plan
-    found.optimizations, found.memory, found.steps = tuple(fused), outcome, []
-    cdef dict position = {}
+    found.plan, found.optimizations, found.memory, found.steps = (
+        execution.plan, tuple(fused), outcome, [])
     for k in range(len(order)):
         position[order[k]] = k
-    for out in outs:
+    for out in outs:  # None, or a fused step's (widths, aliases, blocks, widened blocks)
         if out is None:
             found.steps.append(None)
             continue
         part = _Outcome.__new__(_Outcome)
         part.widths, part.blocks_from, part.blocks = (
             (<tuple>out)[0], (<tuple>out)[2], (<tuple>out)[3])
-        aliases = []
-        for o, q in (<tuple>out)[1]:
-            if o not in position or q not in position:
-                return 0
-            aliases.append((position[o], position[q]))
-        part.aliases = tuple(aliases)
+        part.aliases = _relative_aliases(position, (<tuple>out)[1])
+        if part.aliases is None:
+            return 0
         found.steps.append(part)
     if len(executions) >= MEMO_CAPACITY:
         executions.clear()
