@@ -106,6 +106,7 @@ cdef class OperationQueue:
     cdef bint produces(self, object tensor_ids) except -1
     cdef int _run(self, object optimization) except -1
     cdef int _run_leaves(self, list leaves, object optimization) except -1
+    cdef bint _drops_only(self, list leaves) except -1
     cdef object _step(self, object leaf)
     cdef tuple _global_ids(self, tuple relative_ids)
     cdef int _drain(self, Py_ssize_t count) except -1

@@ -38,8 +38,8 @@ from libc.string cimport memset
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
     buf_bytes, buf_free, buf_init, buf_push, dtype_slot, exact_codes, field_offset, int_slot,
-    interned, list_empty, list_set_slice, new_operation, new_struct, new_tensor, op_codes,
-    schema_of, slot, slots, status_slot, struct_info, untrack_atomic, value_slot,
+    interned, list_empty, list_set_slice, new_operation, new_struct, new_tensor, op_code_of,
+    op_codes, schema_of, slot, slots, status_slot, struct_info, untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport EncodedOp, encode_key, remember_encoded
@@ -52,6 +52,7 @@ from fastplan._keys import BoundaryError
 from fastplan.relative import OperationConverter as _Converter
 
 from refimpl.ir import TensorIr
+from refimpl.ops import op_named
 from refimpl.planner.log import NO_LOG, LogLevel
 from refimpl.planner.plan import PlanBlock, PlanStep
 from refimpl.planner.queue import ExecutedStep
@@ -105,6 +106,9 @@ cdef object _new_step(object kind, tuple ops, object fuser, object score, tuple 
     _put(step, _STEP_OFFSETS[7], blocks)
     PyObject_GC_UnTrack(step)  # frozen, of strings, numbers and tuples: never in a cycle
     return step
+
+
+cdef Py_ssize_t _DROP_CODE = op_named("Drop").code
 
 
 cdef class _Leaf:
@@ -722,9 +726,11 @@ cdef class OperationQueue:
         cdef Py_ssize_t pending = len(self.global_ops)
         cdef _StepContext context = None
         cdef _StepRecord record
-        if leaves:
+        if leaves and not self._drops_only(leaves):
             # launch planning reads the converter's maps as they are now; ``plan`` names the
-            # relative segment's plan (the launch memo replays a whole execution by it)
+            # relative segment's plan (the launch memo replays a whole execution by it). An
+            # execution that only drops tensors gets none: replaying it from the memo would
+            # cost more than dropping them (and most executions of some streams are one Drop)
             context = _StepContext.__new__(_StepContext)
             context.history, context.first, context.count = self._history, self._first, pending
             context.plan = optimization
@@ -757,6 +763,21 @@ cdef class OperationQueue:
             executed += leaf.count
         self._drain(executed)
         return 0
+
+    cdef bint _drops_only(self, list leaves) except -1:
+        """Whether the leaves are unfused ``Drop`` ops only."""
+        cdef _Leaf leaf
+        cdef Py_ssize_t i, pos, n = len(self.global_ops)
+        for leaf in leaves:
+            if leaf.fused:
+                return False
+            for i in range(len(leaf.ordering)):
+                pos = leaf.ordering[i]
+                if pos < 0:
+                    pos += n
+                if not 0 <= pos < n or op_code_of(self.global_ops[pos]) != _DROP_CODE:
+                    return False
+        return True
 
     cdef object _step(self, object leaf_obj):
         cdef _Leaf leaf = leaf_obj
