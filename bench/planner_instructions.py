@@ -1,0 +1,104 @@
+"""Instructions per op of one planner path, counted by callgrind: an A/B that does not move.
+
+burn counterpart: none. On a shared machine the same code's timing moves by up to 40% from
+one process to the next (docs/benchmarks.md, "What changed in stop 14"); valgrind's callgrind
+counts the instructions executed inside the measured call, the same to the instruction on a
+repeat. Usage:
+
+    python bench/planner_instructions.py --workload mixed --path launch [--size 10000] [ROOT ...]
+
+Each ROOT is a checkout with fastplan built in place (default: this one); give two to compare
+a change with the tree before it. A root runs twice under callgrind, with the measured call
+and without it (the same setup otherwise): the difference over the stream's items is the
+figure. Paths: ``plan`` (``plan()`` from a fresh planner), ``cache`` (a warm planner's next
+iteration) and ``launch`` (that iteration's launch planning from the memo). Instruction counts
+leave out what time also holds (cache misses, branch mispredictions): they decide between two
+versions of the same code, they are not a speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PATHS = ("plan", "cache", "launch")
+
+
+def _child(root: str, workload: str, size: int, path: str, measured: bool) -> None:
+    """The process callgrind watches: everything is set up, then only ``eval`` is counted."""
+    sys.path.insert(0, root)
+    from fastplan import bench
+    from fastplan.launch_stream import LaunchMemo
+    from fastplan.planner import _launch_planned, plan
+    from fastplan.processor import StreamPlanner
+    from fastplan.registry import FusionRegistry
+    from refimpl.devices import profile_named
+
+    profile = profile_named("metal")
+    stream = bench.build(workload, size)
+    nxt = bench.shifted(stream, 10 * (max(stream.inputs, default=0) + len(stream.items) + 1))
+    plan(stream, profile)
+    planner, memo = StreamPlanner(FusionRegistry().fusers(profile)), LaunchMemo()
+    planner.run(stream)
+    _launch_planned(stream, planner, 0, profile, memo)
+    start = len(planner.queue.steps)
+    if path == "launch":
+        planner.run(nxt)
+    calls = {
+        "plan": lambda: plan(stream, profile),
+        "cache": lambda: planner.run(nxt),
+        "launch": lambda: _launch_planned(nxt, planner, start, profile, memo),
+    }
+    call = calls[path] if measured else (lambda: None)
+    eval("call()", {"call": call})  # callgrind counts inside builtin_eval only
+    print(len(stream.items))
+
+
+def _instructions(root: str, workload: str, size: int, path: str, measured: bool) -> tuple:
+    """(instructions counted, stream items) of one callgrind run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                   "--collect-atstart=no", "--toggle-collect=builtin_eval", sys.executable,
+                   __file__, "--child", root, "--workload", workload, "--size", str(size),
+                   "--path", path] + ([] if measured else ["--unmeasured"])
+        done = subprocess.run(command, capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": "0"})
+        for line in out.read_text().splitlines():
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1]), int(done.stdout.split()[-1])
+    raise RuntimeError(f"no instruction total in callgrind's output for {root}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("roots", nargs="*", default=[str(ROOT)], metavar="ROOT")
+    parser.add_argument("--workload", default="mixed", choices=("elementwise", "transformer",
+                                                                "mixed"))
+    parser.add_argument("--size", type=int, default=10000)
+    parser.add_argument("--path", default="plan", choices=PATHS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--unmeasured", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _child(args.child, args.workload, args.size, args.path, not args.unmeasured)
+        return 0
+    if shutil.which("valgrind") is None:
+        print("planner_instructions: valgrind is not installed", file=sys.stderr)
+        return 2
+    for root in args.roots:
+        with_call, items = _instructions(root, args.workload, args.size, args.path, True)
+        without, _ = _instructions(root, args.workload, args.size, args.path, False)
+        print(f"{root}  {args.workload} {items} items  {args.path}: "
+              f"{(with_call - without) / items:.0f} instructions per op")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
