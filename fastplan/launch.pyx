@@ -11,8 +11,9 @@ chains the twins of the four passes (``fastplan.launch_planners``,
 ``fastplan.launch_vectorize``) on fastplan's ``PlanningState`` (``cdef class`` twins of
 refimpl's working-state dataclasses) and on either memory: ``fastplan.handles.Memory`` (what
 ``fastplan.launch_stream`` walks with) or ``refimpl.handles.Memory`` (the interpreter's;
-launch planning only calls ``take`` / ``alloc`` / ``register`` / ``remove`` / ``users`` on it). The plan's dataclasses are built with
-``fastplan.relative.new_frozen``: their ``__init__`` only assigns (no ``__post_init__``).
+launch planning only calls ``take`` / ``alloc`` / ``register`` / ``remove`` / ``users`` on
+it). The plan's dataclasses are built with ``fastplan.relative.new_frozen``: their
+``__init__`` only assigns (no ``__post_init__``).
 """
 
 import hashlib

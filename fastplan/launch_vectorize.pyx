@@ -28,7 +28,7 @@ from refimpl.planner.layout import MatrixBatchLayout, matrix_batch_layout
 from refimpl.planner.settings import VectorizationMode
 from refimpl.planner.trace import NhwcStridesView, ReshapeView, SwapDimsView
 from refimpl.planner.vectorization import (
-    VECTORIZATION_MAX, AxisDecision, VectorAxisAction, axis_action, merge_axis_actions,
+    VECTORIZATION_MAX, VectorAxisAction, axis_action, merge_axis_actions,
 )
 
 __all__ = ["plan_vectorization"]
