@@ -161,4 +161,3 @@ cdef inline bint exact_long_long(object value, long long* out) noexcept:
         return False
     out[0] = PyLong_AsLongLongAndOverflow(value, &overflow)
     return overflow == 0
-

@@ -316,10 +316,9 @@ cdef int64_t status_slot(object status) except -1:
 cdef int64_t int_slot(object value) except? -1:
     """An INT field (axis, dim): an ``int`` within 64 bits (``BoundaryError`` otherwise)."""
     cdef int overflow = 0
-    cdef long long v
     if not isinstance(value, int):
         raise BoundaryError(f"an axis or dim must be an int, not {type(value).__name__}")
-    v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    PyLong_AsLongLongAndOverflow(value, &overflow)
     if overflow != 0:
         raise BoundaryError(f"an axis or dim must fit in 64 bits, not {value}")
     return value_slot(value)

@@ -17,11 +17,11 @@ an ``OperationIr``. The plain-data classes (modes, triggers, ``ExecutionPlan``, 
 refimpl's.
 
 Candidates are not validated one by one: the store keeps a prefix trie of its plans' op keys
-(``fastplan._trie``), and the policy walks it, one child per op. refimpl's candidates after ``k`` ops are
-the plans stored when the segment's first op came (ids below ``_start_count``) that match
-those ``k`` ops and are longer: exactly the plans ending strictly below the trie node of the
-``k`` ops with an id below ``_start_count``. Each node knows the least id of the plans below
-it, so "a candidate is still matching" is one comparison; the plans ending at the node are
+(``fastplan._trie``), and the policy walks it, one child per op. refimpl's candidates after
+``k`` ops are the plans stored when the segment's first op came (ids below ``_start_count``)
+that match those ``k`` ops and are longer: exactly the plans ending strictly below the trie node
+of the ``k`` ops with an id below ``_start_count``. Each node knows the least id of the plans
+below it, so "a candidate is still matching" is one comparison; the plans ending at the node are
 the candidates found in full, in id order. ``Policy.candidates`` builds refimpl's list of
 validators from the node when read.
 

@@ -23,7 +23,7 @@ from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
     F_RANGES, F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, op_code_of, slot,
-    slots, struct_info, tensor_id, untrack_atomic,
+    slots, struct_info, tensor_id as tensor_id_of, untrack_atomic,
 )
 from fastplan.relative cimport make_frozen
 
@@ -367,7 +367,7 @@ cdef class Memory:
         desc = slot(op, slots().desc)
         action = _ACTIONS[code]
         if action == _RELEASE:
-            self.remove(tensor_id(desc.tensor))
+            self.remove(tensor_id_of(desc.tensor))
             return
         info = struct_info(struct_code)
         if action == _CREATE or info.out_field < 0:
@@ -384,7 +384,7 @@ cdef class Memory:
             return self._run_unfused_any(op)
         source = None
         for tensor in reads:
-            found = self.handle(tensor_id(tensor))
+            found = self.handle(tensor_id_of(tensor))
             if source is None:
                 source = found
         out = slot(desc, info.offsets[info.out_field])
@@ -397,8 +397,8 @@ cdef class Memory:
         for tensor in reads:
             if (slot(tensor, slots().status) if type(tensor) is TensorIr
                     else tensor.status) is _READ_WRITE:
-                self.remove(tensor_id(tensor))
-        self.register(tensor_id(out), handle)
+                self.remove(tensor_id_of(tensor))
+        self.register(tensor_id_of(out), handle)
 
     cdef _run_unfused_any(self, object op):
         """``run_unfused`` for any op answering ``op``, ``desc`` and ``inputs()``."""

@@ -104,7 +104,7 @@ cdef bint is_dense_c(const int64_t* shape, const int64_t* strides,
                      Py_ssize_t rank) noexcept nogil:
     # refimpl sorts the (stride, dim) pairs of the dims > 1 by stride (stable); here: pick the
     # smallest remaining stride each round (earliest index on ties), same sequence.
-    cdef Py_ssize_t i, best, count = 0, k
+    cdef Py_ssize_t i, best, count = 0, _k
     cdef int64_t expected = 1
     cdef unsigned long long used = 0
     if rank > 64:
@@ -114,7 +114,7 @@ cdef bint is_dense_c(const int64_t* shape, const int64_t* strides,
             count += 1
         else:
             used |= 1ULL << i
-    for k in range(count):
+    for _k in range(count):
         best = -1
         for i in range(rank):
             if used & (1ULL << i):
@@ -131,12 +131,12 @@ cdef bint is_dense_c(const int64_t* shape, const int64_t* strides,
 cdef bint _is_dense_long(const int64_t* shape, const int64_t* strides,
                          Py_ssize_t rank) noexcept nogil:
     # ranks beyond 64 (never seen in practice): quadratic selection with a "last taken" cursor
-    cdef Py_ssize_t i, best, last = -1, k, count = 0
+    cdef Py_ssize_t i, best, last = -1, _k, count = 0
     cdef int64_t expected = 1
     for i in range(rank):
         if shape[i] > 1:
             count += 1
-    for k in range(count):
+    for _k in range(count):
         best = -1
         for i in range(rank):
             if shape[i] <= 1:
@@ -224,7 +224,7 @@ cdef tuple contiguous_strides_t(tuple shape):
 
 
 cdef tuple _contiguous(tuple shape):
-    cdef Py_ssize_t n = len(shape), i
+    cdef Py_ssize_t n = len(shape)
     cdef int64_t small[16]
     cdef Dims d
     dims_load(&d, shape)

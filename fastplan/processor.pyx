@@ -121,7 +121,6 @@ cdef class Explorer:
     cdef object explored(self, object operations, bint lazy, bint consume):
         """``explore``; ``consume``: the caller resets the optimizer once it completes (its
         blocks need not survive the search)."""
-        cdef Py_ssize_t n
         if self.max_explorations is not None and \
                 self.num_explorations >= self.max_explorations:
             self.num_deferred = 0
@@ -215,7 +214,7 @@ cdef class Processor:
             n = queue.size() if queue is not None else len(segment.operations())
             mode = _LAZY if lazy else _SYNC
             self._log.write(f"[plan] cache hit: execute plan #{plan_id} ({mode.value}, "
-                           f"segment has {n} ops)")
+                            f"segment has {n} ops)")
         if not lazy:
             store.add_trigger_keyed(plan_id, _ON_SYNC, _ON_SYNC_KEY)
         if queue is not None:
@@ -274,7 +273,7 @@ cdef class Processor:
         if self._full:
             mode = _LAZY if lazy else _SYNC
             self._log.write(f"[plan] exploration completed: {mode.value}, "
-                           f"{covered}/{n} ops optimized")
+                            f"{covered}/{n} ops optimized")
         if queue is not None:
             keys = tuple(queue.keys[:covered])
         else:

@@ -400,16 +400,16 @@ cdef class OperationQueue:
         the free slot for it). The table is never full (``_id_grow``)."""
         cdef uint64_t mask = <uint64_t>self._id_cap - 1
         cdef uint64_t i = (<uint64_t>key * <uint64_t>0x9E3779B97F4A7C15) >> 32
-        cdef IdSlot* slot
+        cdef IdSlot* entry
         while True:
             i &= mask
-            slot = &self._ids[i]
-            if slot.gen != self._id_gen:
+            entry = &self._ids[i]
+            if entry.gen != self._id_gen:
                 at[0] = <Py_ssize_t>i
                 return -1
-            if slot.key == key:
+            if entry.key == key:
                 at[0] = <Py_ssize_t>i
-                return slot.rel
+                return entry.rel
             i += 1
 
     cdef int _id_grow(self) except -1:
@@ -606,7 +606,7 @@ cdef class OperationQueue:
     cdef object _materialize(self, Py_ssize_t i):
         cdef bytes key = self.keys[i]
         cdef const int64_t* p = <const int64_t*>PyBytes_AS_STRING(key)
-        cdef Py_ssize_t pos = 2, rank, count, k, n
+        cdef Py_ssize_t pos = 2
         cdef int64_t struct_code = p[1]
         cdef int field
         cdef list values = []
@@ -618,8 +618,7 @@ cdef class OperationQueue:
             if field == F_TENSOR:
                 values.append(_tensor_at(p, &pos, value))
             elif field == F_TENSORS:
-                count = p[pos]
-                pos += 1
+                pos += 1  # the tensor count: ``value`` has them
                 tensors = []
                 for tensor in value:
                     tensors.append(_tensor_at(p, &pos, tensor))

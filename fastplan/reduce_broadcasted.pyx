@@ -66,6 +66,7 @@ _CLOSED = ReduceBroadcastedState.Closed
 _ABORT = ReduceBroadcastedState.Abort
 _STARTING = ReduceBroadcastedState.Starting
 
+
 # The encoded tensors of an op are its TENSOR/TENSORS fields in SCHEMA order (a TENSORS field
 # contributes all its tensors), so ``out`` sits _AFTER_OUT[struct] entries before the end (-1:
 # no ``out``); the other tensors are ``op.inputs()``, in order.

@@ -457,7 +457,7 @@ cdef EncodedOp encode_key(bytes key, object operation):
     cdef OpTable table = OP_TABLE
     cdef OpC* c = &result.c
     cdef const StructInfo* info
-    cdef Py_ssize_t code, struct_code, pos, f, k, rank, count, i
+    cdef Py_ssize_t code, struct_code, pos, f, _k, rank, count, i
     cdef Py_ssize_t n = 0, n_dims = 0, n_ints = 0, n_scalars = 0
     cdef int64_t* dims
     cdef TensorC* t
@@ -478,7 +478,7 @@ cdef EncodedOp encode_key(bytes key, object operation):
         elif info.kinds[f] != F_TENSOR:
             pos += 1
             continue
-        for k in range(count):
+        for _k in range(count):
             if pos + 2 > end or not 0 <= p[pos + 1] <= end:
                 pos = end + 1
                 break
@@ -486,7 +486,8 @@ cdef EncodedOp encode_key(bytes key, object operation):
             n_dims += p[pos + 1]
             pos += _tensor_slots(p, pos)
     if pos != end:
-        raise ValueError(f"a key of {end} slots does not hold a {OP_IR_STRUCTS[struct_code].__name__}")
+        raise ValueError(f"a key of {end} slots does not hold a "
+                         f"{OP_IR_STRUCTS[struct_code].__name__}")
     dims = _storage(result, n, n_dims)
     c.code = <int32_t>code
     c.kind = table.kind[code]
@@ -502,7 +503,7 @@ cdef EncodedOp encode_key(bytes key, object operation):
             if info.kinds[f] == F_TENSORS:
                 count = p[pos]
                 pos += 1
-            for k in range(count):
+            for _k in range(count):
                 t = &c.tensors[n]
                 n += 1
                 t.id = p[pos]

@@ -81,7 +81,6 @@ cdef class Chunk:
         return min(self.positions) if self.positions else 0
 
 
-
 cdef _Flow _chunk_flow(Chunk chunk):
     return flow_new(tuple(chunk.produced_ids), tuple(chunk.read_ids), tuple(chunk.freed_ids))
 

@@ -101,7 +101,6 @@ cdef class BlocksOptimizer:
         return _Result(strategies, ordering, holes)
 
     def _merging_pass(self):
-        cdef Block block
         cdef Py_ssize_t index
         if len(self.blocks) == 1:
             return

@@ -264,8 +264,8 @@ def vectorization_reshape(reshaped, original, multi_reads, axis, sizes, max_size
             return _ref.vectorization_reshape(reshaped, original, multi_reads, axis, sizes,
                                               max_size)
         return vect_of(vectorization_reshape_c(
-            reshaped[axis], original[len(original) - 1], axis == len(reshaped) - 1, bool(multi_reads),
-            c.v, c.n, max_size))
+            reshaped[axis], original[len(original) - 1], axis == len(reshaped) - 1,
+            bool(multi_reads), c.v, c.n, max_size))
     finally:
         dims_free(&c)
 
