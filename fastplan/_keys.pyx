@@ -72,6 +72,18 @@ cdef tuple _SCHEMAS = tuple(
 cdef tuple _OP_STRUCT = tuple(op.struct for op in OPS)
 cdef tuple _STRUCTS = tuple(OP_IR_STRUCTS)
 
+# Per op code: the operand struct its desc must be (the class, borrowed from ``_OP_STRUCT``)
+# and that struct's code. An op's desc is checked against its own op's entry, by pointer: no
+# type-keyed dict lookup on the per-op path.
+cdef enum:
+    _MAX_OPS = 256
+assert _NUM_OPS <= _MAX_OPS
+cdef void* _OP_STRUCT_TYPE[_MAX_OPS]
+cdef Py_ssize_t _OP_STRUCT_CODE[_MAX_OPS]
+for _i, _op in enumerate(OPS):
+    _OP_STRUCT_TYPE[_i] = <void*><PyObject*>_OP_STRUCT[_i]
+    _OP_STRUCT_CODE[_i] = _STRUCT_CODE[_op.struct]
+
 # --- slot offsets ---------------------------------------------------------------------------
 
 
@@ -133,17 +145,17 @@ cdef inline PyObject* _field(PyObject* obj, Py_ssize_t offset) noexcept:
 
 
 cdef Py_ssize_t _operand_struct(PyObject* item) noexcept:
-    """The operand-struct code of an exact ``OperationIr``'s desc (-1: not one). Reads the op
-    and the desc's type only, and sets no error."""
+    """The operand-struct code of an exact ``OperationIr`` of an entry of ``OPS`` whose desc is
+    that op's struct (-1: anything else). Reads the op, its code and the desc's type only, and
+    sets no error."""
     cdef PyObject* desc
-    cdef PyObject* found
-    if _type_of(item) != <void*>_OperationIr:
+    cdef Py_ssize_t c = op_code_of(<object>item)
+    if c < 0:
         return -1
     desc = _field(item, _SLOTS.desc)
-    if desc == NULL:
+    if desc == NULL or _type_of(desc) != _OP_STRUCT_TYPE[c]:
         return -1
-    found = PyDict_GetItem(_STRUCT_CODE, <object>_type_of(desc))  # a type: hashing cannot fail
-    return -1 if found == NULL else <Py_ssize_t><object>found
+    return _OP_STRUCT_CODE[c]
 
 
 cdef void _prefetch_operands(PyObject* item, bint tensors_read) noexcept:
@@ -343,7 +355,6 @@ cdef bint exact_codes(object operation, int64_t* code, int64_t* struct_code) noe
 
 cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except -1:
     """Check the op at the boundary; its op code and operand-struct code."""
-    cdef PyObject* found
     cdef Py_ssize_t c = op_code_of(operation)
     if c < 0:  # say why: not an OperationIr, a field left unset, or an op not in the table
         if type(operation) is not _OperationIr:
@@ -353,13 +364,12 @@ cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except 
         if type(op) is _Op:
             slot(op, _SLOTS.code)
         raise BoundaryError(f"{op!r} is not an entry of refimpl.ops.OPS")
-    op = slot(operation, _SLOTS.op)
     desc = slot(operation, _SLOTS.desc)
-    found = PyDict_GetItem(_STRUCT_CODE, type(desc))
-    if found == NULL or _STRUCTS[<object>found] is not _OP_STRUCT[c]:
+    if _type_of(<PyObject*>desc) != _OP_STRUCT_TYPE[c]:
+        op = slot(operation, _SLOTS.op)
         raise BoundaryError(f"{op.name} takes a {op.struct.__name__}, not {type(desc).__name__}")
     code[0] = c
-    struct_code[0] = <object>found
+    struct_code[0] = _OP_STRUCT_CODE[c]
     return 0
 
 
