@@ -2,6 +2,7 @@
 """C-level declarations of fastplan.cache (used by queue and processor)."""
 
 from fastplan._trie cimport _Node
+from fastplan._vec cimport Vec
 
 cdef enum:
     ACTION_EXPLORE = 0  # refimpl Explore()
@@ -34,7 +35,6 @@ cdef class _Validator:
     cdef public Py_ssize_t target  # a plan id, or a trigger index
     cdef public int state  # VALIDATING / FOUND / INVALIDATED
     cdef public Py_ssize_t size  # the matched length once FOUND
-    cdef void update(self, bytes added, Py_ssize_t position, tuple expected) noexcept
 
 
 cdef class _TriggerCheck:
@@ -50,10 +50,26 @@ cdef class _Available:
     cdef public list triggers  # _TriggerCheck, one per trigger of the plan
 
 
+ctypedef struct AvailableState:
+    Py_ssize_t plan_id  # a plan matched in full (refimpl ``_Available``)
+    Py_ssize_t size  # its number of ops
+    Py_ssize_t first  # its first trigger check in ``Policy._checks``
+    Py_ssize_t count  # its trigger checks (the plan's triggers when it matched)
+
+
+ctypedef struct CheckState:
+    int kind  # TRIGGER_* (refimpl ``_TriggerCheck``; its trigger's index is its position)
+    int state  # VALIDATING / FOUND / INVALIDATED (the check's ``_Validator``)
+    Py_ssize_t size  # the matched length once FOUND
+    Py_ssize_t checked  # ops checked since the plan matched; -1: not started
+
+
 cdef class Policy:
     cdef _Node _node  # trie node of the ops seen, while a candidate lies below it (else None)
     cdef Py_ssize_t _start_count  # plans stored at position 0: only those are candidates
-    cdef public list availables  # _Available: plans matched in full
+    cdef Vec _available  # AvailableState: plans matched in full, in order
+    cdef Vec _checks  # CheckState: their trigger checks, plan after plan
+    cdef list _trigger_keys  # per available plan: its (kind, op keys) list when it matched
     cdef Py_ssize_t found_id  # the plan a fired trigger chose (-1: none)
     cdef Py_ssize_t found_size  # its number of ops
     cdef public Py_ssize_t num_operations  # ops taken into account since the last reset

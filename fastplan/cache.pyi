@@ -26,8 +26,9 @@ class ExecutionPlanStore:
     def add_trigger(self, plan_id: int, trigger: ExecutionTrigger) -> None: ...
 
 class Policy:
-    availables: list[object]
     num_operations: int
+    @property
+    def availables(self) -> list[object]: ...
     @property
     def candidates(self) -> list[object]: ...
     @property

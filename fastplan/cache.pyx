@@ -23,7 +23,9 @@ that match those ``k`` ops and are longer: exactly the plans ending strictly bel
 of the ``k`` ops with an id below ``_start_count``. Each node knows the least id of the plans
 below it, so "a candidate is still matching" is one comparison; the plans ending at the node are
 the candidates found in full, in id order. ``Policy.candidates`` builds refimpl's list of
-validators from the node when read.
+validators from the node when read. The candidates found in full (refimpl's available plans)
+and their trigger checks are C structs; ``Policy.availables`` builds refimpl's objects from
+them when read.
 
 Policy (per queued op, ``update``; then ``action``):
 
@@ -40,6 +42,7 @@ from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from fastplan._keys cimport list_empty, relative_key
 from fastplan._trie cimport _Node, trie_add, trie_child, trie_ids_below
+from fastplan._vec cimport vec_at, vec_free, vec_init, vec_push
 
 from refimpl.planner.cache import (
     Action,
@@ -203,43 +206,24 @@ cdef class ExecutionPlanStore:
 
 
 cdef class _Validator:
-    """Matches incoming ops one by one against a stored op list (burn
-    ``OperationsValidator``)."""
+    """Where matching incoming ops one by one against a stored op list stands (burn
+    ``OperationsValidator``), as ``Policy.candidates`` and ``availables`` report it."""
 
     def __init__(self, Py_ssize_t target):
         self.target = target
         self.state = VALIDATING
         self.size = 0
 
-    cdef void update(self, bytes added, Py_ssize_t position, tuple expected) noexcept:
-        if self.state != VALIDATING:
-            return
-        if position >= len(expected) or <bytes>expected[position] != added:
-            self.state = INVALIDATED
-            return
-        if len(expected) == position + 1:
-            self.state = FOUND
-            self.size = len(expected)
-
 
 cdef class _TriggerCheck:
-    """One trigger of an available plan being checked against the ops that follow it."""
+    """One trigger of an available plan being checked against the ops that follow it, as
+    ``Policy.availables`` reports it."""
 
     def __init__(self, int kind, object operations, _Validator matching):
         self.kind = kind
         self.operations = operations
         self.matching = matching
         self.checked = -1  # not started (the op that completed the plan)
-
-
-cdef _TriggerCheck _new_check(int kind, object operations, Py_ssize_t index):
-    """``_TriggerCheck(kind, operations, _Validator(index))``, without the calls' argument
-    parsing (``__new__`` skips ``__init__``; the policy makes these per matched plan)."""
-    cdef _Validator matching = _Validator.__new__(_Validator)
-    cdef _TriggerCheck check = _TriggerCheck.__new__(_TriggerCheck)
-    matching.target, matching.state, matching.size = index, VALIDATING, 0
-    check.kind, check.operations, check.matching, check.checked = kind, operations, matching, -1
-    return check
 
 
 cdef class _Available:
@@ -253,7 +237,18 @@ cdef class Policy:
     """Tracks which cached plans still match the queue (burn ``Policy``).
 
     Mirrors refimpl.planner.cache.Policy.
-    """
+
+    The plans matched in full and their trigger checks are C structs (``AvailableState``,
+    ``CheckState``); ``availables`` builds refimpl's objects from them when read."""
+
+    def __cinit__(self):
+        vec_init(&self._available, sizeof(AvailableState))
+        vec_init(&self._checks, sizeof(CheckState))
+        self._trigger_keys = []
+
+    def __dealloc__(self):
+        vec_free(&self._available)
+        vec_free(&self._checks)
 
     def __init__(self):
         self.reset_all()
@@ -264,6 +259,30 @@ cdef class Policy:
         return [_Validator(plan_id) for plan_id in self._candidate_ids()]
 
     @property
+    def availables(self):
+        """``_Available`` of every plan matched in full, with its ``_TriggerCheck``s, in
+        order (built when read)."""
+        cdef const AvailableState* available
+        cdef const CheckState* state
+        cdef Py_ssize_t a, i
+        cdef _Validator matching
+        cdef _TriggerCheck check
+        found = []
+        for a in range(self._available.len):
+            available = <const AvailableState*>vec_at(&self._available, a)
+            keys = self._trigger_keys[a]
+            checks = []
+            for i in range(available.count):
+                state = <const CheckState*>vec_at(&self._checks, available.first + i)
+                matching = _Validator(i)
+                matching.state, matching.size = state.state, state.size
+                check = _TriggerCheck(state.kind, keys[i][1], matching)
+                check.checked = state.checked
+                checks.append(check)
+            found.append(_Available(available.plan_id, available.size, checks))
+        return found
+
+    @property
     def found(self):
         """``(plan id, its number of ops)`` once a plan may run, else ``None``."""
         return (self.found_id, self.found_size) if self.found_id >= 0 else None
@@ -272,10 +291,9 @@ cdef class Policy:
         self.reset_all()
 
     cdef void reset_all(self) noexcept:
-        if self.availables is None:
-            self.availables = []
-        else:  # emptied in place: the list is this policy's own
-            list_empty(self.availables)
+        self._available.len = 0
+        self._checks.len = 0
+        list_empty(self._trigger_keys)
         self._node = None
         self._start_count = 0
         self.found_id = -1
@@ -319,7 +337,7 @@ cdef class Policy:
                 self._check_candidates(store, node)
             self._node = node if node is not None and node.min_below < self._start_count \
                 else None
-        if self.availables:
+        if self._available.len:
             self._update_availables(key)
             self._check_availables()
         self.num_operations += 1
@@ -327,21 +345,28 @@ cdef class Policy:
 
     cdef int _check_candidates(self, ExecutionPlanStore store, _Node node) except -1:
         """Fully matched candidates (the plans ending at ``node``, the ops seen) become
-        available plans."""
-        cdef list checks
-        cdef Py_ssize_t index, plan_id
-        cdef _Available available
+        available plans, each with a check per trigger it has now."""
+        cdef Py_ssize_t plan_id, i
+        cdef list keys
+        cdef AvailableState* available
+        cdef CheckState* state
         for plan_id in node.ends:
             if plan_id >= self._start_count:  # ids ascend: the rest came later too
                 break
-            checks = []
-            index = 0
-            for kind, operations in store.triggers_of(plan_id):
-                checks.append(_new_check(kind, operations, index))
-                index += 1
-            available = _Available.__new__(_Available)
-            available.plan_id, available.size, available.triggers = plan_id, node.depth, checks
-            self.availables.append(available)
+            keys = store.triggers_of(plan_id)
+            available = <AvailableState*>vec_push(&self._available, NULL)
+            if available == NULL:
+                raise MemoryError()
+            available.plan_id, available.size = plan_id, node.depth
+            available.first, available.count = self._checks.len, len(keys)
+            self._trigger_keys.append(keys)
+            for i in range(len(keys)):
+                state = <CheckState*>vec_push(&self._checks, NULL)
+                if state == NULL:
+                    raise MemoryError()
+                state.kind = (<tuple>keys[i])[0]
+                state.state = VALIDATING
+                state.checked = -1
         return 0
 
     cdef list _candidate_ids(self):
@@ -354,47 +379,65 @@ cdef class Policy:
         return ids
 
     cdef void _update_availables(self, bytes key) noexcept:
-        cdef _Available available
-        cdef _TriggerCheck check
-        for available in self.availables:
-            for check in available.triggers:
-                if check.kind != TRIGGER_ON_OPERATIONS:
+        """Each ``OnOperations`` check takes the next op (the op that completed its plan
+        starts it); a check still validating compares it with its trigger's next op."""
+        cdef CheckState* state = <CheckState*>self._checks.data
+        cdef const AvailableState* available
+        cdef Py_ssize_t a, i
+        cdef tuple expected
+        for a in range(self._available.len):
+            available = <const AvailableState*>vec_at(&self._available, a)
+            for i in range(available.first, available.first + available.count):
+                if state[i].kind != TRIGGER_ON_OPERATIONS:
                     continue
-                if check.checked < 0:
-                    check.checked = 0
+                if state[i].checked < 0:
+                    state[i].checked = 0
                     continue
-                check.matching.update(key, check.checked, <tuple>check.operations)
-                check.checked += 1
+                if state[i].state == VALIDATING:
+                    expected = <tuple>(<tuple>(<list>(<list>self._trigger_keys)[a])
+                                       [i - available.first])[1]
+                    if state[i].checked >= len(expected) or \
+                            <bytes>expected[state[i].checked] != key:
+                        state[i].state = INVALIDATED
+                    elif len(expected) == state[i].checked + 1:
+                        state[i].state = FOUND
+                        state[i].size = len(expected)
+                state[i].checked += 1
 
     cdef void _check_availables(self) noexcept:
-        cdef _Available available
-        cdef _TriggerCheck check
-        for available in self.availables:
-            for check in available.triggers:
-                if check.kind == TRIGGER_ALWAYS or (
-                        check.kind == TRIGGER_ON_OPERATIONS and check.matching.state == FOUND):
+        cdef const CheckState* state = <const CheckState*>self._checks.data
+        cdef const AvailableState* available
+        cdef Py_ssize_t a, i
+        for a in range(self._available.len):
+            available = <const AvailableState*>vec_at(&self._available, a)
+            for i in range(available.first, available.first + available.count):
+                if state[i].kind == TRIGGER_ALWAYS or (
+                        state[i].kind == TRIGGER_ON_OPERATIONS and state[i].state == FOUND):
                     self.found_id = available.plan_id
                     self.found_size = available.size
                     return
 
     cdef int _action_lazy(self, Py_ssize_t n) noexcept:
-        cdef _Available available
-        cdef _TriggerCheck check
+        cdef const CheckState* state = <const CheckState*>self._checks.data
+        cdef const AvailableState* available
+        cdef Py_ssize_t a, i
         if self._node is not None:  # a candidate is still matching
             return ACTION_DEFER
-        for available in self.availables:
+        for a in range(self._available.len):
+            available = <const AvailableState*>vec_at(&self._available, a)
             if available.size == n:
                 return ACTION_DEFER
-            for check in available.triggers:
-                if check.kind == TRIGGER_ON_OPERATIONS and check.matching.state == VALIDATING:
+            for i in range(available.first, available.first + available.count):
+                if state[i].kind == TRIGGER_ON_OPERATIONS and state[i].state == VALIDATING:
                     return ACTION_DEFER
         return ACTION_EXPLORE
 
     cdef int _action_sync(self, ExecutionPlanStore store, Py_ssize_t n,
                           Py_ssize_t* plan_id) except -1:
-        cdef _Available available
-        cdef Py_ssize_t candidate
-        for available in self.availables:
+        cdef const AvailableState* available
+        cdef Py_ssize_t a, candidate
+        for a in range(self._available.len):
+            available = <const AvailableState*>vec_at(&self._available, a)
             if available.size == n:
                 plan_id[0] = available.plan_id
                 return ACTION_EXECUTE
