@@ -218,7 +218,7 @@ cdef class Processor:
         if not lazy:
             store.add_trigger_keyed(plan_id, _ON_SYNC, _ON_SYNC_KEY)
         if queue is not None:
-            queue.execute_plan(store.plans[plan_id].optimization)
+            queue.execute_plan(store.plans[plan_id].optimization, plan_id)
         else:
             segment.execute(plan_id, store)
         self._reset(segment, queue, store)
@@ -238,7 +238,7 @@ cdef class Processor:
         else:
             plan_id = self._store(operations, queue, store, found.optimization, lazy)
             if queue is not None:
-                queue.execute_plan(store.plans[plan_id].optimization)
+                queue.execute_plan(store.plans[plan_id].optimization, plan_id)
             else:
                 segment.execute(plan_id, store)
         self._reset(segment, queue, store)

@@ -63,7 +63,8 @@ cdef class OperationQueue:
     cdef list _records  # _StepRecord per executed step
     cdef list _executed  # the ExecutedSteps built so far from _records
     cdef bint _taken  # a _StepContext holds the converter's g2r_keys / dim_values / scalars
-    cdef dict _compiled  # id(optimization) -> _Compiled: stored plans already read
+    cdef dict _compiled  # id(optimization) -> _Compiled: plans from elsewhere already read
+    cdef list _compiled_plans  # plan id -> _Compiled (or None): the processor's plans read
     cdef object _segment_maps  # ((first, count), segment, maps) last built for ``executed``
     cdef dict g2r  # converter: global tensor id -> relative id, once the id table is off
     cdef IdSlot* _ids  # converter: g2r as an open-addressing table while all ids are exact
@@ -100,8 +101,8 @@ cdef class OperationQueue:
     cdef bytes key_at(self, Py_ssize_t i)
     cdef Py_ssize_t size(self) noexcept
     cdef object _materialize(self, Py_ssize_t i)
-    cdef int execute_plan(self, object optimization) except -1
-    cdef object _compile(self, object optimization)
+    cdef int execute_plan(self, object optimization, Py_ssize_t plan_id) except -1
+    cdef object _compile(self, object optimization, Py_ssize_t plan_id)
     cdef int add_op(self, object index, object operation) except -1
     cdef bint produces(self, object tensor_ids) except -1
     cdef int _run(self, object optimization) except -1

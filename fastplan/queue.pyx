@@ -240,6 +240,7 @@ cdef class OperationQueue:
         self._records = []
         self._executed = []
         self._compiled = {}
+        self._compiled_plans = []
         self._segment_maps = None
         self.log = log
         self._clear()
@@ -645,10 +646,12 @@ cdef class OperationQueue:
     def execute(self, plan_id, store):
         """Run the leading ops a stored plan covers. A plan naming a relative shape id this
         queue's covered ops never assigned runs its ops unfused in order (burn #5400)."""
-        self.execute_plan(store.get(plan_id).optimization)
+        self.execute_plan(store.get(plan_id).optimization, -1)
 
-    cdef int execute_plan(self, object optimization) except -1:
-        cdef _Compiled compiled = <_Compiled>self._compile(optimization)
+    cdef int execute_plan(self, object optimization, Py_ssize_t plan_id) except -1:
+        """Run stored plan ``plan_id``'s ``optimization`` (``plan_id`` -1: a plan from
+        elsewhere)."""
+        cdef _Compiled compiled = <_Compiled>self._compile(optimization, plan_id)
         if compiled.covered > len(self.shapes_assigned):  # a plan longer than the queue
             raise IndexError("list index out of range")
         assigned = self.shapes_assigned[compiled.covered - 1] if compiled.covered else 1
@@ -659,9 +662,15 @@ cdef class OperationQueue:
         self._run_leaves(compiled.leaves, optimization)
         return 0
 
-    cdef object _compile(self, object optimization):
+    cdef object _compile(self, object optimization, Py_ssize_t plan_id):
+        """``optimization`` read (``_Compiled``), once: kept by plan id (the processor's
+        executions), else by the optimization's ``id``; either way checked to be the very
+        object read."""
         cdef _Compiled compiled
-        entry = self._compiled.get(id(optimization))
+        if 0 <= plan_id < len(self._compiled_plans):
+            entry = self._compiled_plans[plan_id]
+        else:
+            entry = self._compiled.get(id(optimization)) if plan_id < 0 else None
         if entry is not None and (<_Compiled>entry).optimization is optimization:
             return <_Compiled>entry
         compiled = _Compiled.__new__(_Compiled)
@@ -669,7 +678,12 @@ cdef class OperationQueue:
         compiled.covered = len(optimization.ordering)
         compiled.needed = max_shape_id_of(optimization.strategy)
         compiled.leaves = [_read_leaf(leaf) for leaf in leaves_of(optimization.strategy)]
-        self._compiled[id(optimization)] = compiled
+        if plan_id < 0:
+            self._compiled[id(optimization)] = compiled
+        else:
+            while len(self._compiled_plans) <= plan_id:
+                self._compiled_plans.append(None)
+            self._compiled_plans[plan_id] = compiled
         return compiled
 
     def execute_unfused(self, optimization):
