@@ -582,16 +582,15 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
 
 
 cdef object _execution_key(list records, Py_ssize_t i, Py_ssize_t j, _StepContext execution,
-                           object state):
+                           list order, Memory memory, list before, Py_ssize_t* head):
     """The memo key of the steps ``records[i:j]`` of one execution: the id of the plan the
     queue executed (it names one relative segment), per step its optimization's id (fused) or
-    its op count (unfused), then ``state`` (``_state`` over every tensor of the execution's
-    segment). ``None`` as for ``_key``."""
+    its op count (unfused), then the state (``_push_state`` over every tensor of the
+    execution's segment, filling ``before``). One byte string; ``head`` gets the slots before
+    the state. ``None`` as for ``_key``."""
     cdef KeyBuf b
     cdef _StepRecord item
     cdef Py_ssize_t k
-    if state is None:
-        return None
     buf_init(&b)
     try:
         buf_push(&b, <int64_t><Py_ssize_t><PyObject*>execution.plan)  # its id()
@@ -602,7 +601,10 @@ cdef object _execution_key(list records, Py_ssize_t i, Py_ssize_t j, _StepContex
                 buf_push(&b, <int64_t><Py_ssize_t><PyObject*>item.optimization)  # its id()
             else:
                 buf_push(&b, -1 - <int64_t>len(item.step.ops))
-        return buf_bytes(&b) + <bytes>state
+        head[0] = b.len
+        if not _push_state(&b, execution, order, memory, before):
+            return None
+        return buf_bytes(&b)
     finally:
         buf_free(&b)
 
@@ -636,8 +638,8 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
     cdef dict position = {}
     cdef _StepContext execution = (<_StepRecord>records[i]).execution
     cdef list order = execution.tensor_order()
-    state = _state(execution, order, memory, before)
-    key = _execution_key(records, i, j, execution, state)
+    cdef Py_ssize_t head = 0
+    key = _execution_key(records, i, j, execution, order, memory, before, &head)
     if key is not None:
         stored = executions.get(key)
         if stored is not None and _same_optimizations(<_Execution>stored, records, i, j):
@@ -659,6 +661,8 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
                 results.append(_filled(step, part.blocks,
                                        [(order[o], order[q]) for o, q in part.aliases]))
             return 0
+    # the state alone (the first step's key shares it): the key past its head
+    state = None if key is None else (<bytes>key)[head * sizeof(int64_t):]
     first_new = memory.next_buffer
     layout_ids = memo.layout_ids
     replayable = key is not None
