@@ -6,6 +6,7 @@ counts the instructions executed inside the measured call, the same to the instr
 repeat. Usage:
 
     python bench/planner_instructions.py --workload mixed --path launch [--size 10000] [ROOT ...]
+    python bench/planner_instructions.py --path cache --keep /tmp/cg     # and where they go
 
 Each ROOT is a checkout with fastplan built in place (default: this one); give two to compare
 a change with the tree before it. A root runs twice under callgrind, with the measured call
@@ -14,6 +15,12 @@ figure. Paths: ``plan`` (``plan()`` from a fresh planner), ``cache`` (a warm pla
 iteration) and ``launch`` (that iteration's launch planning from the memo). Instruction counts
 leave out what time also holds (cache misses, branch mispredictions): they decide between two
 versions of the same code, they are not a speed.
+
+``--keep DIR`` keeps each root's measured callgrind file in ``DIR`` and prints the
+``callgrind_annotate`` commands that show where the instructions went, per function with
+(``--inclusive=yes``) or without what it calls. The costs are the measured call's alone; the
+call counts (``(12,345x)``) are the whole process's, setup included, so a function the setup
+runs too shows more calls than the measured call made.
 """
 
 from __future__ import annotations
@@ -60,8 +67,10 @@ def _child(root: str, workload: str, size: int, path: str, measured: bool) -> No
     print(len(stream.items))
 
 
-def _instructions(root: str, workload: str, size: int, path: str, measured: bool) -> tuple:
-    """(instructions counted, stream items) of one callgrind run."""
+def _instructions(root: str, workload: str, size: int, path: str, measured: bool,
+                  keep: Path | None = None) -> tuple:
+    """(instructions counted, stream items) of one callgrind run; its file is copied to
+    ``keep`` when given."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
@@ -70,6 +79,8 @@ def _instructions(root: str, workload: str, size: int, path: str, measured: bool
                    "--path", path] + ([] if measured else ["--unmeasured"])
         done = subprocess.run(command, capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": "0"})
+        if keep is not None:
+            shutil.copyfile(out, keep)
         for line in out.read_text().splitlines():
             if line.startswith(("summary:", "totals:")):
                 return int(line.split()[1]), int(done.stdout.split()[-1])
@@ -83,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                 "mixed"))
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--path", default="plan", choices=PATHS)
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="keep each root's measured callgrind file in DIR")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--unmeasured", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -92,11 +105,18 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         print("planner_instructions: valgrind is not installed", file=sys.stderr)
         return 2
-    for root in args.roots:
-        with_call, items = _instructions(root, args.workload, args.size, args.path, True)
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    for number, root in enumerate(args.roots):
+        kept = None
+        if args.keep is not None:
+            kept = args.keep / f"callgrind.{args.workload}.{args.path}.{number}.out"
+        with_call, items = _instructions(root, args.workload, args.size, args.path, True, kept)
         without, _ = _instructions(root, args.workload, args.size, args.path, False)
         print(f"{root}  {args.workload} {items} items  {args.path}: "
               f"{(with_call - without) / items:.0f} instructions per op")
+        if kept is not None:
+            print(f"    callgrind_annotate --inclusive=yes {kept} | less")
     return 0
 
 
