@@ -384,9 +384,11 @@ cdef class Policy:
         cdef CheckState* state = <CheckState*>self._checks.data
         cdef const AvailableState* available
         cdef Py_ssize_t a, i
+        cdef list keys
         cdef tuple expected
         for a in range(self._available.len):
             available = <const AvailableState*>vec_at(&self._available, a)
+            keys = self._trigger_keys[a]  # the plan's (kind, op keys) per trigger
             for i in range(available.first, available.first + available.count):
                 if state[i].kind != TRIGGER_ON_OPERATIONS:
                     continue
@@ -394,8 +396,7 @@ cdef class Policy:
                     state[i].checked = 0
                     continue
                 if state[i].state == VALIDATING:
-                    expected = <tuple>(<tuple>(<list>(<list>self._trigger_keys)[a])
-                                       [i - available.first])[1]
+                    expected = (<tuple>keys[i - available.first])[1]
                     if state[i].checked >= len(expected) or \
                             <bytes>expected[state[i].checked] != key:
                         state[i].state = INVALIDATED

@@ -63,7 +63,6 @@ cdef class OperationQueue:
     cdef list _records  # _StepRecord per executed step
     cdef list _executed  # the ExecutedSteps built so far from _records
     cdef bint _taken  # a _StepContext holds the converter's g2r_keys / dim_values / scalars
-    cdef dict _compiled  # id(optimization) -> _Compiled: plans from elsewhere already read
     cdef list _compiled_plans  # plan id -> _Compiled (or None): the processor's plans read
     cdef object _segment_maps  # ((first, count), segment, maps) last built for ``executed``
     cdef dict g2r  # converter: global tensor id -> relative id, once the id table is off

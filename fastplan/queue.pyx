@@ -239,7 +239,6 @@ cdef class OperationQueue:
         self._first = 0
         self._records = []
         self._executed = []
-        self._compiled = {}
         self._compiled_plans = []
         self._segment_maps = None
         self.log = log
@@ -650,7 +649,7 @@ cdef class OperationQueue:
 
     cdef int execute_plan(self, object optimization, Py_ssize_t plan_id) except -1:
         """Run stored plan ``plan_id``'s ``optimization`` (``plan_id`` -1: a plan from
-        elsewhere)."""
+        elsewhere, read again at every call)."""
         cdef _Compiled compiled = <_Compiled>self._compile(optimization, plan_id)
         if compiled.covered > len(self.shapes_assigned):  # a plan longer than the queue
             raise IndexError("list index out of range")
@@ -663,24 +662,19 @@ cdef class OperationQueue:
         return 0
 
     cdef object _compile(self, object optimization, Py_ssize_t plan_id):
-        """``optimization`` read (``_Compiled``), once: kept by plan id (the processor's
-        executions), else by the optimization's ``id``; either way checked to be the very
-        object read."""
+        """``optimization`` read (``_Compiled``), once per stored plan: kept by plan id and
+        checked to be the very object read (``plan_id`` -1: not kept)."""
         cdef _Compiled compiled
         if 0 <= plan_id < len(self._compiled_plans):
             entry = self._compiled_plans[plan_id]
-        else:
-            entry = self._compiled.get(id(optimization)) if plan_id < 0 else None
-        if entry is not None and (<_Compiled>entry).optimization is optimization:
-            return <_Compiled>entry
+            if entry is not None and (<_Compiled>entry).optimization is optimization:
+                return <_Compiled>entry
         compiled = _Compiled.__new__(_Compiled)
         compiled.optimization = optimization
         compiled.covered = len(optimization.ordering)
         compiled.needed = max_shape_id_of(optimization.strategy)
         compiled.leaves = [_read_leaf(leaf) for leaf in leaves_of(optimization.strategy)]
-        if plan_id < 0:
-            self._compiled[id(optimization)] = compiled
-        else:
+        if plan_id >= 0:
             while len(self._compiled_plans) <= plan_id:
                 self._compiled_plans.append(None)
             self._compiled_plans[plan_id] = compiled
