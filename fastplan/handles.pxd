@@ -16,9 +16,15 @@ cdef class Memory:
     cdef dict _users
     cdef readonly dict layouts
     cdef dict layout_ids
+    cdef list _undo  # while a trial runs: (dict, key, old value) triples to undo; else None
+    cdef object _undo_next_buffer  # next_buffer when the trial began
 
     cpdef Memory fork(self)
     cpdef adopt(self, Memory other)
+    cpdef int begin_trial(self) except -1
+    cpdef int keep_trial(self) except -1
+    cpdef int undo_trial(self) except -1
+    cdef int _note(self, dict table, object key) except -1
     cdef object _alloc(self, tuple shape, object dtype, tuple strides)
     cdef object _alloc_as(self, object shape, object dtype, object strides)
     cpdef register(self, object tensor_id, object handle)

@@ -12,6 +12,11 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 * ``sizes`` (buffer -> elements; only the value paths read it) is shared by a memory and its
   forks instead of copied: an entry is a fact about a buffer number, and a number a discarded
   fork allocated is written again when the memory allocates it;
+* a launch that may fail runs as a *trial* on the memory itself (``begin_trial``, then
+  ``keep_trial`` or ``undo_trial``) where refimpl runs it on a fork and adopts or discards the
+  fork: the trial notes the old value of each entry it changes and undoing puts them back. A
+  fork copies every live handle, and a stream that keeps its tensors alive makes that set, and
+  so each fused step's launch planning, grow with its length; a trial costs what it changes;
 * ``with_values`` is always false: values are ``refimpl.handles.Memory``'s job.
 
 ``fastplan.launch_stream`` runs a whole executed stream against one ``Memory``;
@@ -33,6 +38,8 @@ from refimpl.errors import TensorIdError
 from refimpl.handles import MEMORY_ALIGNMENT_BYTES, Handle
 from refimpl.ir import FieldKind, OperationIr, TensorIr, TensorStatus
 from refimpl.ops import OPS, OpKind
+
+cdef object _ABSENT = object()  # a trial's note: the key was not in the dict
 
 __all__ = [
     "MEMORY_ALIGNMENT_BYTES",
@@ -271,6 +278,46 @@ cdef class Memory:
         self.layouts = other.layouts
         self.next_buffer = other.next_buffer
 
+    cpdef int begin_trial(self) except -1:
+        """Run what follows as a trial: ``keep_trial`` keeps its changes, ``undo_trial`` puts
+        the memory back as it was here (a fork adopted or discarded, without the copy). Trials
+        do not nest."""
+        if self._undo is not None:
+            raise RuntimeError("a Memory trial is already running")
+        self._undo = []
+        self._undo_next_buffer = self.next_buffer
+        return 0
+
+    cpdef int keep_trial(self) except -1:
+        self._undo = None
+        return 0
+
+    cpdef int undo_trial(self) except -1:
+        """Put back every entry the trial changed, latest change first, and the buffer count
+        (``sizes`` entries of the trial's buffers stay, as for a discarded fork)."""
+        cdef list undo = self._undo
+        cdef Py_ssize_t i
+        cdef dict table
+        if undo is None:
+            return 0
+        self._undo = None
+        for i in range(len(undo) - 3, -1, -3):
+            table, key, old = <dict>undo[i], undo[i + 1], undo[i + 2]
+            if old is _ABSENT:
+                table.pop(key, None)
+            else:
+                table[key] = old
+        self.next_buffer = self._undo_next_buffer
+        return 0
+
+    cdef int _note(self, dict table, object key) except -1:
+        """Before a trial changes ``table[key]``: remember what it held."""
+        undo = self._undo
+        (<list>undo).append(table)
+        (<list>undo).append(key)
+        (<list>undo).append(table.get(key, _ABSENT))
+        return 0
+
     # --- buffers and handles --------------------------------------------------------------
 
     def alloc(self, shape, dtype, strides=None):
@@ -298,13 +345,19 @@ cdef class Memory:
         old = self.handles.get(tensor_id)
         if old is not None:
             self._release(_buffer_of(old))
+        buffer = _buffer_of(handle)
+        if self._undo is not None:
+            self._note(self.handles, tensor_id)
+            self._note(self.layouts, tensor_id)
+            self._note(self._users, buffer)
         self.handles[tensor_id] = handle
         self.layouts[tensor_id] = layout
-        buffer = _buffer_of(handle)
         self._users[buffer] = self._users.get(buffer, 0) + 1
         return 0
 
     cdef void _release(self, object buffer) except *:
+        if self._undo is not None:
+            self._note(self._users, buffer)
         count = self._users[buffer] - 1
         if count:
             self._users[buffer] = count
@@ -322,12 +375,18 @@ cdef class Memory:
         """burn ``get_handle``: a ``ReadWrite`` fetch removes the handle, ``ReadOnly`` keeps it."""
         found = self.handle(tensor_id)
         if status is _READ_WRITE:
+            if self._undo is not None:
+                self._note(self.handles, tensor_id)
+                self._note(self.layouts, tensor_id)
             del self.handles[tensor_id]
             del self.layouts[tensor_id]
             self._release(_buffer_of(found))
         return found
 
     cpdef remove(self, object tensor_id):
+        if self._undo is not None:
+            self._note(self.handles, tensor_id)
+            self._note(self.layouts, tensor_id)
         found = self.handles.pop(tensor_id, None)
         if found is not None:
             del self.layouts[tensor_id]

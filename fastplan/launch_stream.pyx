@@ -161,10 +161,14 @@ cdef class _Step:
         return launch
 
     cdef object dry_run(self, object trace):
+        """The main trace's plan, the memory left as it was (refimpl: a discarded fork)."""
+        self.memory.begin_trial()
         try:
-            return self.launch(trace, self.memory.fork(), None).plan
+            return self.launch(trace, None, None).plan
         except LaunchError:
             return None
+        finally:
+            self.memory.undo_trial()
 
 
 cdef void _elementwise(_Step run, object opt) except *:
@@ -172,30 +176,42 @@ cdef void _elementwise(_Step run, object opt) except *:
 
 
 cdef void _matmul(_Step run, object opt) except *:
-    cdef Memory fork = run.memory.fork()
+    cdef Memory memory = run.memory
+    cdef bint refused
     operands = (opt.matmul.op.lhs.id, opt.matmul.op.rhs.id)
+    memory.begin_trial()  # refimpl: on a fork, adopted if the fused launch runs
     try:
-        launch = run.launch(opt.trace, fork, operands)
-    except LaunchError:
-        launch = None
+        try:
+            launch = run.launch(opt.trace, None, operands)
+        except LaunchError:
+            launch = None
+        refused = launch is None or (not launch.plan.skipped and _matmul_refused(
+            launch, opt.matmul.lhs.pos, opt.matmul.rhs.pos))
+    except BaseException:
+        memory.undo_trial()
+        raise
     run.main = None if launch is None else launch.plan
-    if launch is None or (not launch.plan.skipped
-                          and _matmul_refused(launch, opt.matmul.lhs.pos, opt.matmul.rhs.pos)):
+    if refused:
+        memory.undo_trial()
         run.path = "fallback"
-        run.memory.run_unfused(run.ops[0])
+        memory.run_unfused(run.ops[0])
         run.run_trace(opt.trace_fallback)
         return
-    run.memory.adopt(fork)
+    memory.keep_trial()
     run.launches.append(launch.plan)
 
 
 cdef bint _reduce_fused(_Step run, object opt) except -1:
-    cdef Memory fork = run.memory.fork()
+    run.memory.begin_trial()  # refimpl: on a fork, adopted if the fused launch runs
     try:
-        launch = run.launch(opt.trace, fork, None)
+        launch = run.launch(opt.trace, None, None)
     except LaunchError:
+        run.memory.undo_trial()
         return False
-    run.memory.adopt(fork)
+    except BaseException:
+        run.memory.undo_trial()
+        raise
+    run.memory.keep_trial()
     run.launches.append(launch.plan)
     if run.main is None:
         run.main = launch.plan
@@ -473,7 +489,7 @@ def launch_records(stream, list records, device, LaunchMemo memo=None):
     (``fastplan.queue._StepRecord``, no ``ExecutedStep`` built): what ``fastplan.planner``
     calls."""
     global _Handle
-    cdef Memory memory = _Memory()
+    cdef Memory memory
     cdef list results = []
     cdef dict table = None
     if _Handle is None:
@@ -482,6 +498,7 @@ def launch_records(stream, list records, device, LaunchMemo memo=None):
     paused = _gc.isenabled()  # no reference cycles made here either (see fastplan.processor)
     _gc.disable()
     try:
+        memory = _Memory()
         if memo is not None:
             table = memo.table(device)
             memory.use_layout_ids(memo.layout_ids)

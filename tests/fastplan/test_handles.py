@@ -7,6 +7,9 @@
   that fails fails with the same class in both (and leaves the same state behind);
 * ``fork``/``adopt``: a discarded fork leaves its original as it was, an adopted one hands
   over its state (equal to a memory that ran everything itself);
+* trials (fastplan's fork without the copy, what the launch walk uses): an undone trial leaves
+  the memory as it was, layout ids included, a kept one as if it had run everything itself;
+  trials do not nest;
 * fastplan's ``layouts`` (the launch memo's layout ids) follow the live handles;
 * ``sizes`` is shared with forks in fastplan: a buffer number a discarded fork allocated is
   written again, with the right size, when the original allocates it;
@@ -183,6 +186,47 @@ def test_memory_fork_discarded_or_adopted(stream: Stream, data) -> None:
         for op in ops[split:]:
             assert run_op(fast, op) == run_op(ref, op)
             assert_same_state(fast, ref)
+
+
+@given(streams(), st.data())
+def test_memory_trial_undone_or_kept(stream: Stream, data) -> None:
+    ops = stream.ops
+    split = data.draw(st.integers(0, len(ops)), label="split")
+    fast, ref = both(stream)
+    for op in ops[:split]:
+        assert run_op(fast, op) == run_op(ref, op)
+    before, layouts = state(fast), dict(fast.layouts)
+    ref_fork = ref.fork()
+    fast.begin_trial()
+    for op in ops[split:]:
+        assert run_op(fast, op) == run_op(ref_fork, op)
+        assert_same_state(fast, ref_fork)
+    if data.draw(st.booleans(), label="keep"):
+        fast.keep_trial()
+        straight, _ = both(stream)
+        for op in ops:
+            run_op(straight, op)
+        assert state(fast) == state(straight)
+        assert dict(fast.layouts) == dict(straight.layouts)
+    else:
+        fast.undo_trial()
+        assert state(fast) == before
+        assert dict(fast.layouts) == layouts
+        # the memory goes on as if the trial never ran
+        for op in ops[split:]:
+            assert run_op(fast, op) == run_op(ref, op)
+            assert_same_state(fast, ref)
+
+
+def test_memory_trials_do_not_nest() -> None:
+    fast = FastMemory()
+    fast.begin_trial()
+    with pytest.raises(RuntimeError, match="already running"):
+        fast.begin_trial()
+    fast.undo_trial()
+    fast.undo_trial()  # none running: nothing to undo
+    fast.begin_trial()
+    fast.keep_trial()
 
 
 # --- sizes shared with forks ---------------------------------------------------------------
