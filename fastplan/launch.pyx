@@ -45,7 +45,8 @@ from refimpl.planner.launch import (
     LaunchOutput, LaunchPlan, RefLayout, ReshapedLayout, RuntimeLayout, ShapeLayout,
     SwapDimsLayout,
 )
-from refimpl.planner.trace import ReshapeView
+from refimpl.planner.layout import MatrixBatchLayout, matrix_batch_layout
+from refimpl.planner.trace import Input, ReshapeView
 
 __all__ = [
     "ConcreteLayout", "ReshapedLayout", "SwapDimsLayout", "ShapeLayout", "RuntimeLayout",
@@ -55,6 +56,7 @@ __all__ = [
 
 RefLayout = RefLayout
 cdef object _DROP = OpKind.DROP
+cdef object _HIGHLY_PERMUTED = MatrixBatchLayout.HighlyPermuted
 cdef object _SCALAR = FieldKind.SCALAR
 cdef tuple _IS_DROP = tuple([op.kind is OpKind.DROP for op in OPS])
 
@@ -341,6 +343,29 @@ def plan_launch(trace, context, memory, device, matmul_operands=None):
 
 def _plan_launch(trace, context, memory, device, matmul_operands=None):
     """``plan_launch`` for a launch whose extents fit int64 (the walk checks them per step)."""
+    return _freeze(_planned(trace, context, memory, device, matmul_operands, False))
+
+
+cdef class _WalkLaunch:
+    """What the stream walk (``fastplan.launch_stream``) reads of a launch, built instead of
+    the ``Launch``: the plan's ``aliases``, each block's width (``widths``, the configs' in
+    order), ``skipped``, and what burn's fused matmul checks (``walk_matmul_refused``). The
+    configs' ops with their layout marks, the vector sizes, views, reshapes and runtime
+    layouts are the kernel's: the walk reads none of them. (Fields in launch.pxd: the
+    inputs' and outputs' vector sizes, the inputs' strides, and the first config's
+    ``ConcreteLayout`` arg, ``None`` for any other layout.)"""
+
+
+cdef _WalkLaunch plan_launch_walk(object trace, object context, object memory, object device,
+                                  object matmul_operands):
+    """``_plan_launch`` for the stream walk: the same passes on the same memory, without the
+    layout marks, frozen as a ``_WalkLaunch``. It raises where ``_plan_launch`` does."""
+    return _freeze_walk(_planned(trace, context, memory, device, matmul_operands, True))
+
+
+cdef PlanningState _planned(object trace, object context, object memory, object device,
+                            object matmul_operands, bint walk):
+    """The four passes (burn ``LaunchPlanExecutor``'s planners) run on a fresh state."""
     cdef list blocks = []
     cdef BlockPlan block
     cdef PlanningState state = PlanningState.__new__(PlanningState)
@@ -358,7 +383,75 @@ def _plan_launch(trace, context, memory, device, matmul_operands=None):
     state.trace, state.context, state.memory, state.rank, state.blocks = (
         trace, context, memory, rank, blocks)
     state.inputs, state.outputs, state.runtime_layouts, state.vectorizations = [], [], [], {}
+    state.walk = walk
     plan_inputs(state)
     plan_outputs(state)
     plan_vectorization(state, device, matmul_operands)
-    return _freeze(state)
+    return state
+
+
+cdef _WalkLaunch _freeze_walk(PlanningState state):
+    """``_freeze``'s values that the walk reads, with ``_freeze``'s failures (a block without
+    a reference layout is burn's ``ReferenceNotFound``)."""
+    cdef Py_ssize_t num_writes = 0, i
+    cdef HandleInput item
+    cdef HandleOutput out
+    cdef BlockPlan block
+    cdef list blocks = state.blocks, state_inputs = state.inputs, state_outputs = state.outputs
+    cdef list widths = [], aliases = [], input_sizes = [], input_strides = [], output_sizes = []
+    cdef _WalkLaunch found = _WalkLaunch.__new__(_WalkLaunch)
+    for i in range(len(blocks)):
+        for ops in block_at(blocks, i).writes.values():
+            num_writes += len(ops)
+    found.skipped = num_writes == 0
+    if not found.skipped:
+        fuse_blocks = state.trace.blocks
+        for i in range(min(len(blocks), len(fuse_blocks))):  # _configs' pairs
+            block = block_at(blocks, i)
+            layout = _ref_layout(block.reference, block.width)
+            if i == 0 and type(layout) is ConcreteLayout:
+                found.ref_arg = block.reference.arg
+            widths.append(block.width)
+    found.widths = tuple(widths)
+    for i in range(len(state_inputs)):
+        item = input_at(state_inputs, i)
+        input_sizes.append(item.vector_size)
+        input_strides.append(item.strides)
+    for i in range(len(state_outputs)):
+        out = output_at(state_outputs, i)
+        if out.kind == "owned":
+            output_sizes.append(out.vectorization)
+        else:
+            output_sizes.append(input_at(state_inputs, out.input_pos).vector_size)
+        if out.kind == "inplace":
+            aliases.append((out.glob.id, input_at(state_inputs, out.input_pos).glob.id))
+    found.input_sizes, found.input_strides = tuple(input_sizes), tuple(input_strides)
+    found.output_sizes = tuple(output_sizes)
+    found.aliases = tuple(sorted(aliases))
+    return found
+
+
+cdef bint walk_matmul_refused(_WalkLaunch launch, Py_ssize_t lhs, Py_ssize_t rhs) except -1:
+    """``refimpl.interpreter._matmul_refused`` on a ``_WalkLaunch``: burn's fused matmul
+    refuses a highly permuted operand, or an output vector size of 1 while an operand is
+    vectorized."""
+    sizes = (_item(launch.input_sizes, lhs), _item(launch.input_sizes, rhs))
+    for pos in (lhs, rhs):
+        if matrix_batch_layout(_item(launch.input_strides, pos)) is _HIGHLY_PERMUTED:
+            return True
+    out = 1
+    arg = launch.ref_arg
+    if arg is not None:
+        out = _item(launch.input_sizes if isinstance(arg, Input) else launch.output_sizes,
+                    arg.pos)
+    return out == 1 and (sizes[0] > 1 or sizes[1] > 1)
+
+
+cdef object _item(tuple values, Py_ssize_t i):
+    """``values[i]`` as Python indexes a tuple (from the end when negative; ``IndexError``
+    past it): the build turns bounds checks off."""
+    if i < 0:
+        i += len(values)
+    if not 0 <= i < len(values):
+        raise IndexError("tuple index out of range")
+    return values[i]

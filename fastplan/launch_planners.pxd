@@ -38,6 +38,7 @@ cdef class PlanningState:
     cdef public Py_ssize_t rank
     cdef public list blocks, inputs, outputs, runtime_layouts
     cdef public dict vectorizations
+    cdef bint walk  # planned for the stream walk only: no layout marks on the block ops
 
 
 # A state's entries, type-checked (a state is public: its lists may hold anything).

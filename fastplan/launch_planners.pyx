@@ -206,9 +206,14 @@ cdef object _with_layout(object arg, object layout):
     return arg
 
 
-cdef void _mark(list ops, bint input_side, object layout, bint first_only) except *:
-    """Set ``layout`` on the input (``input_side``) or output of the ``Assign`` ops."""
+cdef void _mark(PlanningState state, list ops, bint input_side, object layout,
+                bint first_only) except *:
+    """Set ``layout`` on the input (``input_side``) or output of the ``Assign`` ops. Not for
+    a state planned for the stream walk (``state.walk``): the marked ops are the kernel's, and
+    nothing the walk reads (widths, aliases, the memory) depends on them."""
     cdef Py_ssize_t i
+    if state.walk:
+        return
     for i in range(len(ops)):
         op = ops[i]
         if op.name != "Assign":
@@ -551,10 +556,10 @@ cdef void _normal_output(PlanningState state, Py_ssize_t pos, object ty, object 
         block.reference = _reference("Concrete", new_frozen(Output, (pos, ty, base)),
                                      glob.shape, strides, _NO_DIMS, 0)
         if writes is not None:
-            _mark(writes, False, base, True)
+            _mark(state, writes, False, base, True)
     elif reference.kind == "Concrete" and reference.shape == glob.shape and \
             reference.strides == strides and writes is not None:
-        _mark(writes, False, _SAME_AS_REF, True)
+        _mark(state, writes, False, _SAME_AS_REF, True)
     handle = _alloc(state.memory, glob.shape, glob.dtype, strides)
     if len(glob.shape) > state.rank:
         state.rank = len(glob.shape)
@@ -573,11 +578,11 @@ cdef void _inplace_output(PlanningState state, Py_ssize_t pos, object ty, object
                                      glob.shape, source.strides, _NO_DIMS, 0)
         reads = block.reads.get(source.relative.id)
         if reads is not None:
-            _mark(reads, True, _IS_REF, True)
+            _mark(state, reads, True, _IS_REF, True)
         if writes is not None:
-            _mark(writes, False, _IS_REF, True)
+            _mark(state, writes, False, _IS_REF, True)
     elif writes is not None:
-        _mark(writes, False, _SAME_AS_REF, True)
+        _mark(state, writes, False, _SAME_AS_REF, True)
     h = source.handle
     handle = new_frozen(Handle, (h.buffer, glob.shape, h.strides, h.offset, glob.dtype))
     state.memory.register(glob.id, handle)
@@ -645,7 +650,7 @@ cdef void _layout_info_inputs(PlanningState state, BlockPlan block) except *:
         item = input_at(inputs, i)
         if item.strides == reference.strides and \
                 item.glob.shape == reference.shape and item.relative.id in reads:
-            _mark(reads[item.relative.id], True, _SAME_AS_REF, False)
+            _mark(state, reads[item.relative.id], True, _SAME_AS_REF, False)
 
 
 cdef void _select_reference(PlanningState state, Py_ssize_t i) except *:

@@ -9,7 +9,8 @@ its kernel. The walk is refimpl's, step by step: unfused ops lay out their outpu
 (``ElementWise``: the trace; ``Matmul``: the fused launch or its fallback; ``Reduce``: the fused
 launch or read trace → reduction → write trace; ``ReduceBroadcasted``: its per-block
 optimizations; ``NHWCRelayout``: the trace then the module op) through
-``fastplan.launch.plan_launch``.
+``fastplan.launch.plan_launch``'s passes (``plan_launch_walk``: what the walk reads of a
+launch, without the kernel's layout marks and frozen plan).
 
 **The step memo.** A fused step's launch outcome is a pure function of its optimization (the
 trace, fixed by the relative segment the plan cache stored it for), the real dims of its
@@ -50,13 +51,13 @@ from fastplan._keys cimport (
     KeyBuf, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset, slot,
 )
 from fastplan.handles cimport Memory, handle_buffer, replayable_op
+from fastplan.launch cimport _WalkLaunch, plan_launch_walk, walk_matmul_refused
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
 
 from fastplan.handles import Memory as _Memory
-from fastplan.launch import _extents_fit, _plan_launch, context_of
+from fastplan.launch import _extents_fit, context_of
 
-from refimpl.interpreter import _matmul_refused
 from refimpl.planner.launch import LaunchError
 from refimpl.planner.plan import PlanBlock, PlanStep
 
@@ -151,20 +152,20 @@ cdef class _Step:
     cdef object main
     cdef str path
 
-    cdef object launch(self, object trace, Memory memory, object operands):
-        return _plan_launch(trace, self.context, memory if memory is not None else self.memory,
-                            self.device, operands)
+    cdef _WalkLaunch launch(self, object trace, object operands):
+        """Launch-plan ``trace`` on the step's memory (what the walk reads of it)."""
+        return plan_launch_walk(trace, self.context, self.memory, self.device, operands)
 
-    cdef object run_trace(self, object trace):
-        launch = self.launch(trace, None, None)
-        self.launches.append(launch.plan)
+    cdef _WalkLaunch run_trace(self, object trace):
+        launch = self.launch(trace, None)
+        self.launches.append(launch)
         return launch
 
     cdef object dry_run(self, object trace):
         """The main trace's plan, the memory left as it was (refimpl: a discarded fork)."""
         self.memory.begin_trial()
         try:
-            return self.launch(trace, None, None).plan
+            return self.launch(trace, None)
         except LaunchError:
             return None
         finally:
@@ -172,25 +173,26 @@ cdef class _Step:
 
 
 cdef void _elementwise(_Step run, object opt) except *:
-    run.main = run.run_trace(opt.trace).plan
+    run.main = run.run_trace(opt.trace)
 
 
 cdef void _matmul(_Step run, object opt) except *:
     cdef Memory memory = run.memory
+    cdef _WalkLaunch launch
     cdef bint refused
     operands = (opt.matmul.op.lhs.id, opt.matmul.op.rhs.id)
     memory.begin_trial()  # refimpl: on a fork, adopted if the fused launch runs
     try:
         try:
-            launch = run.launch(opt.trace, None, operands)
+            launch = run.launch(opt.trace, operands)
         except LaunchError:
             launch = None
-        refused = launch is None or (not launch.plan.skipped and _matmul_refused(
+        refused = launch is None or (not launch.skipped and walk_matmul_refused(
             launch, opt.matmul.lhs.pos, opt.matmul.rhs.pos))
     except BaseException:
         memory.undo_trial()
         raise
-    run.main = None if launch is None else launch.plan
+    run.main = launch
     if refused:
         memory.undo_trial()
         run.path = "fallback"
@@ -198,13 +200,13 @@ cdef void _matmul(_Step run, object opt) except *:
         run.run_trace(opt.trace_fallback)
         return
     memory.keep_trial()
-    run.launches.append(launch.plan)
+    run.launches.append(launch)
 
 
 cdef bint _reduce_fused(_Step run, object opt) except -1:
     run.memory.begin_trial()  # refimpl: on a fork, adopted if the fused launch runs
     try:
-        launch = run.launch(opt.trace, None, None)
+        launch = run.launch(opt.trace, None)
     except LaunchError:
         run.memory.undo_trial()
         return False
@@ -212,9 +214,9 @@ cdef bint _reduce_fused(_Step run, object opt) except -1:
         run.memory.undo_trial()
         raise
     run.memory.keep_trial()
-    run.launches.append(launch.plan)
+    run.launches.append(launch)
     if run.main is None:
-        run.main = launch.plan
+        run.main = launch
     return True
 
 
@@ -254,7 +256,7 @@ cdef void _run_fused(_Step run, object fuser, object opt) except *:
     elif fuser == "ReduceBroadcasted":
         _reduce_broadcasted(run, opt)
     elif fuser == "NHWCRelayout":
-        run.main = run.run_trace(opt.trace).plan
+        run.main = run.run_trace(opt.trace)
         run.memory.run_unfused(run.ops[len(run.ops) - 1])
     else:  # a custom fuser's optimization: its ops run one by one, no launch to report
         run.path = "unfused"
@@ -437,11 +439,6 @@ cdef list _replay(_Outcome outcome, list order, list before, Memory memory):
 # --- entry point ---------------------------------------------------------------------------------
 
 
-cdef tuple _plan_widths(object plan):
-    """``plan.widths()`` (``LaunchPlan``): each config's width, without a Python frame."""
-    return tuple([config.width for config in plan.configs])
-
-
 cdef tuple _widened(tuple blocks, object widths):
     """``blocks`` (``PlanBlock``s) with the launch's widths filled in."""
     if widths is None:
@@ -582,8 +579,8 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
     run.ops = [items[i] for i in step.ops]
     run.launches = []
     _run_fused(run, step.fuser, item.optimization)
-    aliases = [pair for plan in run.launches for pair in plan.aliases]
-    widths = None if run.main is None else _plan_widths(run.main)
+    aliases = [pair for launch in run.launches for pair in (<_WalkLaunch>launch).aliases]
+    widths = None if run.main is None else (<_WalkLaunch>run.main).widths
     blocks = _widened(step.blocks, widths)
     results.append(_filled(step, blocks, aliases))
     if key is not None:

@@ -1,0 +1,15 @@
+# cython: language_level=3
+"""C-level declaration of fastplan.launch's launch planning for the stream walk
+(fastplan.launch_stream plans each fused step through it)."""
+
+
+cdef class _WalkLaunch:
+    cdef readonly tuple aliases, widths
+    cdef readonly bint skipped
+    cdef tuple input_sizes, input_strides, output_sizes
+    cdef object ref_arg
+
+
+cdef _WalkLaunch plan_launch_walk(object trace, object context, object memory, object device,
+                                  object matmul_operands)
+cdef bint walk_matmul_refused(_WalkLaunch launch, Py_ssize_t lhs, Py_ssize_t rhs) except -1
