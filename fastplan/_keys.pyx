@@ -32,7 +32,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsSsize_t
-from cpython.object cimport PyObject_GenericSetAttr
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport PyObject
 
 
@@ -211,14 +211,11 @@ cdef object tensor_type():
     return _TensorIr
 
 
-# Slot names of the frozen dataclasses built without their __init__ (no __post_init__ runs).
-cdef str _ID = "id"
-cdef str _SHAPE = "shape"
-cdef str _DTYPE = "dtype"
-cdef str _STATUS = "status"
-cdef str _OP = "op"
-cdef str _DESC = "desc"
+# The frozen dataclasses built without their __init__ (no __post_init__ runs): every field is
+# one of the slots filled (``new_tensor``, ``new_operation``).
 assert not hasattr(TensorIr, "__post_init__") and not hasattr(OperationIr, "__post_init__")
+assert tuple(f.name for f in dataclasses.fields(TensorIr)) == ("id", "shape", "dtype", "status")
+assert tuple(f.name for f in dataclasses.fields(OperationIr)) == ("op", "desc")
 
 
 # --- the buffer ---------------------------------------------------------------------------------
@@ -450,13 +447,26 @@ cdef bytes relative_key(object operation):
 # --- building frozen dataclasses fast -----------------------------------------------------------
 
 
+cdef extern from *:
+    """
+    static PyObject* fastplan_keys_alloc(PyTypeObject* tp) { return tp->tp_alloc(tp, 0); }
+    static void fastplan_keys_put(PyObject* obj, Py_ssize_t offset, PyObject* value) {
+        Py_INCREF(value);
+        *(PyObject**)((char*)obj + offset) = value;
+    }
+    """
+    object _alloc "fastplan_keys_alloc"(PyTypeObject* tp)
+    void _put "fastplan_keys_put"(object obj, Py_ssize_t offset, object value) noexcept
+
+
 cdef object new_tensor(object tid, tuple shape, object dtype, object status):
-    """``TensorIr(tid, shape, dtype, status)`` without running the dataclass ``__init__``."""
-    cdef object tensor = _TensorIr.__new__(_TensorIr)
-    PyObject_GenericSetAttr(tensor, _ID, tid)
-    PyObject_GenericSetAttr(tensor, _SHAPE, shape)
-    PyObject_GenericSetAttr(tensor, _DTYPE, dtype)
-    PyObject_GenericSetAttr(tensor, _STATUS, status)
+    """``TensorIr(tid, shape, dtype, status)`` without running the dataclass ``__init__``: the
+    slots are filled at their offsets (``_SLOTS``), as the member descriptors would."""
+    cdef object tensor = _alloc(<PyTypeObject*>_TensorIr)
+    _put(tensor, _SLOTS.tid, tid)
+    _put(tensor, _SLOTS.shape, shape)
+    _put(tensor, _SLOTS.dtype, dtype)
+    _put(tensor, _SLOTS.status, status)
     PyObject_GC_UnTrack(tensor)  # frozen, of ints, a tuple and enum members: never in a cycle
     return tensor
 
@@ -469,19 +479,23 @@ assert all(tuple(f.name for f in dataclasses.fields(s)) == names and
 cdef object new_struct(int64_t struct_code, list values):
     """The operand struct ``OP_IR_STRUCTS[struct_code](*values)`` without its ``__init__``."""
     cdef type cls = _STRUCTS[struct_code]
-    cdef tuple names = _FIELD_NAMES[struct_code]
-    cdef object desc = cls.__new__(cls)
+    cdef const StructInfo* info = &_STRUCT_INFO[struct_code]
+    cdef object desc
     cdef Py_ssize_t i
-    for i in range(len(names)):
-        PyObject_GenericSetAttr(desc, names[i], values[i])
+    if len(values) != info.n_fields:
+        raise ValueError(f"{cls.__name__} takes {info.n_fields} field values, not "
+                         f"{len(values)}")
+    desc = _alloc(<PyTypeObject*>cls)
+    for i in range(info.n_fields):  # SCHEMA order is the dataclass fields' (checked above)
+        _put(desc, info.offsets[i], values[i])
     PyObject_GC_UnTrack(desc)  # frozen, of relative tensors and plain values
     return desc
 
 
 cdef object new_operation(object op, object desc):
     """``OperationIr(op, desc)`` without running the dataclass ``__init__``."""
-    cdef object operation = _OperationIr.__new__(_OperationIr)
-    PyObject_GenericSetAttr(operation, _OP, op)
-    PyObject_GenericSetAttr(operation, _DESC, desc)
+    cdef object operation = _alloc(<PyTypeObject*>_OperationIr)
+    _put(operation, _SLOTS.op, op)
+    _put(operation, _SLOTS.desc, desc)
     PyObject_GC_UnTrack(operation)  # frozen, of an op-table entry and its operand struct
     return operation
