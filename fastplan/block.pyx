@@ -24,7 +24,7 @@ Invariants (refimpl's):
 import sys
 
 from fastplan.graph cimport _Flow, flow_new, valid_flows
-from fastplan.relative cimport EncodedOp, READ_WRITE, encode_cached
+from fastplan.relative cimport EncodedOp, READ_WRITE, encode_cached, new_frozen
 
 from fastplan.elemwise cimport ElementWiseFuser
 from fastplan.matmul cimport MatmulFuser
@@ -479,11 +479,12 @@ cdef class Block:
             log_block(log, self, best)
         if best is None:
             ordering = tuple(self.ordering)
-            return _BlockOptimization(_Operations(ordering), ordering)
+            return new_frozen(_BlockOptimization, (new_frozen(_Operations, (ordering,)), ordering))
         index, score = best
         opt = self.fusers[index].finish()
         ordering = tuple(self.ordering[: opt.len()])
-        return _BlockOptimization(_Optimization(opt, ordering, score), ordering)
+        return new_frozen(_BlockOptimization,
+                          (new_frozen(_Optimization, (opt, ordering, score)), ordering))
 
     def sorted_positions(self):
         """The positions it covers, ascending (burn compares blocks this way)."""

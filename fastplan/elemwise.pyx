@@ -8,7 +8,7 @@ notes §3, §5. Mirrors refimpl/planner/elemwise.py: same names, same order, sam
 twins must return equal objects, so they return the same classes).
 """
 
-from fastplan.relative cimport EncodedOp, encode_cached
+from fastplan.relative cimport EncodedOp, encode_cached, new_frozen
 from fastplan.trace_fuser cimport TraceOperationFuser, tof_fuse
 
 from refimpl.planner.elemwise import ElemwiseOptimization, FusedOptimization
@@ -45,7 +45,7 @@ cdef class ElementWiseFuser:
         return self.fuser.check(tof_fuse(&self.fuser.st, &encoded.c))
 
     def finish(self):
-        return ElemwiseOptimization(self.fuser.finish(), self.len())
+        return new_frozen(ElemwiseOptimization, (self.fuser.finish(), self.len()))
 
     def reset(self):
         self.fuser.reset()

@@ -30,6 +30,7 @@ from fastplan.cache cimport (
     TRIGGER_OTHER, ExecutionPlanStore, Policy,
 )
 from fastplan.queue cimport OperationQueue
+from fastplan.relative cimport new_frozen
 from fastplan.search cimport StreamOptimizer
 from fastplan.strategy cimport trailing_included
 
@@ -126,7 +127,8 @@ cdef class Explorer:
             self.num_deferred = 0
             self.is_still_optimizing = False
             ordering = tuple(range(len(operations)))
-            return _Exploration("Unfused", _BlockOptimization(_Operations(ordering), ordering))
+            return new_frozen(_Exploration, ("Unfused", new_frozen(_BlockOptimization, (
+                new_frozen(_Operations, (ordering,)), ordering))))
         self._update(operations)
         if lazy and self.is_still_optimizing:
             return _CONTINUE
@@ -134,7 +136,7 @@ cdef class Explorer:
         self.num_explorations += 1
         if not lazy:
             optimization = trailing_included(optimization, len(operations))
-        return _Exploration("Completed", optimization)
+        return new_frozen(_Exploration, ("Completed", optimization))
 
     def _update(self, operations):
         """Register the deferred ops (the last ``num_deferred``) until the optimizer stops
@@ -281,7 +283,7 @@ cdef class Processor:
         if lazy:
             rest = tuple(operations[covered:])
             if rest:
-                trigger = _OnOperations(rest)
+                trigger = new_frozen(_OnOperations, (rest,))
                 if queue is not None:
                     trigger_key = (TRIGGER_ON_OPERATIONS, tuple(queue.keys[covered:]))
                 else:

@@ -42,7 +42,7 @@ from fastplan._keys cimport (
     op_codes, schema_of, slot, slots, status_slot, struct_info, untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
-from fastplan.relative cimport EncodedOp, encode_key, remember_encoded
+from fastplan.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
 from fastplan.strategy cimport (
     fused_optimization, leaves_of, main_trace_of, max_shape_id_of, trace_ids, trace_op_names,
 )
@@ -148,7 +148,7 @@ cdef _Leaf _read_leaf(object leaf):
         info.inputs = tuple(opt.global_inputs())
         info.outputs = tuple(opt.global_outputs())
         names = opt.block_op_names()
-    info.blocks = tuple([_PlanBlock(tuple(block)) for block in names])
+    info.blocks = tuple([new_frozen(_PlanBlock, (tuple(block), None)) for block in names])
     return info
 
 
@@ -656,7 +656,7 @@ cdef class OperationQueue:
         assigned = self.shapes_assigned[compiled.covered - 1] if compiled.covered else 1
         if compiled.needed is not None and compiled.needed >= assigned:
             ordering = tuple(range(compiled.covered))
-            self._run(_BlockOptimization(_Operations(ordering), ordering))
+            self._run(new_frozen(_BlockOptimization, (new_frozen(_Operations, (ordering,)), ordering)))
             return 0
         self._run_leaves(compiled.leaves, optimization)
         return 0

@@ -17,7 +17,7 @@ from fastplan.builder cimport (
     R_REDUCE_CAPTURED, R_REDUCE_SHAPE, Arg, arg_to_py, reason_text, settings_code,
 )
 from fastplan.opinfo cimport OpKindC
-from fastplan.relative cimport EncodedOp, TensorC, encode_cached
+from fastplan.relative cimport EncodedOp, TensorC, encode_cached, new_frozen
 from fastplan.trace_fuser cimport (
     Reason, TraceOperationFuser, tof_close, tof_end_trial, tof_fuse_both, tof_output_unhandled,
     tof_shape_equals, tof_try_both,
@@ -116,7 +116,8 @@ cdef class ReduceFuser:
         self.fuser.check(tof_output_unhandled(&self.fuser.st, &operation.c.tensors[1], &output))
         acc = _accumulator(inst, _FT[source.ty])
         op = operation.source.desc
-        self.reduce = FusedReduce(arg_to_py(&source), arg_to_py(&output), acc, op.axis, op, inst)
+        self.reduce = new_frozen(FusedReduce, (arg_to_py(&source), arg_to_py(&output), acc, op.axis,
+                                                op, inst))
         self.reduce_op = operation
         tof_close(&self.fuser_read_fallback.st, _reason(R_REDUCE_CAPTURED))
         return 0
@@ -178,8 +179,8 @@ cdef class ReduceFuser:
         trace = self.fuser.finish()
         read_fallback = self.fuser_read_fallback.finish()
         write_fallback = self.fuser_write_fallback.finish()
-        return ReduceOptimization(trace, read_fallback, write_fallback, self.len(),
-                                  self.fuser_read_fallback.len(), self.reduce)
+        return new_frozen(ReduceOptimization, (trace, read_fallback, write_fallback, self.len(),
+                                               self.fuser_read_fallback.len(), self.reduce))
 
     def reset(self):
         self.fuser.reset()

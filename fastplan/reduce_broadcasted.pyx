@@ -23,7 +23,7 @@ from libc.stdint cimport int64_t
 
 from fastplan.builder cimport Arg, arg_to_py, reason_text, settings_code
 from fastplan.reduce cimport ReduceFuser
-from fastplan.relative cimport EncodedOp, TensorC, encode_cached, tensor_ir
+from fastplan.relative cimport EncodedOp, TensorC, encode_cached, new_frozen, tensor_ir
 from fastplan.trace_fuser cimport (
     Checkpoint, TraceOperationFuser, tof_begin_trial, tof_block_local_input, tof_end_trial,
     tof_fuse, tof_output_unhandled, tof_score,
@@ -170,7 +170,7 @@ cdef class ReduceBlockFuser:
         other.encoded = self.encoded + [op]
         other._kind, other.elemwise, other.ops_index = self._kind, self.elemwise, self.ops_index
         if fuser.reduce is not None and other.elemwise:
-            other.kind = ReduceBlockKind(len(other.encoded) - 1, fuser.reduce)
+            other.kind = new_frozen(ReduceBlockKind, (len(other.encoded) - 1, fuser.reduce))
         return other
 
     def fuse(self, op):
@@ -178,7 +178,7 @@ cdef class ReduceBlockFuser:
         self.fuser.fuse_encoded(encoded)
         self.encoded.append(encoded)
         if self.fuser.reduce is not None and self.elemwise:
-            self.kind = ReduceBlockKind(len(self.encoded) - 1, self.fuser.reduce)
+            self.kind = new_frozen(ReduceBlockKind, (len(self.encoded) - 1, self.fuser.reduce))
 
     cdef bint _ready(self):
         return self.elemwise or self.fuser.reduce is not None
@@ -204,7 +204,8 @@ cdef class ReduceBlockFuser:
         full.register(self)
         if self.elemwise:
             num_ops = self.fuser.fuser_read_fallback.len()
-            return ElemwiseOptimization(self.fuser.fuser_read_fallback.finish(), num_ops), num_ops
+            return new_frozen(ElemwiseOptimization, (self.fuser.fuser_read_fallback.finish(),
+                                                     num_ops)), num_ops
         return self.fuser.finish(), self.fuser.len()
 
 
@@ -387,9 +388,9 @@ cdef class ReduceBroadcastedFullFuser:
         self.num_reduce += 1
         if not self.dry:
             reduce = b.kind.reduce
-            fused = FusedReduce(arg_to_py(&source), arg_to_py(&output), reduce.acc, reduce.axis,
-                                reduce.op, reduce.inst)
-            self.blocks.append(ReduceBlockKind(ops_index, fused))
+            fused = new_frozen(FusedReduce, (arg_to_py(&source), arg_to_py(&output), reduce.acc,
+                                             reduce.axis, reduce.op, reduce.inst))
+            self.blocks.append(new_frozen(ReduceBlockKind, (ops_index, fused)))
         self._fuse_all(b.encoded, ops_index + 1, len(b.encoded))
 
     def finish(self):
@@ -471,7 +472,7 @@ cdef class ReduceBroadcastedFuser:
         return self.copy()
 
     def _set_closed(self, state, reason):
-        self.state = ReduceBroadcastedStatus(state)
+        self.state = new_frozen(ReduceBroadcastedStatus, (state, (), 0))  # its defaults
         self.closed_reason = reason
 
     cdef object _full_run(self):
@@ -611,7 +612,7 @@ cdef class ReduceBroadcastedFuser:
                 self._set_closed(_ABORT, "reduce axis not last")
             elif not (self.state.state is _INIT and self.state.axis == axis
                       and self.state.shape_id == shape):
-                self.state = ReduceBroadcastedStatus(_INIT, shape, axis)
+                self.state = new_frozen(ReduceBroadcastedStatus, (_INIT, shape, axis))
         return 0
 
     cdef bint _ready(self) except -1:

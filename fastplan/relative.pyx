@@ -142,10 +142,11 @@ cdef dict _FIELD_NAMES = {}  # dataclass -> its field names, in declaration orde
 
 cdef object new_frozen(type cls, tuple values):
     """``cls(*values)`` for a dataclass whose ``__init__`` only assigns (no ``__post_init__``,
-    every field given): ``make_frozen`` with the fields in declaration order."""
+    every field given): ``make_frozen`` with the fields in declaration order (its
+    ``dataclasses.fields``: a ``ClassVar`` is no field)."""
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = tuple(cls.__dataclass_fields__)
+        names = _FIELD_NAMES[cls] = tuple([f.name for f in dataclasses.fields(cls)])
     return make_frozen(cls, names, values)
 
 

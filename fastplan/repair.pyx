@@ -13,7 +13,7 @@ Where the structure differs (the result must not): each op's data flow is read o
 
 from fastplan.block cimport op_flow
 from fastplan.graph cimport _Flow, Dag, dag_from, flow_new, valid_flows
-from fastplan.relative cimport EncodedOp
+from fastplan.relative cimport EncodedOp, new_frozen
 from fastplan.strategy cimport len_of
 
 from refimpl.planner.strategy import BlockOptimization, Composed, Operations
@@ -127,7 +127,7 @@ def ordering_is_valid(ordering, operations):
 cdef object unfused_order(object positions):
     """``unfused_stream_order`` (see there)."""
     ordering = tuple(sorted(positions))
-    return _BlockOptimization(_Operations(ordering), ordering)
+    return new_frozen(_BlockOptimization, (new_frozen(_Operations, (ordering,)), ordering))
 
 
 def unfused_stream_order(positions):
@@ -189,7 +189,7 @@ cdef object _repair_order_split(list strategies, list chunks, _Flows flows):
         chunk = chunks[i]
         if isinstance(strategy, _Operations):
             for pos in chunk.positions:
-                split_strategies.append(_Operations((pos,)))
+                split_strategies.append(new_frozen(_Operations, ((pos,),)))
                 split_chunks.append(_chunk((pos,), flows))
         else:
             split_strategies.append(strategy)
@@ -207,4 +207,5 @@ cdef object _assemble(list strategies, list chunks, list order, _Flows flows):
         ordering.extend((<Chunk>chunks[index]).positions)
     if not _valid(ordering, flows):
         return unfused_order(ordering)
-    return _BlockOptimization(_Composed(tuple([strategies[i] for i in order])), tuple(ordering))
+    return new_frozen(_BlockOptimization, (
+        new_frozen(_Composed, (tuple([strategies[i] for i in order]),)), tuple(ordering)))

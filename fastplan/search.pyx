@@ -20,6 +20,7 @@ Invariants (refimpl's):
 from fastplan.block cimport Block, op_flow
 from fastplan.graph cimport _Flow, Dag, dag_from
 from fastplan.merging cimport _Merger, blocks_merged
+from fastplan.relative cimport new_frozen
 from fastplan.repair cimport repaired
 from fastplan.strategy cimport map_block_ordering_of
 
@@ -395,8 +396,8 @@ cdef class StreamOptimizer:
                 done = None
                 if not frame.holes:
                     stack.pop()
-                    whole = _BlockOptimization(_Composed(tuple(frame.strategies)),
-                                               tuple(frame.ordering))
+                    whole = new_frozen(_BlockOptimization, (
+                        new_frozen(_Composed, (tuple(frame.strategies),)), tuple(frame.ordering)))
                     done = repaired(whole, frame.operations, frame.optimizer._flows)
                     continue
             done = _search_holes(frame, stack)

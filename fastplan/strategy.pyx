@@ -11,6 +11,8 @@ so they return the same classes); the functions are compiled. Trees are walked w
 stacks, as in refimpl.
 """
 
+from fastplan.relative cimport new_frozen
+
 from refimpl.planner.elemwise import ElemwiseOptimization
 from refimpl.planner.matmul import MatmulOptimization
 from refimpl.planner.nhwc import NHWCRelayoutOptimization
@@ -90,8 +92,8 @@ def strategy_len(strategy):
 cdef object _remap(object leaf, object mapping):
     cdef tuple ordering = tuple([mapping[p] for p in leaf.ordering])
     if isinstance(leaf, _Optimization):
-        return _Optimization(leaf.opt, ordering, leaf.score)
-    return _Operations(ordering)
+        return new_frozen(_Optimization, (leaf.opt, ordering, leaf.score))
+    return new_frozen(_Operations, (ordering,))
 
 
 cdef object map_ordering_of(object strategy, object mapping):
@@ -110,7 +112,7 @@ cdef object map_ordering_of(object strategy, object mapping):
             count = len(node.items)
             items = tuple(done[len(done) - count:])
             del done[len(done) - count:]
-            done.append(_Composed(items))
+            done.append(new_frozen(_Composed, (items,)))
         else:
             stack.append((node, True))
             items = node.items
