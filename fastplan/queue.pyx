@@ -656,7 +656,8 @@ cdef class OperationQueue:
         assigned = self.shapes_assigned[compiled.covered - 1] if compiled.covered else 1
         if compiled.needed is not None and compiled.needed >= assigned:
             ordering = tuple(range(compiled.covered))
-            self._run(new_frozen(_BlockOptimization, (new_frozen(_Operations, (ordering,)), ordering)))
+            self._run(new_frozen(_BlockOptimization,
+                                 (new_frozen(_Operations, (ordering,)), ordering)))
             return 0
         self._run_leaves(compiled.leaves, optimization)
         return 0

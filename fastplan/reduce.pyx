@@ -116,8 +116,8 @@ cdef class ReduceFuser:
         self.fuser.check(tof_output_unhandled(&self.fuser.st, &operation.c.tensors[1], &output))
         acc = _accumulator(inst, _FT[source.ty])
         op = operation.source.desc
-        self.reduce = new_frozen(FusedReduce, (arg_to_py(&source), arg_to_py(&output), acc, op.axis,
-                                                op, inst))
+        self.reduce = new_frozen(FusedReduce, (arg_to_py(&source), arg_to_py(&output), acc,
+                                               op.axis, op, inst))
         self.reduce_op = operation
         tof_close(&self.fuser_read_fallback.st, _reason(R_REDUCE_CAPTURED))
         return 0
