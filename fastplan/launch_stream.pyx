@@ -365,17 +365,10 @@ cdef _Outcome _record(object optimization, list order, list before, Memory memor
     """What the step did, relative to ``order`` (positions) and to ``first_new`` (buffers);
     ``None`` where that cannot be said (a buffer or an alias outside the step's tensors)."""
     cdef Py_ssize_t k
-    cdef dict owner = {}
-    cdef dict position = {}
+    cdef dict owner = None  # buffer -> position of the first tensor holding it before
+    cdef dict position
     cdef list changes = []
     cdef _Outcome outcome = _Outcome.__new__(_Outcome)
-    for k in range(len(order)):
-        position[order[k]] = k
-        h = before[k]
-        if h is not None:
-            buffer = handle_buffer(h)
-            if buffer not in owner:
-                owner[buffer] = k
     handles = memory.handles
     for k in range(len(order)):
         h = handles.get(order[k])
@@ -385,23 +378,45 @@ cdef _Outcome _record(object optimization, list order, list before, Memory memor
         if h is None:
             changes.append((k, None))
             continue
-        buffer = h.buffer
+        buffer = handle_buffer(h)
         if buffer >= first_new:
             fresh, at = True, buffer - first_new
-        elif buffer in owner:
-            fresh, at = False, owner[buffer]
-        else:  # a buffer the step's tensors did not hold before: nothing to replay it from
-            return None
+        else:
+            if owner is None:
+                owner = _first_holders(before)
+            found = owner.get(buffer)
+            if found is None:  # a buffer the step's tensors did not hold before: nothing to
+                return None  # replay it from
+            fresh, at = False, found
         changes.append((k, (fresh, at, h.shape, h.strides, h.offset, h.dtype,
                             memory.layouts[order[k]])))
-    outcome.aliases = _relative_aliases(position, aliases)
-    if outcome.aliases is None:
-        return None
+    if aliases:
+        position = {}
+        for k in range(len(order)):
+            position[order[k]] = k
+        outcome.aliases = _relative_aliases(position, aliases)
+        if outcome.aliases is None:
+            return None
+    else:
+        outcome.aliases = ()
     outcome.optimization = optimization
     outcome.widths = widths
     outcome.changes = tuple(changes)
     outcome.new_sizes = tuple([memory.sizes[b] for b in range(first_new, memory.next_buffer)])
     return outcome
+
+
+cdef dict _first_holders(list before):
+    """Buffer -> position of the first tensor whose handle (``before``) holds it."""
+    cdef dict owner = {}
+    cdef Py_ssize_t k
+    for k in range(len(before)):
+        h = before[k]
+        if h is not None:
+            buffer = handle_buffer(h)
+            if buffer not in owner:
+                owner[buffer] = k
+    return owner
 
 
 cdef tuple _relative_aliases(dict position, object aliases):
@@ -704,8 +719,6 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
     found = _Execution.__new__(_Execution)
     found.plan, found.optimizations, found.memory, found.steps = (
         execution.plan, tuple(fused), outcome, [])
-    for k in range(len(order)):
-        position[order[k]] = k
     for out in outs:  # None, or a fused step's (widths, aliases, blocks, widened blocks)
         if out is None:
             found.steps.append(None)
@@ -713,9 +726,15 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
         part = _Outcome.__new__(_Outcome)
         part.widths, part.blocks_from, part.blocks = (
             (<tuple>out)[0], (<tuple>out)[2], (<tuple>out)[3])
-        part.aliases = _relative_aliases(position, (<tuple>out)[1])
-        if part.aliases is None:
-            return 0
+        if not (<tuple>out)[1]:
+            part.aliases = ()
+        else:
+            if not position:
+                for k in range(len(order)):
+                    position[order[k]] = k
+            part.aliases = _relative_aliases(position, (<tuple>out)[1])
+            if part.aliases is None:
+                return 0
         found.steps.append(part)
     if len(executions) >= MEMO_CAPACITY:
         executions.clear()
