@@ -638,11 +638,12 @@ cdef void _swapped_output(PlanningState state, Py_ssize_t pos, object ty, object
 
 
 cdef void _layout_info_inputs(PlanningState state, BlockPlan block) except *:
-    """Inputs laid out exactly like a concrete or virtual-shape reference read ``SameAsRef``."""
+    """Inputs laid out exactly like a concrete or virtual-shape reference read ``SameAsRef``
+    (layout marks only: nothing for the stream walk)."""
     cdef Py_ssize_t i
     cdef HandleInput item
     cdef ReferenceSelection reference = block.reference
-    if reference.kind != "Concrete" and reference.kind != "VirtualShape":
+    if state.walk or (reference.kind != "Concrete" and reference.kind != "VirtualShape"):
         return
     reads = block.reads
     cdef list inputs = state.inputs
