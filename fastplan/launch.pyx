@@ -391,8 +391,11 @@ cdef PlanningState _planned(object trace, object context, object memory, object 
 
 
 cdef _WalkLaunch _freeze_walk(PlanningState state):
-    """``_freeze``'s values that the walk reads, with ``_freeze``'s failures (a block without
-    a reference layout is burn's ``ReferenceNotFound``)."""
+    """``_freeze``'s values that the walk reads, with ``_freeze``'s failures: a block without
+    a reference layout is burn's ``ReferenceNotFound``, and the plan's tensor ids are sorted
+    (its aliases, views and vector sizes). Ids that are all exact ints always sort; any other
+    ids go through ``_freeze`` itself first, so that a set of them that does not order fails
+    as refimpl's plan does."""
     cdef Py_ssize_t num_writes = 0, i
     cdef HandleInput item
     cdef HandleOutput out
@@ -400,6 +403,8 @@ cdef _WalkLaunch _freeze_walk(PlanningState state):
     cdef list blocks = state.blocks, state_inputs = state.inputs, state_outputs = state.outputs
     cdef list widths = [], aliases = [], input_sizes = [], input_strides = [], output_sizes = []
     cdef _WalkLaunch found = _WalkLaunch.__new__(_WalkLaunch)
+    if not _int_ids(state_inputs, state_outputs):
+        _freeze(state)
     for i in range(len(blocks)):
         for ops in block_at(blocks, i).writes.values():
             num_writes += len(ops)
@@ -408,6 +413,8 @@ cdef _WalkLaunch _freeze_walk(PlanningState state):
         fuse_blocks = state.trace.blocks
         for i in range(min(len(blocks), len(fuse_blocks))):  # _configs' pairs
             block = block_at(blocks, i)
+            if block.reference.kind == "Concrete":  # _configs' vector axis, for its failures
+                permuted_innermost_axis_t(block.reference.shape, block.reference.strides)
             layout = _ref_layout(block.reference, block.width)
             if i == 0 and type(layout) is ConcreteLayout:
                 found.ref_arg = block.reference.arg
@@ -428,7 +435,28 @@ cdef _WalkLaunch _freeze_walk(PlanningState state):
     found.input_sizes, found.input_strides = tuple(input_sizes), tuple(input_strides)
     found.output_sizes = tuple(output_sizes)
     found.aliases = tuple(sorted(aliases))
+    views = state.trace.resources.views
+    if views:  # _freeze's reshape dims, for their failures
+        tensors = state.context.tensors
+        for view in views:
+            if type(view) is ReshapeView:
+                tuple(tensors[view.reshaped].shape)
     return found
+
+
+cdef bint _int_ids(list inputs, list outputs) except -1:
+    """Whether every input and output is in place and its global tensor id an exact ``int``
+    (false for anything else: ``_freeze`` then decides)."""
+    cdef Py_ssize_t i
+    for i in range(len(inputs)):
+        item = inputs[i]
+        if type(item) is not HandleInput or type((<HandleInput>item).glob.id) is not int:
+            return False
+    for i in range(len(outputs)):
+        item = outputs[i]
+        if type(item) is not HandleOutput or type((<HandleOutput>item).glob.id) is not int:
+            return False
+    return True
 
 
 cdef bint walk_matmul_refused(_WalkLaunch launch, Py_ssize_t lhs, Py_ssize_t rhs) except -1:

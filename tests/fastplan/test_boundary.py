@@ -454,3 +454,27 @@ def test_boundary_unhashable_scalar_is_refimpl_s_to_plan():
     stream = Stream({0: InputSpec((4, 6), DType.F32, random=0)}, (add, Sync((1,))))
     with time_limit():
         assert_same_outcome(stream)
+
+
+@pytest.mark.parametrize("out_id, fails", [("a", True), ((7,), True), (2.5, False)])
+def test_boundary_ids_that_do_not_order_fail_as_refimpl(out_id, fails):
+    """A fused step whose output id does not order against the int ids: refimpl's launch plan
+    sorts its tensor ids and fails (``TypeError``); so must fastplan's walk, which freezes only
+    what it reads of a launch (found by the fuzzer, 74 times in 1 M, in stop 16). A float id
+    orders: both plan."""
+    ids = [TensorIr(i, (64, 64), DType.F32, TensorStatus.ReadOnly) for i in range(3)]
+    rw = [TensorIr(i, (64, 64), DType.F32, TensorStatus.ReadWrite) for i in (0, 3, 4)]
+    made = [TensorIr(i, (64, 64), DType.F32, TensorStatus.NotInit) for i in (3, 4, out_id)]
+    mul, add, exp = (op_named(name) for name in ("NumericFloat.Mul", "NumericFloat.Add",
+                                                   "Float.Exp"))
+    items = (OperationIr(mul, BinaryOpIr(rw[0], ids[1], made[0])),
+             OperationIr(add, BinaryOpIr(rw[1], ids[2], made[1])),
+             OperationIr(exp, UnaryOpIr(rw[2], made[2])),
+             Sync((5,)))
+    stream = Stream({i: InputSpec((64, 64), DType.F32, random=i) for i in range(3)}, items)
+    with time_limit():
+        assert_same_outcome(stream)
+        expected = outcome(reference_plan, stream, "metal")
+    assert expected[0] == ("raised" if fails else "ok")
+    if fails:
+        assert expected[1] is TypeError
