@@ -158,13 +158,19 @@ def test_memory_unfused_elementwise_stream_matches_refimpl(stream: Stream) -> No
     check_stream(stream)
 
 
-@given(streams(), st.data())
-def test_memory_fork_discarded_or_adopted(stream: Stream, data) -> None:
+def run_to_split(stream: Stream, data) -> tuple:
+    """Both memories after the stream's ops up to a drawn split: ``(ops, split, fast, ref)``."""
     ops = stream.ops
     split = data.draw(st.integers(0, len(ops)), label="split")
     fast, ref = both(stream)
     for op in ops[:split]:
         assert run_op(fast, op) == run_op(ref, op)
+    return ops, split, fast, ref
+
+
+@given(streams(), st.data())
+def test_memory_fork_discarded_or_adopted(stream: Stream, data) -> None:
+    ops, split, fast, ref = run_to_split(stream, data)
     before_fast, before_ref = state(fast), state(ref)
     fast_fork, ref_fork = fast.fork(), ref.fork()
     for op in ops[split:]:
@@ -190,11 +196,7 @@ def test_memory_fork_discarded_or_adopted(stream: Stream, data) -> None:
 
 @given(streams(), st.data())
 def test_memory_trial_undone_or_kept(stream: Stream, data) -> None:
-    ops = stream.ops
-    split = data.draw(st.integers(0, len(ops)), label="split")
-    fast, ref = both(stream)
-    for op in ops[:split]:
-        assert run_op(fast, op) == run_op(ref, op)
+    ops, split, fast, ref = run_to_split(stream, data)
     before, layouts = state(fast), dict(fast.layouts)
     ref_fork = ref.fork()
     fast.begin_trial()
