@@ -6,6 +6,7 @@ refimpl's ``OperationIr``) exactly when their keys are equal. See ``_keys.pyx`` 
 """
 
 from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
@@ -90,6 +91,20 @@ cdef const StructInfo* struct_info(int64_t struct_code) noexcept
 cdef const Slots* slots() noexcept
 cdef void prefetch_ahead(tuple items, Py_ssize_t i) noexcept
 cdef object tensor_type()
+
+
+cdef extern from *:
+    """
+    static PyObject* fastplan_new_instance(PyTypeObject* tp) { return tp->tp_alloc(tp, 0); }
+    static void fastplan_set_slot(PyObject* obj, Py_ssize_t offset, PyObject* value) {
+        Py_INCREF(value);
+        *(PyObject**)((char*)obj + offset) = value;
+    }
+    """
+    # How a frozen ``__slots__`` dataclass is built without its ``__init__``: an instance with
+    # every slot empty (``tp_alloc``), then each slot filled at its offset (a new reference).
+    object new_instance "fastplan_new_instance"(PyTypeObject* tp)
+    void set_slot "fastplan_set_slot"(object obj, Py_ssize_t offset, object value) noexcept
 
 
 cdef inline object slot(object obj, Py_ssize_t offset):

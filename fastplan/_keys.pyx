@@ -447,26 +447,14 @@ cdef bytes relative_key(object operation):
 # --- building frozen dataclasses fast -----------------------------------------------------------
 
 
-cdef extern from *:
-    """
-    static PyObject* fastplan_keys_alloc(PyTypeObject* tp) { return tp->tp_alloc(tp, 0); }
-    static void fastplan_keys_put(PyObject* obj, Py_ssize_t offset, PyObject* value) {
-        Py_INCREF(value);
-        *(PyObject**)((char*)obj + offset) = value;
-    }
-    """
-    object _alloc "fastplan_keys_alloc"(PyTypeObject* tp)
-    void _put "fastplan_keys_put"(object obj, Py_ssize_t offset, object value) noexcept
-
-
 cdef object new_tensor(object tid, tuple shape, object dtype, object status):
     """``TensorIr(tid, shape, dtype, status)`` without running the dataclass ``__init__``: the
     slots are filled at their offsets (``_SLOTS``), as the member descriptors would."""
-    cdef object tensor = _alloc(<PyTypeObject*>_TensorIr)
-    _put(tensor, _SLOTS.tid, tid)
-    _put(tensor, _SLOTS.shape, shape)
-    _put(tensor, _SLOTS.dtype, dtype)
-    _put(tensor, _SLOTS.status, status)
+    cdef object tensor = new_instance(<PyTypeObject*>_TensorIr)
+    set_slot(tensor, _SLOTS.tid, tid)
+    set_slot(tensor, _SLOTS.shape, shape)
+    set_slot(tensor, _SLOTS.dtype, dtype)
+    set_slot(tensor, _SLOTS.status, status)
     PyObject_GC_UnTrack(tensor)  # frozen, of ints, a tuple and enum members: never in a cycle
     return tensor
 
@@ -485,17 +473,17 @@ cdef object new_struct(int64_t struct_code, list values):
     if len(values) != info.n_fields:
         raise ValueError(f"{cls.__name__} takes {info.n_fields} field values, not "
                          f"{len(values)}")
-    desc = _alloc(<PyTypeObject*>cls)
+    desc = new_instance(<PyTypeObject*>cls)
     for i in range(info.n_fields):  # SCHEMA order is the dataclass fields' (checked above)
-        _put(desc, info.offsets[i], values[i])
+        set_slot(desc, info.offsets[i], values[i])
     PyObject_GC_UnTrack(desc)  # frozen, of relative tensors and plain values
     return desc
 
 
 cdef object new_operation(object op, object desc):
     """``OperationIr(op, desc)`` without running the dataclass ``__init__``."""
-    cdef object operation = _alloc(<PyTypeObject*>_OperationIr)
-    _put(operation, _SLOTS.op, op)
-    _put(operation, _SLOTS.desc, desc)
+    cdef object operation = new_instance(<PyTypeObject*>_OperationIr)
+    set_slot(operation, _SLOTS.op, op)
+    set_slot(operation, _SLOTS.desc, desc)
     PyObject_GC_UnTrack(operation)  # frozen, of an op-table entry and its operand struct
     return operation

@@ -30,7 +30,8 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
 from fastplan._keys cimport (
-    F_INT, F_SCALAR, F_TENSOR, F_TENSORS, StructInfo, interned, struct_info,
+    F_INT, F_SCALAR, F_TENSOR, F_TENSORS, StructInfo, interned, new_instance, set_slot,
+    struct_info,
 )
 from fastplan.opinfo cimport OpTable
 from fastplan.opinfo import OP_TABLE
@@ -65,11 +66,6 @@ cdef object _object_new = object.__new__
 cdef extern from *:
     """
     #include "structmember.h"
-    static PyObject* fastplan_alloc(PyTypeObject* tp) { return tp->tp_alloc(tp, 0); }
-    static void fastplan_set_slot(PyObject* obj, Py_ssize_t offset, PyObject* value) {
-        Py_INCREF(value);
-        *(PyObject**)((char*)obj + offset) = value;
-    }
     static PyObject* fastplan_get_slot(PyObject* obj, Py_ssize_t offset) {
         return *(PyObject**)((char*)obj + offset);
     }
@@ -78,9 +74,7 @@ cdef extern from *:
         return (m->type == T_OBJECT_EX && !(m->flags & READONLY)) ? m->offset : -1;
     }
     """
-    object fastplan_alloc(PyTypeObject* tp)
     PyObject* fastplan_get_slot(object obj, Py_ssize_t offset)
-    void fastplan_set_slot(object obj, Py_ssize_t offset, object value)
     Py_ssize_t fastplan_member_offset(object descr)
 
 cdef enum:
@@ -131,9 +125,9 @@ cdef object make_frozen(type cls, tuple names, tuple values):
             PyObject_GenericSetAttr(obj, names[i], values[i])
         return obj
     layout = <_Layout>found
-    obj = fastplan_alloc(<PyTypeObject*>cls)
+    obj = new_instance(<PyTypeObject*>cls)
     for i in range(layout.n):
-        fastplan_set_slot(obj, layout.offsets[i], values[i])
+        set_slot(obj, layout.offsets[i], values[i])
     return obj
 
 
