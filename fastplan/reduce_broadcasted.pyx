@@ -65,6 +65,8 @@ _INIT = ReduceBroadcastedState.Init
 _CLOSED = ReduceBroadcastedState.Closed
 _ABORT = ReduceBroadcastedState.Abort
 _STARTING = ReduceBroadcastedState.Starting
+# The status of each state without a shape (frozen values, built once with refimpl's defaults)
+cdef dict _BARE_STATUS = {state: ReduceBroadcastedStatus(state) for state in ReduceBroadcastedState}
 
 
 # The encoded tensors of an op are its TENSOR/TENSORS fields in SCHEMA order (a TENSORS field
@@ -472,7 +474,8 @@ cdef class ReduceBroadcastedFuser:
         return self.copy()
 
     def _set_closed(self, state, reason):
-        self.state = new_frozen(ReduceBroadcastedStatus, (state, (), 0))  # its defaults
+        found = _BARE_STATUS.get(state)
+        self.state = ReduceBroadcastedStatus(state) if found is None else found
         self.closed_reason = reason
 
     cdef object _full_run(self):
