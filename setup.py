@@ -35,6 +35,14 @@ DEBUG = _flag("FASTPLAN_CYTHON_DEBUG")
 # Cython and the C compiler run this many modules at a time (default: one per core).
 JOBS = int(os.environ.get("FASTPLAN_BUILD_JOBS") or os.cpu_count() or 1)
 
+# CPython 3.12 deprecated a dict's version tag (PEP 699; removed in 3.14), so Cython stopped
+# caching module globals by it there: every read of an imported name (a refimpl class, a status
+# constant) became a dict lookup, 4% of fastplan's instructions on the mixed benchmark (80 336
+# against 76 856 per op, bench/planner_instructions.py, CPython 3.12.1). 3.12 and 3.13 still
+# bump the tag on every change of the dict, so the cache stays exact there; turn it back on.
+# Cython itself keeps it off for free-threaded builds.
+DICT_VERSIONS = (3, 12) <= sys.version_info[:2] < (3, 14)
+
 # The only place compiler directives are set (every .pyx carries just language_level).
 DIRECTIVES = {
     "language_level": 3,
@@ -99,6 +107,9 @@ class optional_build_ext(build_ext):
                 f.write(mode)
 
     def build_extension(self, ext):
+        if DICT_VERSIONS and self.compiler.compiler_type == "unix":
+            # reading the deprecated tag is the point (see DICT_VERSIONS): no warning per module
+            ext.extra_compile_args = [*ext.extra_compile_args, "-Wno-deprecated-declarations"]
         try:
             super().build_extension(ext)
         except (CCompilerError, ExecError, PlatformError) as exc:
@@ -132,6 +143,8 @@ def _ext_modules():
         return []
     # debug builds also check every index into fastplan's C vectors (fastplan/_vec.pxd)
     macros = [("FASTPLAN_DEBUG_CHECKS", "1")] if DEBUG else []
+    if DICT_VERSIONS:
+        macros.append(("CYTHON_USE_DICT_VERSIONS", "1"))
     extensions = [Extension(f"fastplan.{m}", [f"fastplan/{m}.pyx"], define_macros=macros)
                   for m in MODULES]
     return cythonize(
