@@ -48,7 +48,8 @@ from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
-    KeyBuf, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset, slot,
+    KeyBuf, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset,
+    list_append_long, slot,
 )
 from fastplan.handles cimport Memory, handle_buffer, replayable_op
 from fastplan.launch cimport _WalkLaunch, plan_launch_walk, walk_matmul_refused
@@ -558,7 +559,7 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
     if step.kind != "fused":
         for i in step.ops:
             memory.run_unfused(items[i])
-        results.append(step)
+        list_append_long(results, step)
         return None
     context = item.context
     order = context.tensor_order()
@@ -580,7 +581,7 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
             if blocks is not outcome.blocks_from:  # the plan cache's steps share theirs
                 outcome.blocks_from = blocks
                 outcome.blocks = _widened(blocks, outcome.widths)
-            results.append(_filled(step, outcome.blocks, aliases))
+            list_append_long(results, _filled(step, outcome.blocks, aliases))
             return (outcome.widths, aliases, blocks, outcome.blocks)
         memo.misses += 1
     first_new = memory.next_buffer
@@ -597,7 +598,7 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
     aliases = [pair for launch in run.launches for pair in (<_WalkLaunch>launch).aliases]
     widths = None if run.main is None else (<_WalkLaunch>run.main).widths
     blocks = _widened(step.blocks, widths)
-    results.append(_filled(step, blocks, aliases))
+    list_append_long(results, _filled(step, blocks, aliases))
     if key is not None:
         if len(table) >= MEMO_CAPACITY or len(memo.layout_ids) >= LAYOUT_CAPACITY:
             memo.restart(memory)  # the key just made is stale too: not stored
@@ -679,7 +680,7 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
                 step = item.step
                 stored = found.steps[k - i]
                 if stored is None:
-                    results.append(step)
+                    list_append_long(results, step)
                     continue
                 part = <_Outcome>stored
                 memo.hits += 1
@@ -687,8 +688,8 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
                 if blocks is not part.blocks_from:
                     part.blocks_from = blocks
                     part.blocks = _widened(blocks, part.widths)
-                results.append(_filled(step, part.blocks,
-                                       [(order[o], order[q]) for o, q in part.aliases]))
+                list_append_long(results, _filled(step, part.blocks,
+                                                  [(order[o], order[q]) for o, q in part.aliases]))
             return 0
     # the state alone (the first step's key shares it): the key past its head
     state = None if key is None else (<bytes>key)[head * sizeof(int64_t):]

@@ -38,8 +38,9 @@ from libc.string cimport memset
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
     buf_bytes, buf_free, buf_init, buf_push, dtype_slot, exact_codes, field_offset, int_slot,
-    interned, list_empty, list_set_slice, new_operation, new_struct, new_tensor, op_code_of,
-    op_codes, schema_of, slot, slots, status_slot, struct_info, untrack_atomic, value_slot,
+    interned, list_append_long, list_empty, list_set_slice, new_operation, new_struct,
+    new_tensor, op_code_of, op_codes, schema_of, slot, slots, status_slot, struct_info,
+    untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
@@ -362,7 +363,7 @@ cdef class OperationQueue:
                                      context.scalar_values())
             found.append(item)
             if i == len(self._executed):
-                self._executed.append(item)
+                list_append_long(self._executed, item)
         return found
 
     cdef list records_since(self, Py_ssize_t start):
@@ -692,7 +693,7 @@ cdef class OperationQueue:
 
     cdef int add_op(self, object index, object operation) except -1:
         key = self._encode(operation)
-        self._history.append(operation)
+        list_append_long(self._history, operation)
         self.global_ops.append(operation)
         self.indices.append(index)
         self.keys.append(key)
@@ -759,13 +760,13 @@ cdef class OperationQueue:
                 context.scalars = ()
         for leaf in leaves:
             step = self._step(leaf)
-            self.steps.append(step)
+            list_append_long(self.steps, step)
             record = _StepRecord.__new__(_StepRecord)
             record.step, record.first, record.count = step, self._first, pending
             record.execution = context
             if leaf.fused:
                 record.optimization, record.context = leaf.opt, context
-            self._records.append(record)
+            list_append_long(self._records, record)
             if self._basic:
                 self._log.write(f"[step] {step.kind} {step.fuser or ''} ops={list(step.ops)}")
             executed += leaf.count
