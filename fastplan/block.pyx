@@ -25,6 +25,7 @@ import sys
 
 from fastplan.graph cimport _Flow, flow_new, valid_flows
 from fastplan.relative cimport EncodedOp, READ_WRITE, encode_cached, new_frozen
+from fastplan.strategy cimport unfused_block
 
 from fastplan.elemwise cimport ElementWiseFuser
 from fastplan.matmul cimport MatmulFuser
@@ -38,7 +39,7 @@ from refimpl.planner.block import OperationNode, RegistrationResult
 from refimpl.planner.fuser import FuserStatus
 from refimpl.planner.log import NO_LOG, LogLevel, log_block
 from refimpl.planner.reduce_broadcasted import ReduceBroadcastedState
-from refimpl.planner.strategy import BlockOptimization, Operations, Optimization
+from refimpl.planner.strategy import BlockOptimization, Optimization
 
 __all__ = ["RegistrationResult", "OperationNode", "Block", "find_best_fuser_index"]
 
@@ -50,7 +51,6 @@ _OPEN = FuserStatus.Open
 _BASIC = LogLevel.BASIC
 _MAXSIZE = sys.maxsize
 _BlockOptimization = BlockOptimization
-_Operations = Operations
 _Optimization = Optimization
 # ReduceBroadcasted: only these states make ``fuse`` a no-op (a closed last block does not).
 _RB_CLOSED = ReduceBroadcastedState.Closed
@@ -479,7 +479,7 @@ cdef class Block:
             log_block(log, self, best)
         if best is None:
             ordering = tuple(self.ordering)
-            return new_frozen(_BlockOptimization, (new_frozen(_Operations, (ordering,)), ordering))
+            return unfused_block(ordering)
         index, score = best
         opt = self.fusers[index].finish()
         ordering = tuple(self.ordering[: opt.len()])

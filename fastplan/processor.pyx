@@ -32,7 +32,7 @@ from fastplan.cache cimport (
 from fastplan.queue cimport OperationQueue
 from fastplan.relative cimport new_frozen
 from fastplan.search cimport StreamOptimizer
-from fastplan.strategy cimport trailing_included
+from fastplan.strategy cimport trailing_included, unfused_block
 
 from fastplan.search import MAX_BLOCKS
 
@@ -40,7 +40,6 @@ from refimpl.ir import OperationIr, Sync
 from refimpl.planner.cache import Always, ExecutionMode, ExecutionPlan, OnOperations, OnSync
 from refimpl.planner.log import NO_LOG, LogLevel
 from refimpl.planner.processor import Exploration, StreamSegment
-from refimpl.planner.strategy import BlockOptimization, Operations
 
 __all__ = ["StreamSegment", "Explorer", "Exploration", "Processor", "StreamPlanner"]
 
@@ -52,8 +51,6 @@ _OperationIr = OperationIr
 _Exploration = Exploration
 _ExecutionPlan = ExecutionPlan
 _OnOperations = OnOperations
-_BlockOptimization = BlockOptimization
-_Operations = Operations
 _CONTINUE = Exploration("Continue")
 _ON_SYNC = OnSync()
 _ALWAYS = Always()
@@ -127,8 +124,7 @@ cdef class Explorer:
             self.num_deferred = 0
             self.is_still_optimizing = False
             ordering = tuple(range(len(operations)))
-            return new_frozen(_Exploration, ("Unfused", new_frozen(_BlockOptimization, (
-                new_frozen(_Operations, (ordering,)), ordering))))
+            return new_frozen(_Exploration, ("Unfused", unfused_block(ordering)))
         self._update(operations)
         if lazy and self.is_still_optimizing:
             return _CONTINUE

@@ -46,6 +46,7 @@ from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
 from fastplan.strategy cimport (
     fused_optimization, leaves_of, main_trace_of, max_shape_id_of, trace_ids, trace_op_names,
+    unfused_block,
 )
 
 from fastplan._keys import BoundaryError
@@ -57,7 +58,7 @@ from refimpl.ops import op_named
 from refimpl.planner.log import NO_LOG, LogLevel
 from refimpl.planner.plan import PlanBlock, PlanStep
 from refimpl.planner.queue import ExecutedStep
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.strategy import Operations
 
 __all__ = ["OperationQueue", "ExecutedStep"]
 
@@ -65,7 +66,6 @@ cdef object _TensorIr = TensorIr
 _PlanStep = PlanStep
 _PlanBlock = PlanBlock
 _Operations = Operations
-_BlockOptimization = BlockOptimization
 _ExecutedStep = ExecutedStep
 _BASIC = LogLevel.BASIC
 cdef object _NO_OUT = object()  # the op has no ``out`` tensor
@@ -657,8 +657,7 @@ cdef class OperationQueue:
         assigned = self.shapes_assigned[compiled.covered - 1] if compiled.covered else 1
         if compiled.needed is not None and compiled.needed >= assigned:
             ordering = tuple(range(compiled.covered))
-            self._run(new_frozen(_BlockOptimization,
-                                 (new_frozen(_Operations, (ordering,)), ordering)))
+            self._run(unfused_block(ordering))
             return 0
         self._run_leaves(compiled.leaves, optimization)
         return 0

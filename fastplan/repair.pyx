@@ -14,7 +14,7 @@ Where the structure differs (the result must not): each op's data flow is read o
 from fastplan.block cimport op_flow
 from fastplan.graph cimport _Flow, Dag, dag_from, flow_new, valid_flows
 from fastplan.relative cimport EncodedOp, new_frozen
-from fastplan.strategy cimport len_of
+from fastplan.strategy cimport len_of, unfused_block
 
 from refimpl.planner.strategy import BlockOptimization, Composed, Operations
 
@@ -127,7 +127,7 @@ def ordering_is_valid(ordering, operations):
 cdef object unfused_order(object positions):
     """``unfused_stream_order`` (see there)."""
     ordering = tuple(sorted(positions))
-    return new_frozen(_BlockOptimization, (new_frozen(_Operations, (ordering,)), ordering))
+    return unfused_block(ordering)
 
 
 def unfused_stream_order(positions):

@@ -177,6 +177,13 @@ def max_relative_shape_id(strategy):
     return max_shape_id_of(strategy)
 
 
+cdef object unfused_block(tuple ordering):
+    """``BlockOptimization(Operations(ordering), ordering)``: the ops at ``ordering`` run
+    unfused, in that order (refimpl writes it out where it needs it; built here without the
+    dataclasses' ``__init__``)."""
+    return new_frozen(_BlockOptimization, (new_frozen(_Operations, (ordering,)), ordering))
+
+
 cdef object max_shape_id_of(object strategy):
     best = None
     for leaf in leaves_of(strategy):
