@@ -78,6 +78,8 @@ cdef bytes buf_bytes(KeyBuf* b)
 cdef int64_t value_slot(object value) except? -1
 cdef int64_t dtype_slot(object dtype) except -1
 cdef int64_t status_slot(object status) except -1
+cdef object dtype_of(int64_t slot)
+cdef object status_of(int64_t slot)
 cdef int64_t int_slot(object value) except? -1
 cdef object interned(int64_t slot)
 cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except -1

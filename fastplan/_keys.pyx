@@ -322,6 +322,16 @@ cdef int64_t status_slot(object status) except -1:
     raise BoundaryError(f"a tensor status must be a refimpl.ir.TensorStatus, not {status!r}")
 
 
+cdef object dtype_of(int64_t slot):
+    """The ``DType`` member at position ``slot`` (inverse of ``dtype_slot``)."""
+    return _DTYPES[slot]
+
+
+cdef object status_of(int64_t slot):
+    """The ``TensorStatus`` member at position ``slot`` (inverse of ``status_slot``)."""
+    return _STATUSES[slot]
+
+
 cdef int64_t int_slot(object value) except? -1:
     """An INT field (axis, dim): an ``int`` within 64 bits (``BoundaryError`` otherwise)."""
     cdef int overflow = 0

@@ -37,9 +37,9 @@ from libc.string cimport memset
 
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
-    buf_bytes, buf_free, buf_init, buf_push, dtype_slot, exact_codes, field_offset, int_slot,
+    buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot, exact_codes, field_offset, int_slot,
     interned, list_append_long, list_empty, list_set_slice, new_operation, new_struct,
-    new_tensor, op_code_of, op_codes, schema_of, slot, slots, status_slot, struct_info,
+    new_tensor, op_code_of, op_codes, slot, slots, status_of, status_slot, struct_info,
     untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
@@ -605,35 +605,41 @@ cdef class OperationQueue:
         return len(self.global_ops)
 
     cdef object _materialize(self, Py_ssize_t i):
+        """The relative op at ``i``, read from its key and the global op's fields. ``_encode``
+        checked the op's exact types, so the fields are read at their slots as it read them."""
         cdef bytes key = self.keys[i]
         cdef const int64_t* p = <const int64_t*>PyBytes_AS_STRING(key)
         cdef Py_ssize_t pos = 2
         cdef int64_t struct_code = p[1]
-        cdef int field
+        cdef const StructInfo* info = struct_info(struct_code)
+        cdef const Slots* at = slots()
+        cdef Py_ssize_t f
+        cdef int kind
         cdef list values = []
         cdef list tensors
         operation = self.global_ops[i]
-        desc = operation.desc
-        for name, field in schema_of(struct_code):
-            value = getattr(desc, name)
-            if field == F_TENSOR:
-                values.append(_tensor_at(p, &pos, value))
-            elif field == F_TENSORS:
+        desc = slot(operation, at.desc)
+        for f in range(info.n_fields):
+            value = slot(desc, info.offsets[f])
+            kind = info.kinds[f]
+            if kind == F_TENSOR:
+                values.append(_tensor_at(p, &pos))
+            elif kind == F_TENSORS:
                 pos += 1  # the tensor count: ``value`` has them
                 tensors = []
-                for tensor in value:
-                    tensors.append(_tensor_at(p, &pos, tensor))
+                for _ in value:
+                    tensors.append(_tensor_at(p, &pos))
                 values.append(tuple(tensors))
-            elif field == F_SCALAR:
+            elif kind == F_SCALAR:
                 values.append(p[pos])
                 pos += 1
-            elif field == F_RANGES:
+            elif kind == F_RANGES:
                 values.append(interned(p[pos]))
                 pos += 1
             else:
                 values.append(value)
                 pos += 1
-        return new_operation(operation.op, new_struct(struct_code, values))
+        return new_operation(slot(operation, at.op), new_struct(struct_code, values))
 
     # --- StreamSegment -----------------------------------------------------------------------
 
@@ -876,12 +882,13 @@ cdef bint _same_values(object relative, object operation) except -1:
     return True
 
 
-cdef object _tensor_at(const int64_t* p, Py_ssize_t* pos, object tensor):
-    """The relative ``TensorIr`` encoded at ``p[pos]`` (advancing ``pos``)."""
+cdef object _tensor_at(const int64_t* p, Py_ssize_t* pos):
+    """The relative ``TensorIr`` encoded at ``p[pos]`` (advancing ``pos``): id, rank, the
+    shape's relative dims, then the dtype's and the status's slots."""
     cdef Py_ssize_t rank = p[pos[0] + 1]
     cdef Py_ssize_t at = pos[0] + 2
     cdef Py_ssize_t i
     cdef tuple shape = tuple([p[at + i] for i in range(rank)])
-    result = new_tensor(p[pos[0]], shape, tensor.dtype, tensor.status)
+    result = new_tensor(p[pos[0]], shape, dtype_of(p[at + rank]), status_of(p[at + rank + 1]))
     pos[0] = at + rank + 2
     return result
