@@ -11,6 +11,9 @@ Where the structure differs (the result must not):
   (``fastplan.relative.encode_cached``: the fusers then find it in the one-entry cache), and
   kept as a ``graph._Flow`` beside the op; ``can_append`` checks those flows instead of
   building ``OperationNode``s;
+* fastplan's five fusers are fed, checked and scored in C (``_feed``, ``_frozen``,
+  ``_properties``): what their ``fuse``, ``status`` and ``properties`` compute, without a
+  ``FuserProperties`` per call; any other fuser goes through its Python methods;
 * ``RegistrationResult`` and ``OperationNode`` are refimpl's classes (plain data).
 
 Invariants (refimpl's):
@@ -23,6 +26,8 @@ Invariants (refimpl's):
 
 import sys
 
+from libc.stdint cimport int64_t
+
 from fastplan.graph cimport _Flow, flow_new, valid_flows
 from fastplan.relative cimport EncodedOp, READ_WRITE, encode_cached, new_frozen
 from fastplan.strategy cimport unfused_block
@@ -31,14 +36,15 @@ from fastplan.elemwise cimport ElementWiseFuser
 from fastplan.matmul cimport MatmulFuser
 from fastplan.nhwc cimport NHWCRelayoutFuser
 from fastplan.reduce cimport ReduceFuser
+from fastplan.reduce_broadcasted cimport ReduceBroadcastedFuser
+from fastplan.trace_fuser cimport TraceOperationFuser, tof_score
 
-from fastplan.reduce_broadcasted import ReduceBroadcastedFuser
+from fastplan.nhwc import NHWC_SCORE_BONUS
 
 from refimpl.ir import OP_IR_STRUCTS
 from refimpl.planner.block import OperationNode, RegistrationResult
 from refimpl.planner.fuser import FuserStatus
 from refimpl.planner.log import NO_LOG, LogLevel, log_block
-from refimpl.planner.reduce_broadcasted import ReduceBroadcastedState
 from refimpl.planner.strategy import BlockOptimization, Optimization
 
 __all__ = ["RegistrationResult", "OperationNode", "Block", "find_best_fuser_index"]
@@ -52,9 +58,6 @@ _BASIC = LogLevel.BASIC
 _MAXSIZE = sys.maxsize
 _BlockOptimization = BlockOptimization
 _Optimization = Optimization
-# ReduceBroadcasted: only these states make ``fuse`` a no-op (a closed last block does not).
-_RB_CLOSED = ReduceBroadcastedState.Closed
-_RB_ABORT = ReduceBroadcastedState.Abort
 
 cdef unsigned long long _last_state = 0
 
@@ -79,8 +82,7 @@ cdef bint _frozen(object fuser) except -1:
     if kind is NHWCRelayoutFuser:
         return (<NHWCRelayoutFuser>fuser)._closed
     if kind is ReduceBroadcastedFuser:
-        state = fuser.state.state
-        return state is _RB_CLOSED or state is _RB_ABORT
+        return (<ReduceBroadcastedFuser>fuser).closed()
     return False
 
 
@@ -113,9 +115,50 @@ cdef bint _any_open(list fusers) except -1:
     return False
 
 
+cdef int64_t _NHWC_BONUS = NHWC_SCORE_BONUS
+
+
+cdef inline int64_t _trace_score(TraceOperationFuser fuser) except -1:
+    cdef int64_t score
+    fuser.check(tof_score(&fuser.st, &score))
+    return score
+
+
+cdef int _properties(object fuser, int64_t* score) except -1:
+    """``fuser.properties()`` read in C for fastplan's five fusers: 1 if ready, else 0, with
+    the score in ``score`` (what each class's ``properties`` computes); 2 for any other
+    fuser, whose ``properties`` the caller calls."""
+    cdef type kind = type(fuser)
+    cdef TraceOperationFuser trace
+    if kind is ElementWiseFuser or kind is MatmulFuser:
+        trace = (<ElementWiseFuser>fuser).fuser if kind is ElementWiseFuser \
+            else (<MatmulFuser>fuser).fuser
+        score[0] = _trace_score(trace)
+        return trace.st.s.num_ops > 0
+    if kind is ReduceFuser:
+        score[0] = _trace_score((<ReduceFuser>fuser).fuser)
+        return (<ReduceFuser>fuser).reduce is not None
+    if kind is ReduceBroadcastedFuser:
+        score[0] = (<ReduceBroadcastedFuser>fuser).score()
+        return (<ReduceBroadcastedFuser>fuser)._ready()
+    if kind is NHWCRelayoutFuser:
+        trace = (<NHWCRelayoutFuser>fuser).fuser
+        score[0] = _trace_score(trace)
+        if (<NHWCRelayoutFuser>fuser).op is None:
+            return 0
+        score[0] += _NHWC_BONUS
+        return trace.st.s.num_ops > 0
+    return 2
+
+
 cdef bint _any_ready(list fusers) except -1:
+    cdef int64_t score
+    cdef int ready
     for fuser in fusers:
-        if fuser.properties().ready:
+        ready = _properties(fuser, &score)
+        if ready == 2:
+            ready = fuser.properties().ready
+        if ready:
             return True
     return False
 
@@ -140,6 +183,10 @@ cdef int _feed(object fuser, object operation, object encoded) except -1:
         if kind is NHWCRelayoutFuser:
             if not (<NHWCRelayoutFuser>fuser)._closed:
                 (<NHWCRelayoutFuser>fuser).fuse_open(<EncodedOp>encoded)
+            return 0
+        if kind is ReduceBroadcastedFuser:
+            if not (<ReduceBroadcastedFuser>fuser).closed():
+                (<ReduceBroadcastedFuser>fuser).fuse_encoded(<EncodedOp>encoded)
             return 0
     if not _frozen(fuser):
         fuser.fuse(operation)
@@ -196,13 +243,20 @@ cdef _Flow op_flow(object operation):
 
 cdef object best_fuser(list fusers):
     """``find_best_fuser_index`` (see there)."""
+    cdef int64_t score
+    cdef int ready
     best = None
     best_score = 0
     for index, fuser in enumerate(fusers):
-        properties = fuser.properties()
-        if properties.ready and properties.score > best_score:
-            best = (index, properties.score)
-            best_score = properties.score
+        ready = _properties(fuser, &score)
+        if ready == 2:
+            properties = fuser.properties()
+            if properties.ready and properties.score > best_score:
+                best = (index, properties.score)
+                best_score = properties.score
+        elif ready and score > best_score:
+            best = (index, score)
+            best_score = score
     return best
 
 

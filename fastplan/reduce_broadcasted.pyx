@@ -93,12 +93,6 @@ cdef class ReduceBlockFuser:
     Mirrors refimpl.planner.reduce_broadcasted.ReduceBlockFuser.
     """
 
-    cdef public ReduceFuser fuser
-    cdef list encoded  # EncodedOp, the block's ops in order
-    cdef object _kind  # ReduceBlockKind
-    cdef bint elemwise  # _kind.is_elemwise
-    cdef Py_ssize_t ops_index  # _kind.ops_index
-
     def __init__(self, fuser):
         self.fuser = (<ReduceFuser?>fuser).copy()
         self.encoded = []
@@ -421,23 +415,6 @@ cdef class ReduceBroadcastedFuser:
     Mirrors refimpl.planner.reduce_broadcasted.ReduceBroadcastedFuser.
     """
 
-    cdef readonly ReduceFuser fuser_default
-    cdef public list blocks
-    cdef public int64_t num_ops
-    cdef public object state
-    cdef readonly int64_t max_bindings
-    cdef public object closed_reason
-    cdef ReduceFuser _held  # a block fuser holding the op being tried (see fuse)
-    # The full fuser of the last consistency check (see _check): the blocks it was built from
-    # (a copy of the list), the last block's op count then, its reductions, and which ids an
-    # op appended to the last segment would receive from an earlier block.
-    cdef TraceOperationFuser _full
-    cdef list _full_blocks
-    cdef Py_ssize_t _full_last_len
-    cdef int64_t _full_num_reduce
-    cdef dict _full_single
-    cdef Checkpoint _full_trial
-
     name = NAME
 
     def __init__(self, max_bindings):
@@ -631,12 +608,19 @@ cdef class ReduceBroadcastedFuser:
             ready = block._ready() and ready
         return ready
 
+    cdef bint closed(self) except -1:
+        """Whether ``fuse`` does nothing: closed or aborted (a closed last block is not enough),
+        a state only ``reset`` leaves."""
+        state = self.state.state
+        return state is _CLOSED or state is _ABORT
+
     def fuse(self, operation):
-        cdef EncodedOp encoded
+        if not self.closed():
+            self.fuse_encoded(encode_cached(operation))
+
+    cdef int fuse_encoded(self, EncodedOp encoded) except -1:
+        """``fuse`` on an open fuser, given the op's encoding (``encode_cached``)."""
         cdef ReduceBroadcastedFuser trial
-        if self.state.state is _CLOSED or self.state.state is _ABORT:
-            return
-        encoded = encode_cached(operation)
         trial = self._shallow()
         run, how, inconsistent = None, 0, False
         try:
@@ -657,6 +641,7 @@ cdef class ReduceBroadcastedFuser:
             self.blocks, self.num_ops = trial.blocks, trial.num_ops
             self.state, self.closed_reason = trial.state, trial.closed_reason
             self._keep_cache(run, how, True)
+        return 0
 
     def finish(self):
         fallbacks, full, num_ops = _finish_blocks(self.blocks, self.max_bindings)
@@ -674,16 +659,20 @@ cdef class ReduceBroadcastedFuser:
         self.closed_reason = None
 
     def status(self):
-        if self.state.state is _CLOSED or self.state.state is _ABORT:
+        if self.closed():
             return FuserStatus.Closed
         return self._last().fuser.status()
 
-    def properties(self):
+    cdef int64_t score(self) except -1:
+        """``properties().score``: the blocks' scores summed."""
         cdef ReduceBlockFuser block
         cdef int64_t score = 0
         for block in self.blocks:
             score += block._score()
-        return properties_of(score, self._ready())
+        return score
+
+    def properties(self):
+        return properties_of(self.score(), self._ready())
 
     def len(self):
         return self.num_ops

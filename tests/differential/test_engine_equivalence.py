@@ -51,10 +51,19 @@ def _outcome(call, *args):
         return ("raised", type(exc))
 
 
+def _best_index(fuser):
+    """The block's pick among ``[fuser]`` (``find_best_fuser_index``), by the fuser's own
+    planner: fastplan's reads its five fusers' properties in C, not through ``properties``."""
+    import importlib
+
+    package = "fastplan" if type(fuser).__module__.startswith("fastplan") else "refimpl.planner"
+    return importlib.import_module(f"{package}.block").find_best_fuser_index([fuser])
+
+
 def observe(fuser) -> tuple:
     """Everything the search and the log read from a fuser."""
     return (_outcome(fuser.status), _outcome(fuser.len), _outcome(fuser.properties),
-            _outcome(lambda: fuser.closed_reason),
+            _outcome(_best_index, fuser), _outcome(lambda: fuser.closed_reason),
             _outcome(lambda: getattr(fuser, "closed_log", None)),
             _outcome(fuser.estimate_bindings))
 
