@@ -21,6 +21,7 @@ Where the structure differs (the result must not):
 
 from libc.stdint cimport int64_t
 
+from fastplan._keys cimport field_offset, slot
 from fastplan.builder cimport Arg, arg_to_py, reason_text, settings_code
 from fastplan.reduce cimport ReduceFuser
 from fastplan.relative cimport EncodedOp, TensorC, encode_cached, new_frozen, tensor_ir
@@ -65,6 +66,8 @@ _INIT = ReduceBroadcastedState.Init
 _CLOSED = ReduceBroadcastedState.Closed
 _ABORT = ReduceBroadcastedState.Abort
 _STARTING = ReduceBroadcastedState.Starting
+cdef type _STATUS_TYPE = ReduceBroadcastedStatus
+cdef Py_ssize_t _STATE_AT = field_offset(ReduceBroadcastedStatus, "state")
 # The status of each state without a shape (frozen values, built once with refimpl's defaults)
 cdef dict _BARE_STATUS = {state: ReduceBroadcastedStatus(state) for state in ReduceBroadcastedState}
 
@@ -611,7 +614,8 @@ cdef class ReduceBroadcastedFuser:
     cdef bint closed(self) except -1:
         """Whether ``fuse`` does nothing: closed or aborted (a closed last block is not enough),
         a state only ``reset`` leaves."""
-        state = self.state.state
+        status = self.state
+        state = slot(status, _STATE_AT) if type(status) is _STATUS_TYPE else status.state
         return state is _CLOSED or state is _ABORT
 
     def fuse(self, operation):

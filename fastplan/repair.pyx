@@ -87,6 +87,8 @@ cdef _Flow _chunk_flow(Chunk chunk):
 
 cdef int _fill(Chunk chunk, object positions, _Flows flows) except -1:
     cdef _Flow flow
+    cdef tuple read, read_rw
+    cdef Py_ssize_t i
     chunk.positions = tuple(positions)
     chunk.produced_ids = {}
     chunk.read_ids = {}
@@ -98,8 +100,10 @@ cdef int _fill(Chunk chunk, object positions, _Flows flows) except -1:
         flow = flows.at(pos)
         # A ReadWrite read frees the tensor even if this chunk produced it: readers in other
         # chunks must still run first.
-        for tid, rw in zip(flow.read, flow.read_rw):
-            if rw:
+        read, read_rw = flow.read, flow.read_rw
+        for i in range(min(len(read), len(read_rw))):  # zip's pairs
+            tid = read[i]
+            if read_rw[i]:
                 chunk.freed_ids[tid] = None
             if tid not in chunk.produced_ids:
                 chunk.read_ids[tid] = None
