@@ -25,17 +25,28 @@ refimpl's copies), which changes the work, not the result:
 
 from fastplan.block cimport Block
 from fastplan.graph cimport Reachability
+from fastplan.relative cimport new_frozen
 
 from refimpl.planner.merging import MergeBlocksResult
 
 __all__ = ["MergeBlocksResult", "merge_blocks", "merge_two"]
 
-_Result = MergeBlocksResult
+cdef type _Result = MergeBlocksResult
 _FAIL = "Fail"
 
 
+# MergeBlocksResult(kind, merged, failed), built without its dataclass __init__ (new_frozen);
+# the lists its field defaults would make are given.
 cdef object _full(Block block):
-    return _Result("Full", [block])
+    return new_frozen(_Result, ("Full", [block], []))
+
+
+cdef object _fail():
+    return new_frozen(_Result, (_FAIL, [], []))
+
+
+cdef object _partial(object merged, object failed):
+    return new_frozen(_Result, ("Partial", merged, failed))
 
 
 # Memo entries kept before the memo starts over (a state pair is 2 small ints).
@@ -107,12 +118,12 @@ cdef object _merge_direct(object blocks, object guard, _Merger merger):
     """The result for 0, 1 or 2 blocks; ``None`` when the list needs splitting."""
     cdef Py_ssize_t n = len(blocks)
     if n == 0:
-        return _Result(_FAIL)
+        return _fail()
     if n == 1:
         return _full(_kept(blocks[0], merger))
     if n == 2:
         merged = merge_pair(blocks[0], blocks[1], guard, merger)
-        return _full(merged) if merged is not None else _Result(_FAIL)
+        return _full(merged) if merged is not None else _fail()
     return None
 
 
@@ -236,12 +247,12 @@ cdef object _step2(_Step1 step1, object guard, _Merger merger):
         step1.partial = []
         step1.full = _fold(joined, step1, guard, merger)
     if not step1.full:
-        return _Result(_FAIL)
+        return _fail()
     if not step1.failed:
         if len(step1.full) == 1:
             return _full(step1.full[0])
-        return _Result("Partial", step1.full, [])
-    return _Result("Partial", step1.full, step1.failed)
+        return _partial(step1.full, [])
+    return _partial(step1.full, step1.failed)
 
 
 cdef object _merge_accumulator(Block base, list blocks, object guard, _Merger merger):
@@ -261,10 +272,10 @@ cdef object _merge_accumulator(Block base, list blocks, object guard, _Merger me
             merged_any = True
             accumulator = merged
     if not merged_any:
-        return _Result(_FAIL)
+        return _fail()
     if not failed:
         return _full(accumulator)
-    return _Result("Partial", [accumulator], failed)
+    return _partial([accumulator], failed)
 
 
 def _start(Block block):
@@ -276,4 +287,4 @@ cdef object _sorted(object result):
         return result
     merged = sorted(result.merged, key=_start)
     failed = sorted(result.failed, key=_start)
-    return _Result("Partial", merged, failed)
+    return _partial(merged, failed)

@@ -294,8 +294,8 @@ cdef class Processor:
             return plan_id
         if not keys:
             raise ValueError("can't add an execution plan that covers no operation")
-        return store.add_keyed(_ExecutionPlan(relative, [trigger], optimization), keys,
-                               [trigger_key])
+        plan = new_frozen(_ExecutionPlan, (relative, [trigger], optimization))
+        return store.add_keyed(plan, keys, [trigger_key])
 
 
 cdef class StreamPlanner:

@@ -99,7 +99,7 @@ cdef class BlocksOptimizer:
         holes = [pos for pos in range(end) if not resolved[pos]]
         if self.log.enabled(_FULL):
             self.log.write(f"[search] {len(strategies)} strategy chunk(s), holes={holes}")
-        return _Result(strategies, ordering, holes)
+        return new_frozen(_Result, (strategies, ordering, holes))
 
     def _merging_pass(self):
         cdef Py_ssize_t index
@@ -386,7 +386,7 @@ cdef class StreamOptimizer:
         cdef _HoleFrame frame
         first = self.first_pass(consume)
         if not first.holes:
-            return repaired(first.full(), operations, self._flows)
+            return repaired(_full(first), operations, self._flows)
         stack = [_HoleFrame(self, operations, first.strategies, first.ordering, first.holes)]
         done = None
         while stack:
@@ -404,6 +404,15 @@ cdef class StreamOptimizer:
         return done
 
 
+cdef object _full(object result):
+    """``result.full()`` (``BlocksOptimizerResult.full``) for the results ``run`` builds: one
+    strategy as it is, more composed, with the ordering as a tuple."""
+    strategies = result.strategies
+    strategy = new_frozen(_Composed, (tuple(strategies),)) if len(strategies) > 1 \
+        else strategies[0]
+    return new_frozen(_BlockOptimization, (strategy, tuple(result.ordering)))
+
+
 cdef object _search_holes(_HoleFrame frame, list stack):
     """Start a fresh search over the frame's holes: its result, or ``None`` after pushing a
     nested frame for holes of its own."""
@@ -413,6 +422,6 @@ cdef object _search_holes(_HoleFrame frame, list stack):
         search.register_op(operation, None)
     first = search.first_pass(True)  # a hole search is used once
     if not first.holes:
-        return repaired(first.full(), hole_ops, search._flows)
+        return repaired(_full(first), hole_ops, search._flows)
     stack.append(_HoleFrame(search, hole_ops, first.strategies, first.ordering, first.holes))
     return None

@@ -133,7 +133,8 @@ def map_ordering(strategy, mapping):
 cdef object map_block_ordering_of(object block_opt, object mapping):
     """``map_block_ordering`` (see there)."""
     ordering = tuple([mapping[p] for p in block_opt.ordering])
-    return _BlockOptimization(map_ordering_of(block_opt.strategy, mapping), ordering)
+    strategy = map_ordering_of(block_opt.strategy, mapping)
+    return new_frozen(_BlockOptimization, (strategy, ordering))
 
 
 def map_block_ordering(block_opt, mapping):
@@ -159,13 +160,13 @@ cdef object trailing_included(object block_opt, object num_operations):
     if covered >= num_operations:
         return block_opt
     trailing = tuple(range(covered, num_operations))
-    tail = _Operations(trailing)
+    tail = new_frozen(_Operations, (trailing,))
     strategy = block_opt.strategy
     if isinstance(strategy, _Composed):
-        strategy = _Composed(strategy.items + (tail,))
+        strategy = new_frozen(_Composed, (strategy.items + (tail,),))
     else:
-        strategy = _Composed((strategy, tail))
-    return _BlockOptimization(strategy, block_opt.ordering + trailing)
+        strategy = new_frozen(_Composed, ((strategy, tail),))
+    return new_frozen(_BlockOptimization, (strategy, block_opt.ordering + trailing))
 
 
 def max_relative_shape_id(strategy):
