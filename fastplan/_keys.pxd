@@ -111,6 +111,49 @@ cdef extern from *:
     void set_slot "fastplan_set_slot"(object obj, Py_ssize_t offset, object value) noexcept
 
 
+cdef extern from *:
+    """
+    typedef struct {
+        PyObject* name;  /* the attribute's name (a str held by the module for good) */
+        PyTypeObject* type;  /* the exact type whose slot is cached (NULL: none yet) */
+        unsigned int version;  /* that type's version tag then (0 is never a valid tag) */
+        Py_ssize_t offset;  /* the slot's offset in its instances */
+    } FieldRead;
+    static inline PyObject* fastplan_field_cached(PyObject* obj, FieldRead* f) {
+        PyTypeObject* tp = Py_TYPE(obj);
+        if (tp == f->type && tp->tp_version_tag == f->version) {
+            return *(PyObject**)((char*)obj + f->offset);  /* borrowed; NULL: not set */
+        }
+        return NULL;
+    }
+    """
+    # One attribute read at one place in the code: the offset of a ``__slots__`` field of the
+    # last exact type read there, valid while the type's version tag is (CPython changes the
+    # tag whenever the type or a base is modified). See ``field``.
+    ctypedef struct FieldRead:
+        PyObject* name
+        PyTypeObject* type
+        unsigned int version
+        Py_ssize_t offset
+    PyObject* field_cached "fastplan_field_cached"(object obj, FieldRead* f) noexcept
+
+
+cdef FieldRead field_read(str name) except *
+cdef object field_slow(object obj, FieldRead* f)
+
+
+cdef inline object field(object obj, FieldRead* f):
+    """``getattr(obj, name)`` for the ``FieldRead`` of ``name``: read at its slot when ``obj``
+    has the exact type cached there, with that type unchanged (CPython's own ``LOAD_ATTR``
+    specialisation for slots); else ``field_slow``, which reads it as ``getattr`` does and
+    caches the type when the attribute is a ``__slots__`` field under generic attribute
+    access."""
+    cdef PyObject* value = field_cached(obj, f)
+    if value != NULL:
+        return <object>value
+    return field_slow(obj, f)
+
+
 cdef inline object slot(object obj, Py_ssize_t offset):
     """Field at ``offset`` of a ``__slots__`` object whose exact type the caller checked."""
     cdef PyObject* value = (<PyObject**>((<char*><PyObject*>obj) + offset))[0]

@@ -1,2 +1,8 @@
-"""Type stubs for the compiled fastplan._keys module: C-level only (``_keys.pxd``), nothing is
-exposed to Python."""
+"""Type stubs for the compiled fastplan._keys module: C-level only (``_keys.pxd``), but for
+``FieldProbe``, which shows one cached field read to the tests."""
+
+class FieldProbe:
+    def __init__(self, name: str) -> None: ...
+    def read(self, obj: object) -> object: ...
+    @property
+    def cached(self) -> type | None: ...

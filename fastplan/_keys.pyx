@@ -27,12 +27,13 @@ A value that is not hashable is a ``TypeError`` too.
 """
 
 import dataclasses
+import sys
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsSsize_t
-from cpython.object cimport PyTypeObject
+from cpython.object cimport Py_TYPE, PyTypeObject
 from cpython.ref cimport PyObject
 
 
@@ -85,6 +86,82 @@ for _i, _op in enumerate(OPS):
     _OP_STRUCT_CODE[_i] = _STRUCT_CODE[_op.struct]
 
 # --- slot offsets ---------------------------------------------------------------------------
+
+
+cdef extern from "Python.h":
+    PyObject* _type_lookup "_PyType_Lookup"(PyTypeObject* tp, object name)  # borrowed
+
+cdef extern from *:
+    """
+    #include "structmember.h"  /* PyMemberDef's fields (descrobject.h has them from 3.12) */
+    static inline int fastplan_generic_getattr(PyTypeObject* tp) {
+        return tp->tp_getattro == PyObject_GenericGetAttr;
+    }
+    static inline unsigned int fastplan_version_tag(PyTypeObject* tp) {
+        return (tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+    }
+    /* 16: T_OBJECT_EX (structmember.h), Py_T_OBJECT_EX from 3.12: the slot of a __slots__
+       name, NULL until set (then AttributeError) */
+    static inline int fastplan_object_member(PyObject* descr) {
+        return Py_TYPE(descr) == &PyMemberDescr_Type
+            && ((PyMemberDescrObject*)descr)->d_member->type == 16;
+    }
+    """
+    bint _generic_getattr "fastplan_generic_getattr"(PyTypeObject* tp) noexcept
+    unsigned int _version_tag "fastplan_version_tag"(PyTypeObject* tp) noexcept
+    bint _object_member "fastplan_object_member"(PyObject* descr) noexcept
+
+
+cdef list _FIELD_NAMES_HELD = []  # the names FieldReads point at, held for good
+
+
+cdef FieldRead field_read(str name) except *:
+    """A ``FieldRead`` for attribute ``name``, nothing cached yet."""
+    cdef FieldRead f
+    name = sys.intern(name)
+    _FIELD_NAMES_HELD.append(name)
+    f.name = <PyObject*>name
+    f.type = NULL
+    f.version = 0
+    f.offset = 0
+    return f
+
+
+cdef object field_slow(object obj, FieldRead* f):
+    """``field``'s miss: ``getattr(obj, name)``, and the slot cached for ``type(obj)`` when
+    the read is a plain ``__slots__`` member read: generic attribute access (no
+    ``__getattribute__``/``__getattr__`` of the class), the name found on the type as a
+    member descriptor of an object slot, and a valid version tag to guard it."""
+    cdef PyTypeObject* tp = Py_TYPE(obj)
+    cdef PyObject* descr
+    cdef unsigned int version
+    name = <str>f.name
+    value = getattr(obj, name)
+    version = _version_tag(tp)  # the lookup just made assigns one where it can
+    if version != 0 and _generic_getattr(tp):
+        descr = _type_lookup(tp, name)
+        if descr != NULL and _object_member(descr):
+            f.type = tp
+            f.version = version
+            f.offset = (<PyMemberDescrObject*>descr).d_member.offset
+    return value
+
+
+cdef class FieldProbe:
+    """One ``FieldRead`` seen from Python (``tests/fastplan/test_keys.py``): ``read(obj)`` is
+    ``field(obj, ...)`` for ``name``; ``cached`` names the type whose slot it holds."""
+
+    cdef FieldRead f
+
+    def __cinit__(self, str name):
+        self.f = field_read(name)
+
+    def read(self, obj):
+        return field(obj, &self.f)
+
+    @property
+    def cached(self):
+        return None if self.f.type == NULL else <object><PyObject*>self.f.type
 
 
 cdef Py_ssize_t _offset(type cls, str name) except -1:

@@ -21,6 +21,7 @@ import hashlib
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
+    FieldRead, field, field_read,
     F_SCALAR, F_TENSOR, F_TENSORS, Slots, StructInfo, exact_codes, exact_long_long, field_offset,
     slot, slots, struct_info, tensor_id, tensor_type,
 )
@@ -113,10 +114,13 @@ def context_of(segment, global2relative, shapes, scalars):
     return new_frozen(FusedContext, (tensors, dict(shapes), tuple(zip(scalars, dtypes))))
 
 
+cdef FieldRead _SHAPE = field_read("shape")
+
+
 cdef inline int _note(object tensor, object global2relative, dict tensors) except -1:
     rid = global2relative[tensor_id(tensor)]
     known = tensors.get(rid)
-    if known is None or known.shape != tensor.shape:
+    if known is None or field(known, &_SHAPE) != field(tensor, &_SHAPE):
         tensors[rid] = tensor
     return 0
 

@@ -15,6 +15,7 @@ walk).
 
 from dataclasses import replace
 
+from fastplan._keys cimport FieldRead, field, field_read
 from fastplan.handles cimport Memory as PlanningMemory, buffer_length
 from fastplan.relative cimport make_frozen, new_frozen
 from fastplan.layout cimport (
@@ -34,6 +35,16 @@ from refimpl.planner.trace import (
 __all__ = ["PlanningState", "BlockPlan", "ReferenceSelection", "plan_inputs", "plan_outputs",
            "may_permute_layout"]
 
+# Attribute reads of the hot paths, served from the slot of the type last read (_keys.field).
+cdef FieldRead _ID = field_read("id")
+cdef FieldRead _SHAPE = field_read("shape")
+cdef FieldRead _DTYPE = field_read("dtype")
+cdef FieldRead _STATUS = field_read("status")
+cdef FieldRead _BUFFER = field_read("buffer")
+cdef FieldRead _STRIDES = field_read("strides")
+cdef FieldRead _TENSOR = field_read("tensor")
+cdef FieldRead _TY = field_read("ty")
+cdef FieldRead _SHAPE_REF = field_read("shape_ref")
 cdef object _READ_WRITE = TensorStatus.ReadWrite
 cdef object _ANY = RefLayoutMode.Any
 cdef object _SAME_AS_BLOCK = RefLayoutMode.SameAsBlock
@@ -259,10 +270,12 @@ def plan_inputs(PlanningState state):
     cdef bint fast_memory = type(memory) is PlanningMemory
     pos = 0
     for entry in resources.inputs:
-        relative = entry.tensor
-        glob = tensors[relative.id]
-        handle = memory.take(glob.id, relative.status)
-        buffer = handle.buffer
+        relative = field(entry, &_TENSOR)
+        rid = field(relative, &_ID)
+        glob = tensors[rid]
+        gid = field(glob, &_ID)
+        handle = memory.take(gid, field(relative, &_STATUS))
+        buffer = field(handle, &_BUFFER)
         # burn ``can_mut``: no live handle and no input fetched before shares the buffer
         if fast_memory:
             can_mut = (<PlanningMemory>memory).users(buffer) == 0
@@ -278,13 +291,14 @@ def plan_inputs(PlanningState state):
                     can_mut = False
                     break
         fetched.append(handle)
-        if relative.id not in unhandled:
+        if rid not in unhandled:
             _analyze(state, pos, relative, handle, can_mut)
-        shape, strides = _unsqueezed(glob.shape, handle.strides, rank)
+        shape, strides = _unsqueezed(field(glob, &_SHAPE), field(handle, &_STRIDES), rank)
         item = HandleInput.__new__(HandleInput)
         item.relative = relative
-        item.glob = new_frozen(TensorIr, (glob.id, shape, glob.dtype, glob.status))
-        item.precision, item.handle, item.strides = entry.ty, handle, strides
+        item.glob = new_frozen(TensorIr, (gid, shape, field(glob, &_DTYPE),
+                                          field(glob, &_STATUS)))
+        item.precision, item.handle, item.strides = field(entry, &_TY), handle, strides
         item.vector_size, item.broadcasted = 1, False
         inputs.append(item)
         pos += 1
@@ -331,7 +345,7 @@ cdef void _analyze_normal(PlanningState state, Py_ssize_t pos, object relative, 
     cdef Py_ssize_t i, idx = -1, count = 0
     cdef list blocks = state.blocks
     cdef BlockPlan block
-    rid = relative.id
+    rid = field(relative, &_ID)
     for i in range(len(blocks)):
         if rid in block_at(blocks, i).reads:
             idx = i
@@ -339,11 +353,11 @@ cdef void _analyze_normal(PlanningState state, Py_ssize_t pos, object relative, 
     if count != 1:
         return
     fuse_block = state.trace.blocks[idx]
-    if fuse_block.shape_ref != relative.shape:
+    if field(fuse_block, &_SHAPE_REF) != field(relative, &_SHAPE):
         return
     block = block_at(blocks, idx)
-    if relative.status is _READ_WRITE and fuse_block.settings.inplace and can_mut:
-        block.inplaces.append((pos, relative, handle.strides))
+    if field(relative, &_STATUS) is _READ_WRITE and fuse_block.settings.inplace and can_mut:
+        block.inplaces.append((pos, relative, field(handle, &_STRIDES)))
     block.potential_ref = ("Normal", pos)
 
 
@@ -389,10 +403,11 @@ cdef Py_ssize_t _inplace_candidate(PlanningState state, Py_ssize_t idx, object g
     permute = may_permute_layout(fuse_block.settings, fuse_block.ops)
     k = 0
     for _, candidate, strides in block.inplaces:
-        if candidate.dtype != glob.dtype or candidate.shape != relative.shape:
+        if field(candidate, &_DTYPE) != field(glob, &_DTYPE) or \
+                field(candidate, &_SHAPE) != field(relative, &_SHAPE):
             k += 1
             continue
-        if dim_order_t(glob.shape, strides) is None:
+        if dim_order_t(field(glob, &_SHAPE), strides) is None:
             k += 1
             continue
         if reference.kind != "Searching":
@@ -423,9 +438,9 @@ def plan_outputs(PlanningState state):
     order = sorted(range(len(outputs)), key=lambda p: -sum(outputs[p].tensor.shape))
     for pos in order:
         entry = outputs[pos]
-        relative = entry.tensor
-        glob = tensors[relative.id]
-        rid = relative.id
+        relative = field(entry, &_TENSOR)
+        rid = field(relative, &_ID)
+        glob = tensors[rid]
         idx = -1
         for i in range(len(blocks)):
             if rid in block_at(blocks, i).writes:
@@ -542,28 +557,30 @@ cdef void _normal_output(PlanningState state, Py_ssize_t pos, object ty, object 
     cdef bint allowed
     cdef BlockPlan block = block_at(state.blocks, idx)
     fuse_block = state.trace.blocks[idx]
+    shape = field(glob, &_SHAPE)
     mode = fuse_block.settings.ref_layout.mode
     if mode is _SAME_AS_BLOCK:
         allowed = False
     elif mode is _ONLY_CONTIGUOUS:
-        allowed = is_contiguous_t(glob.shape, strides)
+        allowed = is_contiguous_t(shape, strides)
     else:
         allowed = True
-    writes = block.writes.get(relative.id)
+    writes = block.writes.get(field(relative, &_ID))
     cdef ReferenceSelection reference = block.reference
-    if reference.kind == "Searching" and fuse_block.shape_ref == relative.shape and \
+    if reference.kind == "Searching" and \
+            field(fuse_block, &_SHAPE_REF) == field(relative, &_SHAPE) and \
             base is not _UNKNOWN and allowed:
         block.reference = _reference("Concrete", new_frozen(Output, (pos, ty, base)),
-                                     glob.shape, strides, _NO_DIMS, 0)
+                                     shape, strides, _NO_DIMS, 0)
         if writes is not None:
             _mark(state, writes, False, base, True)
-    elif reference.kind == "Concrete" and reference.shape == glob.shape and \
+    elif reference.kind == "Concrete" and reference.shape == shape and \
             reference.strides == strides and writes is not None:
         _mark(state, writes, False, _SAME_AS_REF, True)
-    handle = _alloc(state.memory, glob.shape, glob.dtype, strides)
-    if len(glob.shape) > state.rank:
-        state.rank = len(glob.shape)
-    state.memory.register(glob.id, handle)
+    handle = _alloc(state.memory, shape, field(glob, &_DTYPE), strides)
+    if len(shape) > state.rank:
+        state.rank = len(shape)
+    state.memory.register(field(glob, &_ID), handle)
     state.outputs[pos] = _output(relative, glob, ty, handle, "owned", None)
 
 

@@ -12,6 +12,7 @@ launch.
 
 from libc.stdint cimport int64_t
 
+from fastplan._keys cimport FieldRead, field, field_read
 from fastplan.layout cimport Dims, dims_free, dims_load, permuted_innermost_axis_t
 from fastplan.vectorization cimport (
     VECT_BROADCASTED, vectorization_input_c, vectorization_output_c, vectorization_reshape_c,
@@ -33,6 +34,10 @@ from refimpl.planner.vectorization import (
 
 __all__ = ["plan_vectorization"]
 
+# Attribute reads of the hot paths, served from the slot of the type last read (_keys.field).
+cdef FieldRead _ID = field_read("id")
+cdef FieldRead _SHAPE = field_read("shape")
+cdef FieldRead _DTYPE = field_read("dtype")
 cdef object _TRANSPOSED = MatrixBatchLayout.MildlyPermutedTransposed
 cdef object _ALONG = VectorAxisAction.Along
 cdef object _REFUSE_ACTION = VectorAxisAction.Refuse
@@ -183,16 +188,16 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
     cdef list inputs = state.inputs, outputs = state.outputs
     for i in range(len(inputs)):
         item = input_at(inputs, i)
-        if item.relative.id in indexed:
+        if field(item.relative, &_ID) in indexed:
             continue
-        gid = item.glob.id
+        gid = field(item.glob, &_ID)
         swap = None
         for s in swaps:
-            if s[1].id == gid:
+            if field(s[1], &_ID) == gid:
                 swap = s
                 break
         if swap is None:
-            dims_load(&shape, item.glob.shape)
+            dims_load(&shape, field(item.glob, &_SHAPE))
             try:
                 dims_load(&strides, item.strides)
                 try:
@@ -239,9 +244,9 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
             vects[original.id] = _merge(vects.get(original.id), code)
     for i in range(len(outputs)):
         out = output_at(outputs, i)
-        oshape = out.glob.shape
-        axis = _checked_axis(axes.get(out.glob.id, len(oshape) - 1), len(oshape))
-        vects[out.glob.id] = vectorization_output_c(oshape[axis], sizes.v, sizes.n, _MAX)
+        oshape, oid = field(out.glob, &_SHAPE), field(out.glob, &_ID)
+        axis = _checked_axis(axes.get(oid, len(oshape) - 1), len(oshape))
+        vects[oid] = vectorization_output_c(oshape[axis], sizes.v, sizes.n, _MAX)
     for rid in sorted(indexed):
         vects[tensors[rid].id] = 1
     for view in resources.views:
@@ -276,12 +281,14 @@ def plan_vectorization(PlanningState state, device, matmul_operands):
     cdef list inputs = state.inputs, outputs = state.outputs
     for i in range(len(inputs)):
         item = input_at(inputs, i)
-        if storage_bytes(item.glob.dtype) < smallest:
-            smallest = storage_bytes(item.glob.dtype)
+        size = storage_bytes(field(item.glob, &_DTYPE))
+        if size < smallest:
+            smallest = size
     for i in range(len(outputs)):
         out = output_at(outputs, i)
-        if storage_bytes(out.glob.dtype) < smallest:
-            smallest = storage_bytes(out.glob.dtype)
+        size = storage_bytes(field(out.glob, &_DTYPE))
+        if size < smallest:
+            smallest = size
     candidates = _vector_sizes(device, smallest)
     dims_load(&sizes, candidates)
     try:
@@ -298,29 +305,29 @@ def plan_vectorization(PlanningState state, device, matmul_operands):
     cdef list votes = [[] for _ in range(nblocks)]
     for pos in range(len(inputs)):
         item = input_at(inputs, pos)
-        code = vects[item.glob.id]
-        rid = item.relative.id
+        code = vects[field(item.glob, &_ID)]
+        rid = field(item.relative, &_ID)
         for b in range(nblocks):
             if rid in block_at(blocks, b).reads:
                 (<list>votes[b]).append((True, pos, code))
     for pos in range(len(outputs)):
         out = output_at(outputs, pos)
         if out.kind == "owned":
-            code = vects[out.glob.id]
+            code = vects[field(out.glob, &_ID)]
             if code == VECT_BROADCASTED:  # Vect(vect.size): the broadcast flag is dropped
                 code = 1
-            rid = out.relative.id
+            rid = field(out.relative, &_ID)
             for b in range(nblocks):
                 if rid in block_at(blocks, b).writes:
                     (<list>votes[b]).append((False, pos, code))
     for rid in state.trace.resources.inputs_unhandled:
         for pos in range(len(inputs)):
-            if input_at(inputs, pos).relative.id == rid:
+            if field(input_at(inputs, pos).relative, &_ID) == rid:
                 break
         else:
             raise StopIteration  # refimpl's next() on an empty generator
         item = input_at(inputs, pos)
-        code = vects[item.glob.id]
+        code = vects[field(item.glob, &_ID)]
         if code != VECT_BROADCASTED:
             item.vector_size = code
     cdef list previous = []

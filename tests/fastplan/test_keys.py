@@ -200,3 +200,67 @@ def test_queue_ids_map_as_refimpls_converter_does(ids):
             ref.execute_unfused(drained)
             assert _converter_state(fast) == _converter_state(ref)
     assert [s.ops for s in fast.steps] == [s.ops for s in ref.steps]
+
+
+# --- field reads cached by exact type (``_keys.field``) -------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Slotted:
+    shape: object
+    other: object = None
+
+
+class _SubSlotted(_Slotted):
+    __slots__ = ()
+
+
+class _Plain:
+    def __init__(self, shape):
+        self.shape = shape
+
+
+def test_field_read_is_getattr_and_caches_the_exact_type():
+    from fastplan._keys import FieldProbe
+
+    probe = FieldProbe("shape")
+    first, second = _Slotted((1, 2)), _Slotted((3,))
+    assert probe.read(first) == (1, 2) and probe.cached is _Slotted
+    assert probe.read(second) == (3,)  # served from the slot
+    assert probe.read(_Plain("p")) == "p" and probe.cached is _Slotted  # no slot: not cached
+    assert probe.read(_SubSlotted((4,))) == (4,) and probe.cached is _SubSlotted
+    assert probe.read(second) == (3,) and probe.cached is _Slotted
+
+
+def test_field_read_raises_as_getattr_does():
+    from fastplan._keys import FieldProbe
+
+    probe = FieldProbe("shape")
+    probe.read(_Slotted(()))
+    unset = object.__new__(_Slotted)  # the slot left empty
+    with pytest.raises(AttributeError):
+        probe.read(unset)
+    with pytest.raises(AttributeError):
+        FieldProbe("nope").read(_Slotted(()))
+
+
+def test_field_read_follows_a_modified_type():
+    """A class changed after the cache was filled (a property over the field, then a
+    ``__getattribute__``) is read as ``getattr`` reads it: the version tag moved."""
+    from fastplan._keys import FieldProbe
+
+    @dataclasses.dataclass(slots=True)
+    class Changing:
+        shape: object
+
+    probe = FieldProbe("shape")
+    item = Changing("slot")
+    assert probe.read(item) == "slot" and probe.cached is Changing
+    member = Changing.shape
+    Changing.shape = property(lambda self: "property")
+    assert probe.read(item) == "property"
+    Changing.shape = member
+    assert probe.read(item) == "slot"
+    Changing.__getattribute__ = lambda self, name: "intercepted"
+    assert probe.read(item) == "intercepted"
+    assert probe.read(item) == "intercepted"
