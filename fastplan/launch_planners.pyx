@@ -157,7 +157,7 @@ cdef class PlanningState:
         self.vectorizations = {} if vectorizations is None else vectorizations
 
 
-cdef object _entry(list entries, Py_ssize_t i, type kind, str field):
+cdef object _entry(list entries, Py_ssize_t i, type kind, str name):
     """``entries[i]`` as Python indexes it (negative from the end; past the end an
     ``IndexError``), checked to be a ``kind``: the state's lists are public."""
     cdef Py_ssize_t n = len(entries)
@@ -167,7 +167,7 @@ cdef object _entry(list entries, Py_ssize_t i, type kind, str field):
         raise IndexError("list index out of range")
     found = entries[i]
     if type(found) is not kind:
-        raise TypeError(f"PlanningState.{field}[{i}]: expected a {kind.__name__}, "
+        raise TypeError(f"PlanningState.{name}[{i}]: expected a {kind.__name__}, "
                         f"got {type(found).__name__}")
     return found
 

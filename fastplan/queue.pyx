@@ -37,10 +37,10 @@ from libc.string cimport memset
 
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
-    buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot, exact_codes, field_offset, int_slot,
-    interned, list_append_long, list_empty, list_set_slice, new_operation, new_struct,
-    new_tensor, op_code_of, op_codes, slot, slots, status_of, status_slot, struct_info,
-    untrack_atomic, value_slot,
+    buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot, exact_codes, field_offset,
+    int_slot, interned, list_append_long, list_empty, list_set_slice, new_operation,
+    new_struct, new_tensor, op_code_of, op_codes, slot, slots, status_of, status_slot,
+    struct_info, untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded

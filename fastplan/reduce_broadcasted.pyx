@@ -26,7 +26,7 @@ from fastplan.builder cimport Arg, arg_to_py, reason_text, settings_code
 from fastplan.reduce cimport ReduceFuser
 from fastplan.relative cimport EncodedOp, TensorC, encode_cached, new_frozen, tensor_ir
 from fastplan.trace_fuser cimport (
-    Checkpoint, TraceOperationFuser, tof_begin_trial, tof_block_local_input, tof_end_trial,
+    TraceOperationFuser, tof_begin_trial, tof_block_local_input, tof_end_trial,
     tof_fuse, tof_output_unhandled, tof_score,
 )
 from fastplan.builder cimport trace_num_mb_local_inputs
