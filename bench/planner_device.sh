@@ -4,6 +4,7 @@
 #
 #   source .device/prelude.sh && bash bench/planner_device.sh bench   # benchmark, then the split
 #   source .device/prelude.sh && bash bench/planner_device.sh check   # equality at depth, 1M fuzz
+#   ... planner_device.sh equality, then ... planner_device.sh fuzz      # the same as two calls
 #
 # Results go under $OUT (a temporary folder without it); the tables are printed last.
 # PLANNER_SIZES, PLANNER_SPLIT_SIZE and PLANNER_FUZZ_COUNT shrink a run (a quick try here).
@@ -11,7 +12,7 @@
 # three side by side moved the same row by up to 1.9x between runs on these machines, while
 # the split, run alone, stayed within 10%), then bench/planner_split.py. `check`: the plan-equality property at the thorough
 # profile (15 000 examples) for hypothesis seeds 1 and 2, beside tools/fuzz_planners.py on
-# 1 000 000 generated inputs (12 workers).
+# 1 000 000 generated inputs (the cores the two leave; `fuzz` alone: every core).
 set -euo pipefail
 out=${OUT:-$(mktemp -d)}
 phase=${1:-bench}
@@ -44,23 +45,34 @@ PY
     machine >> "$out/machine.txt"
     cat "$out/machine.txt"
     ;;
-check)
+check|equality|fuzz)
+    # check: both side by side (the fuzzer on the cores the two equality runs leave). On a
+    # slow machine they can outlast one device call (600 s): run `equality`, then `fuzz`
+    # (every core), as two calls.
     machine
-    for seed in 1 2; do
-        HYPOTHESIS_PROFILE=thorough python3 -m pytest -q -p no:cacheprovider \
-            "tests/differential/test_plan_equivalence.py::test_fastplan_plan_matches_refimpl" \
-            --hypothesis-seed=$seed --hypothesis-show-statistics > "$out/equality-$seed.txt" 2>&1 &
-    done
-    python3 tools/fuzz_planners.py --count "$fuzz_count" --jobs 12 --progress plain \
-        --out "$out/fuzz" > "$out/fuzz.txt" 2>&1 || true
+    jobs=$(nproc)
+    if [ "$phase" != fuzz ]; then
+        for seed in 1 2; do
+            HYPOTHESIS_PROFILE=thorough python3 -m pytest -q -p no:cacheprovider \
+                "tests/differential/test_plan_equivalence.py::test_fastplan_plan_matches_refimpl" \
+                --hypothesis-seed=$seed --hypothesis-show-statistics > "$out/equality-$seed.txt" 2>&1 &
+        done
+        jobs=$((jobs > 3 ? jobs - 2 : 1))
+    fi
+    if [ "$phase" != equality ]; then
+        python3 tools/fuzz_planners.py --count "$fuzz_count" --jobs "$jobs" --progress plain \
+            --out "$out/fuzz" > "$out/fuzz.txt" 2>&1 || true
+    fi
     wait || true
-    for seed in 1 2; do
-        grep -E "passed|failed|Stopped because|max_examples" "$out/equality-$seed.txt" | tail -3
-    done
-    tail -3 "$out/fuzz.txt"
+    if [ "$phase" != fuzz ]; then
+        for seed in 1 2; do
+            grep -E "passed|failed|Stopped because|max_examples" "$out/equality-$seed.txt" | tail -3
+        done
+    fi
+    [ "$phase" = equality ] || tail -3 "$out/fuzz.txt"
     ;;
 *)
-    echo "usage: bench/planner_device.sh bench|check" >&2
+    echo "usage: bench/planner_device.sh bench|check|equality|fuzz" >&2
     exit 2
     ;;
 esac
