@@ -37,9 +37,6 @@ from fastplan.matmul cimport MatmulFuser
 from fastplan.nhwc cimport NHWCRelayoutFuser
 from fastplan.reduce cimport ReduceFuser
 from fastplan.reduce_broadcasted cimport ReduceBroadcastedFuser
-from fastplan.trace_fuser cimport TraceOperationFuser, tof_score
-
-from fastplan.nhwc import NHWC_SCORE_BONUS
 
 from refimpl.ir import OP_IR_STRUCTS
 from refimpl.planner.block import OperationNode, RegistrationResult
@@ -115,39 +112,21 @@ cdef bint _any_open(list fusers) except -1:
     return False
 
 
-cdef int64_t _NHWC_BONUS = NHWC_SCORE_BONUS
-
-
-cdef inline int64_t _trace_score(TraceOperationFuser fuser) except -1:
-    cdef int64_t score
-    fuser.check(tof_score(&fuser.st, &score))
-    return score
-
-
 cdef int _properties(object fuser, int64_t* score) except -1:
-    """``fuser.properties()`` read in C for fastplan's five fusers: 1 if ready, else 0, with
-    the score in ``score`` (what each class's ``properties`` computes); 2 for any other
+    """``fuser.properties()`` read in C for fastplan's five fusers (each one's
+    ``score_ready``): 1 if ready, else 0, with the score in ``score``; 2 for any other
     fuser, whose ``properties`` the caller calls."""
     cdef type kind = type(fuser)
-    cdef TraceOperationFuser trace
-    if kind is ElementWiseFuser or kind is MatmulFuser:
-        trace = (<ElementWiseFuser>fuser).fuser if kind is ElementWiseFuser \
-            else (<MatmulFuser>fuser).fuser
-        score[0] = _trace_score(trace)
-        return trace.st.s.num_ops > 0
+    if kind is ElementWiseFuser:
+        return (<ElementWiseFuser>fuser).score_ready(score)
+    if kind is MatmulFuser:
+        return (<MatmulFuser>fuser).score_ready(score)
     if kind is ReduceFuser:
-        score[0] = _trace_score((<ReduceFuser>fuser).fuser)
-        return (<ReduceFuser>fuser).reduce is not None
+        return (<ReduceFuser>fuser).score_ready(score)
     if kind is ReduceBroadcastedFuser:
-        score[0] = (<ReduceBroadcastedFuser>fuser).score()
-        return (<ReduceBroadcastedFuser>fuser)._ready()
+        return (<ReduceBroadcastedFuser>fuser).score_ready(score)
     if kind is NHWCRelayoutFuser:
-        trace = (<NHWCRelayoutFuser>fuser).fuser
-        score[0] = _trace_score(trace)
-        if (<NHWCRelayoutFuser>fuser).op is None:
-            return 0
-        score[0] += _NHWC_BONUS
-        return trace.st.s.num_ops > 0
+        return (<NHWCRelayoutFuser>fuser).score_ready(score)
     return 2
 
 

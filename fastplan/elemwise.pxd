@@ -1,6 +1,8 @@
 # cython: language_level=3
 """C-level declarations of fastplan.elemwise (used by fastplan.block)."""
 
+from libc.stdint cimport int64_t
+
 from fastplan.relative cimport EncodedOp
 from fastplan.trace_fuser cimport TraceOperationFuser
 
@@ -8,3 +10,4 @@ from fastplan.trace_fuser cimport TraceOperationFuser
 cdef class ElementWiseFuser:
     cdef readonly TraceOperationFuser fuser  # closed: ``fuse`` does nothing
     cdef int fuse_open(self, EncodedOp encoded) except -1
+    cdef int score_ready(self, int64_t* score) except -1

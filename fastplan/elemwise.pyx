@@ -53,6 +53,10 @@ cdef class ElementWiseFuser:
     def status(self):
         return self.fuser.status()
 
+    cdef int score_ready(self, int64_t* score) except -1:
+        """``properties()`` in C: its score in ``score``; 1 if ready, else 0."""
+        return self.fuser.score_ready(score)
+
     def properties(self):
         return self.fuser.properties()
 

@@ -1,6 +1,8 @@
 # cython: language_level=3
 """C-level declarations of fastplan.matmul (used by fastplan.block)."""
 
+from libc.stdint cimport int64_t
+
 from fastplan.relative cimport EncodedOp
 from fastplan.trace_fuser cimport TraceOperationFuser
 
@@ -12,3 +14,4 @@ cdef class MatmulFuser:
     cdef void _close(self, int code)
     cdef int _on_matmul(self, EncodedOp op) except -1
     cdef int fuse_open(self, EncodedOp encoded) except -1
+    cdef int score_ready(self, int64_t* score) except -1

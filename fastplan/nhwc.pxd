@@ -1,6 +1,8 @@
 # cython: language_level=3
 """C-level declarations of fastplan.nhwc (used by fastplan.block)."""
 
+from libc.stdint cimport int64_t
+
 from fastplan.relative cimport EncodedOp
 from fastplan.trace_fuser cimport TraceOperationFuser
 
@@ -11,3 +13,4 @@ cdef class NHWCRelayoutFuser:
     cdef bint _closed  # ``fuse`` does nothing
     cdef int _capture(self, EncodedOp operation) except -1
     cdef int fuse_open(self, EncodedOp encoded) except -1
+    cdef int score_ready(self, int64_t* score) except -1

@@ -27,6 +27,7 @@ __all__ = ["NAME", "NHWC_SCORE_BONUS", "nhwc_permutation", "NHWCRelayoutOptimiza
 
 NAME = "NHWCRelayout"
 NHWC_SCORE_BONUS = 100  # burn: a flat bonus, marked provisional in its source
+cdef int64_t _NHWC_BONUS = NHWC_SCORE_BONUS
 _REASON_CAPTURED = "module op captured"
 
 
@@ -117,10 +118,19 @@ cdef class NHWCRelayoutFuser:
     def status(self):
         return FuserStatus.Closed if self._closed else FuserStatus.Open
 
+    cdef int score_ready(self, int64_t* score) except -1:
+        """``properties()`` in C: the trace's score, plus the bonus once the module op is
+        captured, in ``score``; 1 if the trace holds ops and the op is captured, else 0."""
+        cdef int ready = self.fuser.score_ready(score)
+        if self.op is None:
+            return 0
+        score[0] += _NHWC_BONUS
+        return ready
+
     def properties(self):
-        properties = self.fuser.properties()
-        bonus = NHWC_SCORE_BONUS if self.op is not None else 0
-        return properties_of(properties.score + bonus, properties.ready and self.op is not None)
+        cdef int64_t score
+        cdef int ready = self.score_ready(&score)
+        return properties_of(score, ready)
 
     def len(self):
         return self.fuser.st.s.num_ops + (1 if self.op is not None else 0)

@@ -25,3 +25,4 @@ cdef class ReduceFuser:
     cdef bint can_hold(self, EncodedOp operation)
     cdef object try_hold(self, EncodedOp operation)
     cdef void end_hold(self, bint keep)
+    cdef int score_ready(self, int64_t* score) except -1

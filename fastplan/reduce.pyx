@@ -192,9 +192,16 @@ cdef class ReduceFuser:
     def status(self):
         return self.fuser.status()
 
+    cdef int score_ready(self, int64_t* score) except -1:
+        """``properties()`` in C: the read/write trace's score in ``score``; 1 once the
+        reduction is captured, else 0."""
+        self.fuser.score_ready(score)
+        return self.reduce is not None
+
     def properties(self):
-        properties = self.fuser.properties()
-        return properties_of(properties.score, self.reduce is not None)
+        cdef int64_t score
+        cdef int ready = self.score_ready(&score)
+        return properties_of(score, ready)
 
     cdef int64_t length(self):
         return self.fuser.st.s.num_ops + (1 if self.reduce is not None else 0)

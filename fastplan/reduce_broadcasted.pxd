@@ -56,4 +56,4 @@ cdef class ReduceBroadcastedFuser:
     cdef bint _ready(self) except -1
     cdef bint closed(self) except -1
     cdef int fuse_encoded(self, EncodedOp encoded) except -1
-    cdef int64_t score(self) except -1
+    cdef int score_ready(self, int64_t* score) except -1

@@ -21,7 +21,7 @@ Where the structure differs (the result must not):
 
 from libc.stdint cimport int64_t
 
-from fastplan._keys cimport field_offset, slot
+from fastplan._keys cimport FieldRead, field, field_read
 from fastplan.builder cimport Arg, arg_to_py, reason_text, settings_code
 from fastplan.reduce cimport ReduceFuser
 from fastplan.relative cimport EncodedOp, TensorC, encode_cached, new_frozen, tensor_ir
@@ -66,8 +66,7 @@ _INIT = ReduceBroadcastedState.Init
 _CLOSED = ReduceBroadcastedState.Closed
 _ABORT = ReduceBroadcastedState.Abort
 _STARTING = ReduceBroadcastedState.Starting
-cdef type _STATUS_TYPE = ReduceBroadcastedStatus
-cdef Py_ssize_t _STATE_AT = field_offset(ReduceBroadcastedStatus, "state")
+cdef FieldRead _STATE = field_read("state")  # ReduceBroadcastedStatus.state (_keys.field)
 # The status of each state without a shape (frozen values, built once with refimpl's defaults)
 cdef dict _BARE_STATUS = {state: ReduceBroadcastedStatus(state) for state in ReduceBroadcastedState}
 
@@ -614,8 +613,7 @@ cdef class ReduceBroadcastedFuser:
     cdef bint closed(self) except -1:
         """Whether ``fuse`` does nothing: closed or aborted (a closed last block is not enough),
         a state only ``reset`` leaves."""
-        status = self.state
-        state = slot(status, _STATE_AT) if type(status) is _STATUS_TYPE else status.state
+        state = field(self.state, &_STATE)
         return state is _CLOSED or state is _ABORT
 
     def fuse(self, operation):
@@ -667,16 +665,18 @@ cdef class ReduceBroadcastedFuser:
             return FuserStatus.Closed
         return self._last().fuser.status()
 
-    cdef int64_t score(self) except -1:
-        """``properties().score``: the blocks' scores summed."""
+    cdef int score_ready(self, int64_t* score) except -1:
+        """``properties()`` in C: the blocks' scores summed in ``score``; 1 if ready, else 0."""
         cdef ReduceBlockFuser block
-        cdef int64_t score = 0
+        score[0] = 0
         for block in self.blocks:
-            score += block._score()
-        return score
+            score[0] += block._score()
+        return self._ready()
 
     def properties(self):
-        return properties_of(self.score(), self._ready())
+        cdef int64_t score
+        cdef int ready = self.score_ready(&score)
+        return properties_of(score, ready)
 
     def len(self):
         return self.num_ops

@@ -91,3 +91,4 @@ cdef class TraceOperationFuser:
     cdef int next_block_c(self, const TensorC* arguments, Py_ssize_t n, int32_t code,
                           bint global_, Arg* out) except -1
     cdef object current_shape(self)
+    cdef int score_ready(self, int64_t* score) except -1

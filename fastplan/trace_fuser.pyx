@@ -936,10 +936,15 @@ cdef class TraceOperationFuser:
     def status(self):
         return _CLOSED if self.st.s.closed else _OPEN
 
+    cdef int score_ready(self, int64_t* score) except -1:
+        """``properties()`` in C: its score in ``score``; 1 if ready, else 0."""
+        self.check(tof_score(&self.st, score))
+        return self.st.s.num_ops > 0
+
     def properties(self):
         cdef int64_t score
-        self.check(tof_score(&self.st, &score))
-        return properties_of(score, self.st.s.num_ops > 0)
+        cdef int ready = self.score_ready(&score)
+        return properties_of(score, ready)
 
     # --- used by the fusers built on this one --------------------------------------------------
 
