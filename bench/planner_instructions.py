@@ -12,7 +12,8 @@ Each ROOT is a checkout with fastplan built in place (default: this one); give t
 a change with the tree before it. A root runs twice under callgrind, with the measured call
 and without it (the same setup otherwise): the difference over the stream's items is the
 figure. Paths: ``plan`` (``plan()`` from a fresh planner), ``cache`` (a warm planner's next
-iteration) and ``launch`` (that iteration's launch planning from the memo). Instruction counts
+iteration), ``launch`` (that iteration's launch planning from the memo) and ``launch-cold``
+(the first iteration's launch planning with a fresh memo, as ``plan()`` does it). Instruction counts
 leave out what time also holds (cache misses, branch mispredictions): they decide between two
 versions of the same code, they are not a speed.
 
@@ -34,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PATHS = ("plan", "cache", "launch")
+PATHS = ("plan", "cache", "launch", "launch-cold")
 
 
 def _child(root: str, workload: str, size: int, path: str, measured: bool) -> None:
@@ -55,12 +56,14 @@ def _child(root: str, workload: str, size: int, path: str, measured: bool) -> No
     planner.run(stream)
     _launch_planned(stream, planner, 0, profile, memo)
     start = len(planner.queue.steps)
+    cold = LaunchMemo()
     if path == "launch":
         planner.run(nxt)
     calls = {
         "plan": lambda: plan(stream, profile),
         "cache": lambda: planner.run(nxt),
         "launch": lambda: _launch_planned(nxt, planner, start, profile, memo),
+        "launch-cold": lambda: _launch_planned(stream, planner, 0, profile, cold),
     }
     call = calls[path] if measured else (lambda: None)
     eval("call()", {"call": call})  # callgrind counts inside builtin_eval only

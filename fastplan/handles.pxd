@@ -5,6 +5,7 @@ cdef Py_ssize_t layout_id(dict table, object handle) except -1
 cdef tuple op_nodes(object op)
 cdef object buffer_length(tuple shape, tuple strides)
 cdef object handle_buffer(object handle)
+cdef tuple handle_layout(object handle)
 cdef bint replayable_op(object op) except -1
 
 

@@ -110,6 +110,14 @@ cdef object handle_buffer(object handle):
     return _buffer_of(handle)
 
 
+cdef tuple handle_layout(object handle):
+    """``(shape, strides, offset, dtype)`` of a handle (read at their slots for a ``Handle``)."""
+    if type(handle) is Handle:
+        return (slot(handle, _H_SHAPE), slot(handle, _H_STRIDES), slot(handle, _H_OFFSET),
+                slot(handle, _H_DTYPE))
+    return (handle.shape, handle.strides, handle.offset, handle.dtype)
+
+
 cdef tuple _input_fields(type struct):
     found = _INPUT_FIELDS.get(struct)
     if found is None:

@@ -51,7 +51,7 @@ from fastplan._keys cimport (
     KeyBuf, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset,
     list_append_long, slot,
 )
-from fastplan.handles cimport Memory, handle_buffer, replayable_op
+from fastplan.handles cimport Memory, handle_buffer, handle_layout, replayable_op
 from fastplan.launch cimport _WalkLaunch, plan_launch_walk, walk_matmul_refused
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
@@ -361,18 +361,21 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
     return True
 
 
-cdef _Outcome _record(object optimization, list order, list before, Memory memory,
-                      object first_new, object widths, list aliases):
-    """What the step did, relative to ``order`` (positions) and to ``first_new`` (buffers);
-    ``None`` where that cannot be said (a buffer or an alias outside the step's tensors)."""
-    cdef Py_ssize_t k
+cdef _Outcome _record(object optimization, list order, object positions, list before,
+                      Memory memory, object first_new, object widths, list aliases):
+    """What the step did, relative to ``order`` (positions; ``positions`` maps a global id to
+    its position) and to ``first_new`` (buffers); ``None`` where that cannot be said (a buffer
+    or an alias outside the step's tensors)."""
+    cdef Py_ssize_t k, b, end
     cdef dict owner = None  # buffer -> position of the first tensor holding it before
-    cdef dict position
     cdef list changes = []
+    cdef list sizes
     cdef _Outcome outcome = _Outcome.__new__(_Outcome)
     handles = memory.handles
+    layouts = memory.layouts
     for k in range(len(order)):
-        h = handles.get(order[k])
+        gid = order[k]
+        h = handles.get(gid)
         old = before[k]
         if h is old:
             continue
@@ -389,13 +392,10 @@ cdef _Outcome _record(object optimization, list order, list before, Memory memor
             if found is None:  # a buffer the step's tensors did not hold before: nothing to
                 return None  # replay it from
             fresh, at = False, found
-        changes.append((k, (fresh, at, h.shape, h.strides, h.offset, h.dtype,
-                            memory.layouts[order[k]])))
+        shape, strides, offset, dtype = handle_layout(h)
+        changes.append((k, (fresh, at, shape, strides, offset, dtype, layouts[gid])))
     if aliases:
-        position = {}
-        for k in range(len(order)):
-            position[order[k]] = k
-        outcome.aliases = _relative_aliases(position, aliases)
+        outcome.aliases = _relative_aliases(positions, aliases)
         if outcome.aliases is None:
             return None
     else:
@@ -403,7 +403,12 @@ cdef _Outcome _record(object optimization, list order, list before, Memory memor
     outcome.optimization = optimization
     outcome.widths = widths
     outcome.changes = tuple(changes)
-    outcome.new_sizes = tuple([memory.sizes[b] for b in range(first_new, memory.next_buffer)])
+    sizes = []
+    all_sizes = memory.sizes
+    end = memory.next_buffer
+    for b in range(<Py_ssize_t>first_new, end):
+        sizes.append(all_sizes[b])
+    outcome.new_sizes = tuple(sizes)
     return outcome
 
 
@@ -420,7 +425,7 @@ cdef dict _first_holders(list before):
     return owner
 
 
-cdef tuple _relative_aliases(dict position, object aliases):
+cdef tuple _relative_aliases(object position, object aliases):
     """``(output, input)`` global id pairs as positions (``position``: id -> position), or
     ``None`` where one is not there."""
     cdef list found = []
@@ -603,8 +608,8 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
         if len(table) >= MEMO_CAPACITY or len(memo.layout_ids) >= LAYOUT_CAPACITY:
             memo.restart(memory)  # the key just made is stale too: not stored
             return (widths, aliases, step.blocks, blocks)
-        found = _record(item.optimization, order, before, memory, first_new, widths,
-                        aliases)
+        found = _record(item.optimization, order, context.position_map(), before, memory,
+                        first_new, widths, aliases)
         if found is not None:
             (<_Outcome>found).blocks_from, (<_Outcome>found).blocks = step.blocks, blocks
             table[key] = found
@@ -665,7 +670,6 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
     cdef _Outcome outcome, part
     cdef Py_ssize_t k
     cdef list before = [], outs = [], fused = []
-    cdef dict position = {}
     cdef _StepContext execution = (<_StepRecord>records[i]).execution
     cdef list order = execution.tensor_order()
     cdef Py_ssize_t head = 0
@@ -714,7 +718,7 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
                 fused.append(item.optimization)
     if not replayable or memo.layout_ids is not layout_ids:  # a restart: the key is stale
         return 0
-    outcome = _record(None, order, before, memory, first_new, None, [])
+    outcome = _record(None, order, None, before, memory, first_new, None, [])
     if outcome is None:
         return 0
     found = _Execution.__new__(_Execution)
@@ -730,10 +734,7 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
         if not (<tuple>out)[1]:
             part.aliases = ()
         else:
-            if not position:
-                for k in range(len(order)):
-                    position[order[k]] = k
-            part.aliases = _relative_aliases(position, (<tuple>out)[1])
+            part.aliases = _relative_aliases(execution.position_map(), (<tuple>out)[1])
             if part.aliases is None:
                 return 0
         found.steps.append(part)

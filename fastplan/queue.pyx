@@ -190,6 +190,22 @@ cdef class _StepContext:
                 self.g2r[self.order[i]] = i
         return self.g2r
 
+    cdef object position_map(self):
+        """Global id -> its position in ``tensor_order()``: a queue's own context has its g2r
+        built from the order, positions by construction; a given one (``context_given``) gets
+        a map of its own."""
+        cdef Py_ssize_t i
+        cdef list order
+        if self.positions is None:
+            if self.history is not None:
+                self.positions = self.g2r_map()
+            else:
+                order = self.tensor_order()
+                self.positions = {}
+                for i in range(len(order)):
+                    self.positions[order[i]] = i
+        return self.positions
+
     cdef list tensor_order(self):
         if self.order is None:
             self.order = list(self.g2r)
