@@ -37,5 +37,6 @@ cdef class Block:
     cdef object optimized(self, object log, bint logged)
 
 
+cdef Block new_block(list fusers)
 cdef _Flow op_flow(object operation)
 cdef object best_fuser(list fusers)

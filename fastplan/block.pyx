@@ -83,6 +83,30 @@ cdef bint _frozen(object fuser) except -1:
     return False
 
 
+cdef object _clone(object fuser):
+    """``fuser.clone()``: a C call for fastplan's five fusers (each one's ``copy``), the
+    Python method for any other."""
+    cdef type kind = type(fuser)
+    if kind is ElementWiseFuser:
+        return (<ElementWiseFuser>fuser).copy()
+    if kind is ReduceFuser:
+        return (<ReduceFuser>fuser).copy()
+    if kind is MatmulFuser:
+        return (<MatmulFuser>fuser).copy()
+    if kind is ReduceBroadcastedFuser:
+        return (<ReduceBroadcastedFuser>fuser).copy()
+    if kind is NHWCRelayoutFuser:
+        return (<NHWCRelayoutFuser>fuser).copy()
+    return fuser.clone()
+
+
+cdef list _clones(list fusers):
+    cdef list found = []
+    for fuser in fusers:
+        found.append(_clone(fuser))
+    return found
+
+
 cdef bint _is_open(object fuser) except -1:
     """``fuser.status() is Open``, read in C for the four fusers whose status is their closed
     flag."""
@@ -220,6 +244,30 @@ cdef _Flow op_flow(object operation):
     return flow
 
 
+cdef int _init(Block block, list fusers) except -1:
+    """``Block.__init__`` once the fusers are cloned: an empty block."""
+    block.fusers = fusers
+    block.operations = []
+    block.ordering = []
+    block.ids = set()
+    block.produced_ids = {}
+    block.read_ids = {}
+    block.freed_ids = {}
+    block.constituents = 0
+    block.start_pos = _MAXSIZE
+    block.end_pos = 0
+    block.flows = []
+    block.state = _new_state()
+    return 0
+
+
+cdef Block new_block(list fusers):
+    """``Block(fusers)`` without the Python call: an empty block with a clone of every fuser."""
+    cdef Block block = Block.__new__(Block)
+    _init(block, _clones(fusers))
+    return block
+
+
 cdef object best_fuser(list fusers):
     """``find_best_fuser_index`` (see there)."""
     cdef int64_t score
@@ -256,18 +304,7 @@ cdef class Block:
     """
 
     def __init__(self, fusers):
-        self.fusers = [fuser.clone() for fuser in fusers]
-        self.operations = []
-        self.ordering = []
-        self.ids = set()
-        self.produced_ids = {}
-        self.read_ids = {}
-        self.freed_ids = {}
-        self.constituents = 0
-        self.start_pos = _MAXSIZE
-        self.end_pos = 0
-        self.flows = []
-        self.state = _new_state()
+        _init(self, _clones(list(fusers)))
 
     # --- GraphNode ---------------------------------------------------------------------------
 
@@ -297,7 +334,7 @@ cdef class Block:
     cpdef Block clone(self):
         """A deep copy: fusers cloned, lists and sets copied."""
         cdef Block other = self.clone_lists()
-        other.fusers = [fuser.clone() for fuser in self.fusers]
+        other.fusers = _clones(self.fusers)
         return other
 
     cdef list fusers_sharing(self):
@@ -305,7 +342,7 @@ cdef class Block:
         (``_frozen``): feeding it more ops leaves it as it is, in both blocks."""
         cdef list fusers = []
         for fuser in self.fusers:
-            fusers.append(fuser if _frozen(fuser) else fuser.clone())
+            fusers.append(fuser if _frozen(fuser) else _clone(fuser))
         return fusers
 
     cdef bint live(self) except -1:

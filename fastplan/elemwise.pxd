@@ -9,5 +9,6 @@ from fastplan.trace_fuser cimport TraceOperationFuser
 
 cdef class ElementWiseFuser:
     cdef readonly TraceOperationFuser fuser  # closed: ``fuse`` does nothing
+    cdef ElementWiseFuser copy(self)
     cdef int fuse_open(self, EncodedOp encoded) except -1
     cdef int score_ready(self, int64_t* score) except -1

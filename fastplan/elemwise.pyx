@@ -30,10 +30,13 @@ cdef class ElementWiseFuser:
     def __init__(self, max_bindings):
         self.fuser = TraceOperationFuser(max_bindings, ELEMENTWISE_SETTINGS)
 
-    def clone(self):
+    cdef ElementWiseFuser copy(self):
         cdef ElementWiseFuser other = ElementWiseFuser.__new__(ElementWiseFuser)
         other.fuser = self.fuser.copy()
         return other
+
+    def clone(self):
+        return self.copy()
 
     def fuse(self, operation):
         if self.fuser.st.s.closed:

@@ -42,12 +42,15 @@ cdef class MatmulFuser:
         self.fuser_fallback = TraceOperationFuser(max_bindings, MATMUL_FALLBACK_SETTINGS)
         self.matmul = None
 
-    def clone(self):
+    cdef MatmulFuser copy(self):
         cdef MatmulFuser other = MatmulFuser.__new__(MatmulFuser)
         other.fuser = self.fuser.copy()
         other.fuser_fallback = self.fuser_fallback.copy()
         other.matmul = self.matmul
         return other
+
+    def clone(self):
+        return self.copy()
 
     cdef void _close(self, int code):
         cdef Reason reason

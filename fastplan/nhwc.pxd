@@ -11,6 +11,7 @@ cdef class NHWCRelayoutFuser:
     cdef readonly TraceOperationFuser fuser
     cdef readonly object op  # the captured module op
     cdef bint _closed  # ``fuse`` does nothing
+    cdef NHWCRelayoutFuser copy(self)
     cdef int _capture(self, EncodedOp operation) except -1
     cdef int fuse_open(self, EncodedOp encoded) except -1
     cdef int score_ready(self, int64_t* score) except -1

@@ -75,10 +75,13 @@ cdef class NHWCRelayoutFuser:
         self.op = None
         self._closed = self.fuser.st.s.closed
 
-    def clone(self):
+    cdef NHWCRelayoutFuser copy(self):
         cdef NHWCRelayoutFuser other = NHWCRelayoutFuser.__new__(NHWCRelayoutFuser)
         other.fuser, other.op, other._closed = self.fuser.copy(), self.op, self._closed
         return other
+
+    def clone(self):
+        return self.copy()
 
     cdef int _capture(self, EncodedOp operation) except -1:
         cdef const TensorC* x = &operation.c.tensors[0]

@@ -17,7 +17,7 @@ Invariants (refimpl's):
 * Ties: blocks sort stably by start position; topological order by ``(position, index)``.
 """
 
-from fastplan.block cimport Block, op_flow
+from fastplan.block cimport Block, new_block, op_flow
 from fastplan.graph cimport _Flow, Dag, dag_from
 from fastplan.merging cimport _Merger, blocks_merged
 from fastplan.relative cimport new_frozen
@@ -314,7 +314,7 @@ cdef class StreamOptimizer:
         return STEP_FULL if result.kind == "Full" else STEP_PARTIAL
 
     cdef void _new_block(self, object operation, _Flow flow) except *:
-        cdef Block block = Block(self.fusers)
+        cdef Block block = new_block(self.fusers)
         block.register_op(operation, self.length, flow)
         self.blocks.append(block)
         if self._full:
@@ -334,7 +334,7 @@ cdef class StreamOptimizer:
                             self.max_blocks, self.length)
                 self.stopped = True
                 return
-        block = Block(self.fusers)
+        block = new_block(self.fusers)
         block.register_op(operation, self.length, flow)
         self.blocks.append(block)
         if not blocks_dag(self.blocks).is_acyclic():
