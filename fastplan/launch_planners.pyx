@@ -205,6 +205,15 @@ cdef object _alloc(object memory, tuple shape, object dtype, tuple strides):
     return new_frozen(Handle, (buffer, shape, strides, 0, dtype))
 
 
+cdef int _register(object memory, object tensor_id, object handle) except -1:
+    """``memory.register(tensor_id, handle)``: a C call on a planning-only ``Memory``."""
+    if type(memory) is PlanningMemory:
+        (<PlanningMemory>memory).register(tensor_id, handle)
+    else:
+        memory.register(tensor_id, handle)
+    return 0
+
+
 cdef object _with_layout(object arg, object layout):
     """burn ``FuseArg::add_layout_info``: only plain inputs and outputs carry one."""
     cdef type t = type(arg)
@@ -435,8 +444,7 @@ def plan_outputs(PlanningState state):
     tensors = state.context.tensors
     cdef list blocks = state.blocks
     state.outputs = [None] * len(outputs)
-    order = sorted(range(len(outputs)), key=lambda p: -sum(outputs[p].tensor.shape))
-    for pos in order:
+    for pos in _output_order(outputs):
         entry = outputs[pos]
         relative = field(entry, &_TENSOR)
         rid = field(relative, &_ID)
@@ -477,6 +485,21 @@ def plan_outputs(PlanningState state):
         tensor = tensors.get(rid)
         if tensor is not None:
             memory.remove(tensor.id)
+
+
+cdef list _output_order(object outputs):
+    """The output positions by decreasing sum of their shape, equal sums in position order:
+    refimpl's ``sorted(..., key=lambda p: -sum(shape))`` (a stable sort), without a Python
+    call per key."""
+    cdef list keyed = []
+    cdef Py_ssize_t pos
+    for pos in range(len(outputs)):
+        total = 0
+        for dim in field(field(outputs[pos], &_TENSOR), &_SHAPE):
+            total = total + dim
+        keyed.append((-total, pos))
+    keyed.sort()
+    return [item[1] for item in keyed]
 
 
 cdef tuple _chosen_strides(PlanningState state, Py_ssize_t idx, tuple shape,
@@ -580,7 +603,7 @@ cdef void _normal_output(PlanningState state, Py_ssize_t pos, object ty, object 
     handle = _alloc(state.memory, shape, field(glob, &_DTYPE), strides)
     if len(shape) > state.rank:
         state.rank = len(shape)
-    state.memory.register(field(glob, &_ID), handle)
+    _register(state.memory, field(glob, &_ID), handle)
     state.outputs[pos] = _output(relative, glob, ty, handle, "owned", None)
 
 
@@ -602,7 +625,7 @@ cdef void _inplace_output(PlanningState state, Py_ssize_t pos, object ty, object
         _mark(state, writes, False, _SAME_AS_REF, True)
     h = source.handle
     handle = new_frozen(Handle, (h.buffer, glob.shape, h.strides, h.offset, glob.dtype))
-    state.memory.register(glob.id, handle)
+    _register(state.memory, glob.id, handle)
     state.outputs[pos] = _output(relative, glob, ty, handle, "inplace", input_pos)
 
 
@@ -637,7 +660,7 @@ cdef void _reshaped_output(PlanningState state, Py_ssize_t pos, object ty, objec
     _remove_concrete_write(block_at(state.blocks, idx), relative.id, pos)
     h = source.handle
     handle = new_frozen(Handle, (h.buffer, glob.shape, action.strides, h.offset, glob.dtype))
-    state.memory.register(glob.id, handle)
+    _register(state.memory, glob.id, handle)
     state.outputs[pos] = _output(relative, glob, ty, handle, "view", input_pos)
 
 
@@ -650,7 +673,7 @@ cdef void _swapped_output(PlanningState state, Py_ssize_t pos, object ty, object
     strides = list(h.strides)
     strides[dims[0]], strides[dims[1]] = strides[dims[1]], strides[dims[0]]
     handle = new_frozen(Handle, (h.buffer, glob.shape, tuple(strides), h.offset, glob.dtype))
-    state.memory.register(glob.id, handle)
+    _register(state.memory, glob.id, handle)
     state.outputs[pos] = _output(relative, glob, ty, handle, "view", input_pos)
 
 
