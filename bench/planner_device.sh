@@ -3,6 +3,7 @@
 # phase in one device call (see ../shared/device/README.md):
 #
 #   source .device/prelude.sh && bash bench/planner_device.sh bench   # benchmark, then the split
+#   ... PLANNER_WORKLOADS=mixed bash bench/planner_device.sh bench-100k  # refimpl at 100k too
 #   source .device/prelude.sh && bash bench/planner_device.sh check   # equality at depth, 1M fuzz
 #   ... planner_device.sh equality, then ... planner_device.sh fuzz      # the same as two calls
 #
@@ -10,7 +11,11 @@
 # PLANNER_SIZES, PLANNER_SPLIT_SIZE and PLANNER_FUZZ_COUNT shrink a run (a quick try here).
 # `bench`: the three workloads of bench/planner.py one after another (one process at a time:
 # three side by side moved the same row by up to 1.9x between runs on these machines, while
-# the split, run alone, stayed within 10%), then bench/planner_split.py. `check`: the plan-equality property at the thorough
+# the split, run alone, stayed within 10%), then bench/planner_split.py. refimpl is skipped where
+# one run of its four paths would take over 100 s (elementwise and mixed at 100k); `bench-100k`
+# runs it there, one run (mixed alone takes about 5 minutes of one device call: give the
+# workloads as two calls, PLANNER_WORKLOADS=mixed, then elementwise,transformer).
+# `check`: the plan-equality property at the thorough
 # profile (15 000 examples) for hypothesis seeds 1 and 2, beside tools/fuzz_planners.py on
 # 1 000 000 generated inputs (the cores the two leave; `fuzz` alone: every core).
 set -euo pipefail
@@ -18,6 +23,7 @@ out=${OUT:-$(mktemp -d)}
 phase=${1:-bench}
 sizes=${PLANNER_SIZES:-1000,10000,100000}  # smaller for a quick try elsewhere
 split_size=${PLANNER_SPLIT_SIZE:-10000}
+workloads=${PLANNER_WORKLOADS:-elementwise,transformer,mixed}  # bench-100k's
 fuzz_count=${PLANNER_FUZZ_COUNT:-1000000}
 # the machine, so that runs on different lent machines can be told apart (load included)
 machine() {
@@ -42,6 +48,22 @@ for w in ("elementwise", "transformer", "mixed"):
 print(table(rows))
 PY
     cat "$out/split.md"
+    machine >> "$out/machine.txt"
+    cat "$out/machine.txt"
+    ;;
+bench-100k)
+    machine > "$out/machine.txt"
+    for w in ${workloads//,/ }; do
+        python3 bench/planner.py --workload "$w" --sizes 100000 --repeats 1 --json \
+            > "$out/planner-$w-100k.json" 2> "$out/planner-$w-100k.log"
+    done
+    python3 - "$out" ${workloads//,/ } <<'PY'
+import json, sys
+from fastplan.bench import Row, table
+rows = [Row(**{k: v for k, v in r.items() if k != "ratio"})
+        for w in sys.argv[2:] for r in json.load(open(f"{sys.argv[1]}/planner-{w}-100k.json"))]
+print(table(rows))
+PY
     machine >> "$out/machine.txt"
     cat "$out/machine.txt"
     ;;
@@ -72,7 +94,7 @@ check|equality|fuzz)
     [ "$phase" = equality ] || tail -3 "$out/fuzz.txt"
     ;;
 *)
-    echo "usage: bench/planner_device.sh bench|check|equality|fuzz" >&2
+    echo "usage: bench/planner_device.sh bench|bench-100k|check|equality|fuzz" >&2
     exit 2
     ;;
 esac
