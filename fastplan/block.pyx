@@ -11,9 +11,10 @@ Where the structure differs (the result must not):
   (``fastplan.relative.encode_cached``: the fusers then find it in the one-entry cache), and
   kept as a ``graph._Flow`` beside the op; ``can_append`` checks those flows instead of
   building ``OperationNode``s;
-* fastplan's five fusers are fed, checked and scored in C (``_feed``, ``_frozen``,
-  ``_properties``): what their ``fuse``, ``status`` and ``properties`` compute, without a
-  ``FuserProperties`` per call; any other fuser goes through its Python methods;
+* fastplan's five fusers are cloned, fed, checked and scored in C (``_clone``, ``_feed``,
+  ``_frozen``, ``_properties``): what their ``clone``, ``fuse``, ``status`` and
+  ``properties`` compute, without a ``FuserProperties`` per call; any other fuser goes
+  through its Python methods; the search makes its blocks with ``new_block``;
 * ``RegistrationResult`` and ``OperationNode`` are refimpl's classes (plain data).
 
 Invariants (refimpl's):
