@@ -469,12 +469,18 @@ cdef tuple _widened(tuple blocks, object widths):
                   for i, block in enumerate(blocks)])
 
 
-cdef Py_ssize_t _STEP_AT[6]  # PlanStep's slot offsets: kind, ops, fuser, score, inputs, outputs
-for _k in range(6):
+cdef Py_ssize_t _STEP_AT[8]  # PlanStep's slot offsets, in _STEP_FIELDS order
+for _k in range(8):
     _STEP_AT[_k] = field_offset(PlanStep, _STEP_FIELDS[_k])
 
 
+cdef inline object _step_blocks(object step):
+    """``step.blocks`` (read at its slot for a ``PlanStep``)."""
+    return slot(step, _STEP_AT[7]) if type(step) is PlanStep else step.blocks
+
+
 cdef object _filled(object step, tuple blocks, list aliases):
+    """``step`` with its blocks and its aliases (global id pairs, sorted; ``None``: none)."""
     found = tuple(sorted(aliases)) if aliases else ()
     if type(step) is not PlanStep:
         return make_frozen(PlanStep, _STEP_FIELDS,
@@ -582,7 +588,7 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
             memo.hits += 1
             outcome = <_Outcome>found
             aliases = _replay(outcome, order, before, memory)
-            blocks = step.blocks
+            blocks = _step_blocks(step)
             if blocks is not outcome.blocks_from:  # the plan cache's steps share theirs
                 outcome.blocks_from = blocks
                 outcome.blocks = _widened(blocks, outcome.widths)
@@ -688,12 +694,13 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
                     continue
                 part = <_Outcome>stored
                 memo.hits += 1
-                blocks = step.blocks
+                blocks = _step_blocks(step)
                 if blocks is not part.blocks_from:
                     part.blocks_from = blocks
                     part.blocks = _widened(blocks, part.widths)
-                list_append_long(results, _filled(step, part.blocks,
-                                                  [(order[o], order[q]) for o, q in part.aliases]))
+                list_append_long(results, _filled(step, part.blocks, None if not part.aliases
+                                                  else [(order[o], order[q])
+                                                        for o, q in part.aliases]))
             return 0
     # the state alone (the first step's key shares it): the key past its head
     state = None if key is None else (<bytes>key)[head * sizeof(int64_t):]

@@ -27,20 +27,34 @@ _Operations = Operations
 
 cdef class _Flows:
     """The flows of a segment's ops, read on first use; ``known``: flows the search read
-    already (by position), used where they are the flow of the op at that position."""
+    already (by position), used where they are the flow of the op at that position. Flows
+    are kept by position in a list (positions are list indices); any other position (a
+    negative one: Python indexing) in a dict."""
 
     cdef object operations
+    cdef list by_pos
     cdef dict cache
     cdef list known
 
     def __cinit__(self, operations, list known=None):
+        cdef Py_ssize_t n = 0
         self.operations = operations
+        try:
+            n = len(operations)
+        except TypeError:  # indexable without a length: every position goes to the dict
+            pass
+        self.by_pos = [None] * n
         self.cache = {}
         self.known = known
 
     cdef _Flow at(self, object pos):
         cdef _Flow flow
-        found = self.cache.get(pos)
+        cdef Py_ssize_t i = -1
+        if type(pos) is int and 0 <= pos < len(self.by_pos):
+            i = pos
+            found = self.by_pos[i]
+        else:
+            found = self.cache.get(pos)
         if found is None:
             operation = self.operations[pos]
             if self.known is not None and 0 <= pos < len(self.known):
@@ -49,7 +63,10 @@ cdef class _Flows:
                     found = flow
             if found is None:
                 found = op_flow(operation)
-            self.cache[pos] = found
+            if i >= 0:
+                self.by_pos[i] = found
+            else:
+                self.cache[pos] = found
         return <_Flow>found
 
 
