@@ -25,6 +25,8 @@ Invariants (refimpl's):
   ordering is truncated to its prefix (the rest is left for the next round).
 """
 
+cimport cython
+
 import sys
 
 from libc.stdint cimport int64_t
@@ -298,6 +300,7 @@ def find_best_fuser_index(fusers):
     return best_fuser(list(fusers))
 
 
+@cython.freelist(64)  # made and dropped by the hundred per search
 cdef class Block:
     """A list of ops (not necessarily in stream order) with one clone of every fuser.
 

@@ -18,6 +18,8 @@ Bit sets are Python ``int``s, as in refimpl, so any number of nodes works.
 
 import heapq
 
+cimport cython
+
 from cpython.long cimport PyLong_Check, PyLong_CheckExact
 
 from fastplan._vec cimport mem_calloc, mem_free
@@ -86,6 +88,7 @@ def bits(mask):
     return bits_of(mask)
 
 
+@cython.freelist(64)  # made and dropped by the thousand per search
 cdef class _Flow:
     """One node's data flow, read once: tuples for order, frozensets for membership."""
 

@@ -16,6 +16,8 @@ it). The plan's dataclasses are built with ``fastplan.relative.new_frozen``: the
 ``__init__`` only assigns (no ``__post_init__``).
 """
 
+cimport cython
+
 import hashlib
 
 from libc.stdint cimport int64_t
@@ -350,6 +352,7 @@ def _plan_launch(trace, context, memory, device, matmul_operands=None):
     return _freeze(_planned(trace, context, memory, device, matmul_operands, False))
 
 
+@cython.freelist(64)  # one per launch of the walk
 cdef class _WalkLaunch:
     """What the stream walk (``fastplan.launch_stream``) reads of a launch, built instead of
     the ``Launch``: the plan's ``aliases``, each block's width (``widths``, the configs' in

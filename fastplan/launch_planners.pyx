@@ -13,6 +13,8 @@ constructors instead of ``dataclasses.replace`` (the same objects, without ``rep
 walk).
 """
 
+cimport cython
+
 from dataclasses import replace
 
 from fastplan._keys cimport FieldRead, field, field_read
@@ -69,6 +71,7 @@ cdef object storage_bytes(object dtype):
 # --- working state (burn LaunchPlan / BlockPlan / handles) --------------------------------------
 
 
+@cython.freelist(64)  # the launch working state: made and dropped per launch
 cdef class HandleInput:
     """burn ``HandleInput``: an input's handle as the launch fetched it.
 
@@ -81,6 +84,7 @@ cdef class HandleInput:
         self.strides, self.vector_size, self.broadcasted = strides, vector_size, broadcasted
 
 
+@cython.freelist(64)
 cdef class HandleOutput:
     """burn ``HandleOutput``: an output's handle as the launch placed it.
 
@@ -93,6 +97,7 @@ cdef class HandleOutput:
         self.kind, self.input_pos, self.vectorization = kind, input_pos, vectorization
 
 
+@cython.freelist(64)
 cdef class ReferenceSelection:
     """burn ``ReferenceSelection``; ``kind`` names the variant.
 
@@ -126,6 +131,7 @@ cdef ReferenceSelection _reference(str kind, object arg, object shape, object st
 cdef tuple _NO_DIMS = (0, 0)
 
 
+@cython.freelist(64)
 cdef class BlockPlan:
     """burn ``BlockPlan``: one block's reads and writes, reference layout and width.
 
@@ -141,6 +147,7 @@ cdef class BlockPlan:
         self.potential_ref = potential_ref
 
 
+@cython.freelist(64)
 cdef class PlanningState:
     """burn ``LaunchPlan`` while it is planned: the trace, its context and memory, the blocks.
 

@@ -42,6 +42,8 @@ the executed steps to refimpl's walk. The cyclic collector is paused during the 
 (docs/fastplan.md §7).
 """
 
+cimport cython
+
 import gc as _gc
 
 from cpython.ref cimport PyObject
@@ -117,6 +119,7 @@ cdef class LaunchMemo:
         return sum(len(t) for t in self._by_device.values())
 
 
+@cython.freelist(64)  # one per recorded step or execution
 cdef class _Outcome:
     """One fused step's stored launch outcome, relative to the step's tensor order."""
 
