@@ -611,18 +611,19 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
     _run_fused(run, step.fuser, item.optimization)
     aliases = [pair for launch in run.launches for pair in (<_WalkLaunch>launch).aliases]
     widths = None if run.main is None else (<_WalkLaunch>run.main).widths
-    blocks = _widened(step.blocks, widths)
+    step_blocks = _step_blocks(step)
+    blocks = _widened(step_blocks, widths)
     list_append_long(results, _filled(step, blocks, aliases))
     if key is not None:
         if len(table) >= MEMO_CAPACITY or len(memo.layout_ids) >= LAYOUT_CAPACITY:
             memo.restart(memory)  # the key just made is stale too: not stored
-            return (widths, aliases, step.blocks, blocks)
+            return (widths, aliases, step_blocks, blocks)
         found = _record(item.optimization, order, context.position_map(), before, memory,
                         first_new, widths, aliases)
         if found is not None:
-            (<_Outcome>found).blocks_from, (<_Outcome>found).blocks = step.blocks, blocks
+            (<_Outcome>found).blocks_from, (<_Outcome>found).blocks = step_blocks, blocks
             table[key] = found
-    return (widths, aliases, step.blocks, blocks)
+    return (widths, aliases, step_blocks, blocks)
 
 
 cdef object _execution_key(list records, Py_ssize_t i, Py_ssize_t j, _StepContext execution,

@@ -183,27 +183,17 @@ cdef class _StepContext:
         return <tuple>self.scalars
 
     cdef object g2r_map(self):
-        cdef Py_ssize_t i
         if self.g2r is None:  # the converter's g2r as it was: its keys, each at its position
-            self.g2r = {}
-            for i in range(len(self.order)):
-                self.g2r[self.order[i]] = i
+            self.g2r = _positions(self.order)
         return self.g2r
 
     cdef object position_map(self):
         """Global id -> its position in ``tensor_order()``: a queue's own context has its g2r
         built from the order, positions by construction; a given one (``context_given``) gets
         a map of its own."""
-        cdef Py_ssize_t i
-        cdef list order
         if self.positions is None:
-            if self.history is not None:
-                self.positions = self.g2r_map()
-            else:
-                order = self.tensor_order()
-                self.positions = {}
-                for i in range(len(order)):
-                    self.positions[order[i]] = i
+            self.positions = self.g2r_map() if self.history is not None \
+                else _positions(self.tensor_order())
         return self.positions
 
     cdef list tensor_order(self):
@@ -217,6 +207,15 @@ cdef class _StepContext:
                 else tuple(self.shapes.values())
             untrack_atomic(self.dims)
         return self.dims
+
+
+cdef dict _positions(list order):
+    """Each id of ``order`` -> its position."""
+    cdef dict found = {}
+    cdef Py_ssize_t i
+    for i in range(len(order)):
+        found[order[i]] = i
+    return found
 
 
 cdef _StepContext context_given(object segment, object g2r, object shapes, object scalars):
