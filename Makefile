@@ -28,9 +28,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --no-build-isolation --editable ".[test]"
 	touch $@
 
-# build_ext --inplace is incremental; setup.py rebuilds fully when FASTPLAN_CYTHON_DEBUG changed
+# The profile-guided build (setup.py, FASTPLAN_PGO): instrumented, trained by
+# tools/pgo_train.py, built again; about twice a plain build's time, and only when a module
+# changed. `make build FASTPLAN_PGO=0` builds plainly (incremental, module by module).
+# setup.py rebuilds fully when FASTPLAN_CYTHON_DEBUG or FASTPLAN_PGO changed.
+FASTPLAN_PGO ?= 1
 build: $(VENV)/.installed
-	$(PY) setup.py --quiet build_ext --inplace
+	FASTPLAN_PGO=$(FASTPLAN_PGO) $(PY) setup.py --quiet build_ext --inplace
 
 vulkan: $(VENV)/.installed
 	@if $(PY) tools/check_adapter.py; then \

@@ -5,14 +5,22 @@ Environment (a switch is on when set to anything but empty or ``0``):
 * ``FASTPLAN_NO_EXTENSIONS``      build nothing: fastplan runs its pure-Python fallback.
 * ``FASTPLAN_REQUIRE_EXTENSIONS`` a missing Cython or C compiler, or a failed build, is fatal.
 * ``FASTPLAN_CYTHON_DEBUG``       boundscheck and initializedcheck on, plus annotated HTML.
+* ``FASTPLAN_PGO``                a profile-guided build (GCC; ``make build`` sets it): build
+  instrumented, run ``tools/pgo_train.py`` on that build, build again with its counts. A
+  failed training run gives a plain build with a warning (fatal under
+  ``FASTPLAN_REQUIRE_EXTENSIONS``); another compiler, a plain build with a note.
 """
 
 import os
+import shlex
+import subprocess
 import sys
+import sysconfig
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.errors import CCompilerError, ExecError, PlatformError
+from setuptools.modified import newer_group
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -32,6 +40,16 @@ def _flag(name):
 NO_EXTENSIONS = _flag("FASTPLAN_NO_EXTENSIONS")
 REQUIRE_EXTENSIONS = _flag("FASTPLAN_REQUIRE_EXTENSIONS")
 DEBUG = _flag("FASTPLAN_CYTHON_DEBUG")
+PGO = _flag("FASTPLAN_PGO") and not DEBUG
+PGO_TRAINING = os.path.join(HERE, "tools", "pgo_train.py")
+# The two builds of a profile-guided build. ``-fprofile-update=single``: the planner is
+# single-threaded. Using the counts: ``-fprofile-correction`` accepts the small inconsistencies
+# of counters, a module the training never ran keeps its plain optimisation
+# (``-Wno-missing-profile``), and the profile's extra inlining makes GCC warn of variables it
+# can no longer prove set (Cython's loop variables, set on every path that reads them).
+PGO_GENERATE = ["-fprofile-generate", "-fprofile-update=single"]
+PGO_USE = ["-fprofile-use", "-fprofile-correction", "-Wno-missing-profile",
+           "-Wno-maybe-uninitialized"]
 # Cython and the C compiler run this many modules at a time (default: one per core).
 JOBS = int(os.environ.get("FASTPLAN_BUILD_JOBS") or os.cpu_count() or 1)
 
@@ -94,10 +112,14 @@ class optional_build_ext(build_ext):
     def run(self):
         if not self.parallel:  # compile the modules side by side (one per core)
             self.parallel = JOBS
-        mode = "debug" if DEBUG else "release"
+        mode = "debug" if DEBUG else "pgo" if PGO else "release"
+        self._compiler_choice = self.compiler
         self.force = self.force or _read(MODE_FILE) != mode
         try:
-            super().run()
+            if PGO and self.extensions and (self.force or self._stale()):
+                self._profile_guided()
+            else:
+                super().run()
         except (PlatformError, ExecError, CCompilerError) as exc:
             _fallback(f"{type(exc).__name__}: {exc}")
             return
@@ -106,8 +128,81 @@ class optional_build_ext(build_ext):
             with open(MODE_FILE, "w") as f:
                 f.write(mode)
 
+    def _stale(self):
+        """Whether a module's C source changed since its extension was built."""
+        return any(newer_group(ext.sources + list(ext.depends),
+                               self.get_ext_fullpath(ext.name))
+                   for ext in self.extensions)
+
+    def _profile_guided(self):
+        """FASTPLAN_PGO: every module built instrumented, the training run, every module built
+        again with the counts it wrote (next to the object files, in ``build_temp``)."""
+        reason = _pgo_unsupported()
+        if reason:
+            _warn([f"NOTE: FASTPLAN_PGO needs GCC ({reason}): a plain build instead."])
+            super().run()
+            return
+        for root, _, files in os.walk(self.build_temp):
+            for name in files:
+                if name.endswith(".gcda"):  # a previous training's counts
+                    os.remove(os.path.join(root, name))
+        self.force = True
+        self._set_flags(PGO_GENERATE, PGO_GENERATE)
+        self._build_all()
+        try:
+            trained = self._train()
+            self._set_flags(PGO_USE if trained else [], [])
+            self._build_all()
+        except BaseException:
+            for ext in self.extensions:  # no instrumented module may stay behind
+                self._discard(ext)
+            raise
+
+    def _build_all(self):
+        """One more ``build_ext.run`` (it replaces the compiler's name by the compiler)."""
+        self.compiler = self._compiler_choice
+        super().run()
+
+    def _set_flags(self, compile_args, link_args):
+        """Every extension's own compile and link arguments, plus these."""
+        for ext in self.extensions:
+            base = getattr(ext, "_base_args", None)
+            if base is None:
+                base = ext._base_args = (list(ext.extra_compile_args), list(ext.extra_link_args))
+            ext.extra_compile_args = base[0] + compile_args
+            ext.extra_link_args = base[1] + link_args
+
+    def _train(self):
+        """Run tools/pgo_train.py on the instrumented build; whether it trained."""
+        tree = HERE if self.inplace else os.path.abspath(self.build_lib)
+        env = {key: value for key, value in os.environ.items()
+               if key != "FASTPLAN_NO_EXTENSIONS"}
+        env["PYTHONPATH"] = os.pathsep.join(
+            [tree] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        try:
+            # the counts go next to the object files, named as the compiler saw them: from
+            # the directory the build runs in
+            done = subprocess.run([sys.executable, PGO_TRAINING], env=env, timeout=900,
+                                  capture_output=True, text=True, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+        else:
+            if done.returncode == 0:
+                return True
+            reason = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            reason = f"exit status {done.returncode}: {reason[0]}"
+        lines = ["WARNING: fastplan's profile-guided training run failed: a plain build instead.",
+                 f"Reason: {reason}"]
+        if REQUIRE_EXTENSIONS:  # CI builds what a user gets: the training must work
+            lines[0] = "ERROR: fastplan's profile-guided training run failed."
+            _warn(lines + ["FASTPLAN_REQUIRE_EXTENSIONS is set, so this is fatal."])
+            raise SystemExit(1)
+        _warn(lines)
+        return False
+
     def build_extension(self, ext):
-        if DICT_VERSIONS and self.compiler.compiler_type == "unix":
+        if (DICT_VERSIONS and self.compiler.compiler_type == "unix"
+                and "-Wno-deprecated-declarations" not in ext.extra_compile_args):
             # reading the deprecated tag is the point (see DICT_VERSIONS): no warning per module
             ext.extra_compile_args = [*ext.extra_compile_args, "-Wno-deprecated-declarations"]
         try:
@@ -123,6 +218,19 @@ class optional_build_ext(build_ext):
             path = os.path.join(HERE, path)
             if os.path.exists(path):
                 os.remove(path)
+
+
+def _pgo_unsupported():
+    """Why this C compiler can't do FASTPLAN_PGO's build (GCC's profile files), or None."""
+    compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    try:
+        version = subprocess.run([*compiler[:1], "--version"], capture_output=True, text=True,
+                                 timeout=60, check=False).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{compiler[0]}: {exc}"
+    if "Free Software Foundation" not in version or "clang" in version.lower():
+        return f"{compiler[0]} is not GCC"
+    return None
 
 
 def _read(path):

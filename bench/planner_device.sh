@@ -2,7 +2,8 @@
 # The planner figures of docs/benchmarks.md, measured on the lent machine's CPU (16 cores), each
 # phase in one device call (see ../shared/device/README.md):
 #
-#   source .device/prelude.sh && bash bench/planner_device.sh bench   # benchmark, then the split
+#   export FASTPLAN_PGO=1; source .device/prelude.sh && bash bench/planner_device.sh bench
+#                                                                   # benchmark, then the split
 #   ... PLANNER_WORKLOADS=mixed bash bench/planner_device.sh bench-100k  # refimpl at 100k too
 #   source .device/prelude.sh && bash bench/planner_device.sh check   # equality at depth, 1M fuzz
 #   ... planner_device.sh equality, then ... planner_device.sh fuzz      # the same as two calls
@@ -18,6 +19,11 @@
 # `check`: the plan-equality property at the thorough
 # profile (15 000 examples) for hypothesis seeds 1 and 2, beside tools/fuzz_planners.py on
 # 1 000 000 generated inputs (the cores the two leave; `fuzz` alone: every core).
+# `pgo-ab`: the profile-guided build against a plain build of the same tree (a copy under
+# /tmp), the two taking turns (bench/planner_ab.py, PLANNER_SIZES, 7 rounds).
+# Every phase first makes the tree's build the one `make build` gives a user, the profile-guided
+# one (setup.py's FASTPLAN_PGO; a no-op when it already is): with `export FASTPLAN_PGO=1`
+# before the prelude, the prelude's own build is that one.
 set -euo pipefail
 out=${OUT:-$(mktemp -d)}
 phase=${1:-bench}
@@ -30,6 +36,8 @@ machine() {
     echo "$(date -u +%FT%TZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)," \
         "$(python3 --version), load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
+FASTPLAN_PGO=1 python3 setup.py -q build_ext --inplace > "$out/build_ext.log" 2>&1 || {
+    echo "planner_device: the profile-guided build failed:"; tail -20 "$out/build_ext.log"; exit 1; }
 case "$phase" in
 bench)
     machine > "$out/machine.txt"
@@ -93,8 +101,21 @@ check|equality|fuzz)
     fi
     [ "$phase" = equality ] || tail -3 "$out/fuzz.txt"
     ;;
+pgo-ab)
+    machine
+    plain=$(mktemp -d)
+    cp -r setup.py pyproject.toml fastplan refimpl gpu bench tools tests "$plain"/
+    rm -f "$plain"/fastplan/*.so
+    (cd "$plain" && FASTPLAN_PGO=0 FASTPLAN_REQUIRE_EXTENSIONS=1 python3 setup.py -q build_ext \
+        --inplace > "$out/plain_build.log" 2>&1)
+    for size in ${sizes//,/ }; do
+        python3 bench/planner_ab.py --workload elementwise --workload transformer \
+            --workload mixed --size "$size" --rounds 7 "$plain" "$PWD" | tee "$out/pgo-ab-$size.md"
+    done
+    machine
+    ;;
 *)
-    echo "usage: bench/planner_device.sh bench|bench-100k|check|equality|fuzz" >&2
+    echo "usage: bench/planner_device.sh bench|bench-100k|check|equality|fuzz|pgo-ab" >&2
     exit 2
     ;;
 esac
