@@ -50,6 +50,11 @@ PGO_TRAINING = os.path.join(HERE, "tools", "pgo_train.py")
 PGO_GENERATE = ["-fprofile-generate", "-fprofile-update=single"]
 PGO_USE = ["-fprofile-use", "-fprofile-correction", "-Wno-missing-profile",
            "-Wno-maybe-uninitialized"]
+# Every module at -O3, whatever the interpreter was built with (pyenv's CPython: -O3; Ubuntu's
+# 3.12 on the lent machine: -O2), so that an instruction count here and a time there are of
+# the same code: at -O2, mixed plan() at 1k costs 1.4% more instructions, transformer 2.1%
+# (bench/planner_instructions.py, a plain build). The last -O given wins.
+UNIX_COMPILE_ARGS = ["-O3"]
 # Cython and the C compiler run this many modules at a time (default: one per core).
 JOBS = int(os.environ.get("FASTPLAN_BUILD_JOBS") or os.cpu_count() or 1)
 
@@ -105,8 +110,9 @@ MODE_FILE = os.path.join(HERE, "build", "fastplan-build-mode")
 class optional_build_ext(build_ext):
     """build_ext that turns a compiler failure into a warning, unless extensions are required.
 
-    It also rebuilds everything when the debug switch changed since the last build, since the
-    up-to-date check compares only file times.
+    It also rebuilds everything when the build mode (debug, profile-guided or plain) changed
+    since the last build, since the up-to-date check compares only file times; the
+    profile-guided build is ``_profile_guided``.
     """
 
     def run(self):
@@ -117,16 +123,14 @@ class optional_build_ext(build_ext):
         self.force = self.force or _read(MODE_FILE) != mode
         try:
             if PGO and self.extensions and (self.force or self._stale()):
-                self._profile_guided()
+                mode = self._profile_guided()
             else:
                 super().run()
         except (PlatformError, ExecError, CCompilerError) as exc:
             _fallback(f"{type(exc).__name__}: {exc}")
             return
         if self.extensions:
-            os.makedirs(os.path.dirname(MODE_FILE), exist_ok=True)
-            with open(MODE_FILE, "w") as f:
-                f.write(mode)
+            _write_mode(mode)
 
     def _stale(self):
         """Whether a module's C source changed since its extension was built."""
@@ -136,17 +140,22 @@ class optional_build_ext(build_ext):
 
     def _profile_guided(self):
         """FASTPLAN_PGO: every module built instrumented, the training run, every module built
-        again with the counts it wrote (next to the object files, in ``build_temp``)."""
+        again with the counts it wrote (next to the object files, in ``build_temp``). The
+        build mode to record: ``pgo``, or ``pgo-untrained`` after a failed training, so that
+        the next build tries again."""
         reason = _pgo_unsupported()
         if reason:
             _warn([f"NOTE: FASTPLAN_PGO needs GCC ({reason}): a plain build instead."])
             super().run()
-            return
+            return "pgo"  # nothing a later build could do better
         for root, _, files in os.walk(self.build_temp):
             for name in files:
                 if name.endswith(".gcda"):  # a previous training's counts
                     os.remove(os.path.join(root, name))
         self.force = True
+        # until the build with the counts is in place, the modules in place are instrumented
+        # (or half built): a build interrupted here must not find them up to date next time
+        _write_mode("pgo-instrumented")
         self._set_flags(PGO_GENERATE, PGO_GENERATE)
         self._build_all()
         try:
@@ -157,6 +166,7 @@ class optional_build_ext(build_ext):
             for ext in self.extensions:  # no instrumented module may stay behind
                 self._discard(ext)
             raise
+        return "pgo" if trained else "pgo-untrained"
 
     def _build_all(self):
         """One more ``build_ext.run`` (it replaces the compiler's name by the compiler)."""
@@ -201,10 +211,14 @@ class optional_build_ext(build_ext):
         return False
 
     def build_extension(self, ext):
-        if (DICT_VERSIONS and self.compiler.compiler_type == "unix"
-                and "-Wno-deprecated-declarations" not in ext.extra_compile_args):
-            # reading the deprecated tag is the point (see DICT_VERSIONS): no warning per module
-            ext.extra_compile_args = [*ext.extra_compile_args, "-Wno-deprecated-declarations"]
+        if self.compiler.compiler_type == "unix":
+            extra = list(UNIX_COMPILE_ARGS)
+            if DICT_VERSIONS:
+                # reading the deprecated tag is the point (see DICT_VERSIONS): no warning per
+                # module
+                extra.append("-Wno-deprecated-declarations")
+            ext.extra_compile_args = [*ext.extra_compile_args,
+                                      *[a for a in extra if a not in ext.extra_compile_args]]
         try:
             super().build_extension(ext)
         except (CCompilerError, ExecError, PlatformError) as exc:
@@ -231,6 +245,12 @@ def _pgo_unsupported():
     if "Free Software Foundation" not in version or "clang" in version.lower():
         return f"{compiler[0]} is not GCC"
     return None
+
+
+def _write_mode(mode):
+    os.makedirs(os.path.dirname(MODE_FILE), exist_ok=True)
+    with open(MODE_FILE, "w") as f:
+        f.write(mode)
 
 
 def _read(path):
