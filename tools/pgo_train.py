@@ -73,7 +73,8 @@ def _runtime(stream, profile) -> None:
 
 
 def _incremental(stream, profile) -> None:
-    """The incremental API: each op registered as it comes, syncs, then a drain."""
+    """The incremental API: each op registered as it comes, syncs, then a drain (the loop of
+    refimpl's ``StreamPlanner.run``, which fastplan's ``run`` runs in C instead)."""
     from fastplan.processor import StreamPlanner
     from fastplan.registry import FusionRegistry
 
