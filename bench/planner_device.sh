@@ -36,6 +36,13 @@ machine() {
     echo "$(date -u +%FT%TZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)," \
         "$(python3 --version), load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
+case "$phase" in
+bench|bench-100k|check|equality|fuzz|pgo-ab) ;;
+*)
+    echo "usage: bench/planner_device.sh bench|bench-100k|check|equality|fuzz|pgo-ab" >&2
+    exit 2
+    ;;
+esac
 FASTPLAN_PGO=1 python3 setup.py -q build_ext --inplace > "$out/build_ext.log" 2>&1 || {
     echo "planner_device: the profile-guided build failed:"; tail -20 "$out/build_ext.log"; exit 1; }
 case "$phase" in
@@ -113,9 +120,5 @@ pgo-ab)
             --workload mixed --size "$size" --rounds 7 "$plain" "$PWD" | tee "$out/pgo-ab-$size.md"
     done
     machine
-    ;;
-*)
-    echo "usage: bench/planner_device.sh bench|bench-100k|check|equality|fuzz|pgo-ab" >&2
-    exit 2
     ;;
 esac
