@@ -5,7 +5,7 @@
 #   export FASTPLAN_PGO=1; source .device/prelude.sh && bash bench/planner_device.sh bench
 #                                                                   # benchmark, then the split
 #   ... PLANNER_WORKLOADS=mixed bash bench/planner_device.sh bench-100k  # refimpl at 100k too
-#   source .device/prelude.sh && bash bench/planner_device.sh check   # equality at depth, 1M fuzz
+#   ... bash bench/planner_device.sh check                # equality at depth, 1M fuzz
 #   ... planner_device.sh equality, then ... planner_device.sh fuzz      # the same as two calls
 #
 # Results go under $OUT (a temporary folder without it); the tables are printed last.
