@@ -236,16 +236,11 @@ cdef inline Py_ssize_t _codes(PyObject* item, Py_ssize_t* code) noexcept:
     return _OP_STRUCT_CODE[c]
 
 
-cdef Py_ssize_t _operand_struct(PyObject* item) noexcept:
-    """``_codes`` without the op code."""
-    cdef Py_ssize_t c
-    return _codes(item, &c)
-
-
 cdef void _prefetch_operands(PyObject* item, bint tensors_read) noexcept:
     """Prefetch the tensors of ``item``'s desc (or, once those are read, what each tensor
     points at: its id and its shape)."""
-    cdef Py_ssize_t f, k, code = _operand_struct(item)
+    cdef Py_ssize_t f, k, op_code
+    cdef Py_ssize_t code = _codes(item, &op_code)
     cdef const StructInfo* info
     cdef PyObject* desc
     cdef PyObject* value
@@ -449,9 +444,12 @@ cdef bint exact_codes(object operation, int64_t* code, int64_t* struct_code) noe
 
 
 cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except -1:
-    """Check the op at the boundary; its op code and operand-struct code."""
+    """Check the op at the boundary; its op code and operand-struct code. ``exact_codes``
+    decides; what follows only says why an op is refused."""
+    if exact_codes(operation, code, struct_code):
+        return 0
     cdef Py_ssize_t c = op_code_of(operation)
-    if c < 0:  # say why: not an OperationIr, a field left unset, or an op not in the table
+    if c < 0:  # not an OperationIr, a field left unset, or an op not in the table
         if type(operation) is not _OperationIr:
             raise BoundaryError(
                 f"fastplan plans OperationIr ops, not {type(operation).__name__}")
@@ -459,13 +457,9 @@ cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except 
         if type(op) is _Op:
             slot(op, _SLOTS.code)
         raise BoundaryError(f"{op!r} is not an entry of refimpl.ops.OPS")
-    desc = slot(operation, _SLOTS.desc)
-    if _type_of(<PyObject*>desc) != _OP_STRUCT_TYPE[c]:
-        op = slot(operation, _SLOTS.op)
-        raise BoundaryError(f"{op.name} takes a {op.struct.__name__}, not {type(desc).__name__}")
-    code[0] = c
-    struct_code[0] = _OP_STRUCT_CODE[c]
-    return 0
+    desc = slot(operation, _SLOTS.desc)  # unset: AttributeError, as before
+    op = slot(operation, _SLOTS.op)
+    raise BoundaryError(f"{op.name} takes a {op.struct.__name__}, not {type(desc).__name__}")
 
 
 cdef Py_ssize_t op_code_of(object operation) noexcept:
