@@ -23,6 +23,8 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 ``fastplan.launch.plan_launch`` accepts it wherever it accepts refimpl's.
 """
 
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
@@ -38,6 +40,7 @@ from refimpl.errors import TensorIdError
 from refimpl.handles import MEMORY_ALIGNMENT_BYTES, Handle
 from refimpl.ir import FieldKind, OperationIr, TensorIr, TensorStatus
 from refimpl.ops import OPS, OpKind
+from refimpl.stream import InputSpec
 
 cdef object _ABSENT = object()  # a trial's note: the key was not in the dict
 
@@ -69,6 +72,9 @@ cdef Py_ssize_t _H_SHAPE = field_offset(Handle, "shape")
 cdef Py_ssize_t _H_STRIDES = field_offset(Handle, "strides")
 cdef Py_ssize_t _H_OFFSET = field_offset(Handle, "offset")
 cdef Py_ssize_t _H_DTYPE = field_offset(Handle, "dtype")
+cdef Py_ssize_t _I_SHAPE = field_offset(InputSpec, "shape")
+cdef Py_ssize_t _I_STRIDES = field_offset(InputSpec, "strides")
+cdef Py_ssize_t _I_DTYPE = field_offset(InputSpec, "dtype")
 
 # What ``run_unfused`` does with each op of the op table, by op code.
 cdef enum:
@@ -185,17 +191,24 @@ cdef inline object _handle(object buffer, tuple shape, tuple strides, object off
     return make_frozen(Handle, _HANDLE_FIELDS, (buffer, shape, strides, offset, dtype))
 
 
-cdef object _BOUND = 1 << 30
-cdef object _NEG_BOUND = -(1 << 30)
+cdef long long _C_BOUND = 1 << 30  # _small_ints' bound on each value
+cdef long long _C_PRODUCT_BOUND = 1LL << 33  # times a value below _C_BOUND: below 2**63
 
 
 cdef bint _small_ints(tuple values):
     """Exact ints below 2**30 in magnitude, at most 8 of them: sums of their pairwise products
     stay exact in C's 64-bit arithmetic."""
-    if len(values) > 8:
+    cdef Py_ssize_t i, n = len(values)
+    cdef long long c_value
+    cdef int overflow = 0
+    if n > 8:
         return False
-    for value in values:
-        if type(value) is not int or not _NEG_BOUND < value < _BOUND:
+    for i in range(n):
+        value = values[i]
+        if type(value) is not int:
+            return False
+        c_value = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if overflow or not -_C_BOUND < c_value < _C_BOUND:
             return False
     return True
 
@@ -203,7 +216,16 @@ cdef bint _small_ints(tuple values):
 cdef tuple _contiguous(tuple shape):
     # Python ints, as refimpl's contiguous_strides: fastplan.layout's core computes in int64
     cdef Py_ssize_t i, n = len(shape)
+    cdef long long c_current = 1
     cdef list strides = [0] * n
+    if _small_ints(shape):  # in C while a product of a dim below 2**30 stays below 2**63
+        for i in range(n - 1, -1, -1):
+            if not -_C_PRODUCT_BOUND < c_current < _C_PRODUCT_BOUND:
+                break
+            strides[i] = c_current
+            c_current *= <long long>(<object>shape[i])
+        else:
+            return tuple(strides)
     current = 1
     for i in range(n - 1, -1, -1):
         strides[i] = current
@@ -233,15 +255,54 @@ cdef object buffer_length(tuple shape, tuple strides):
     return size
 
 
+cdef bint _push_ints(int64_t* out, Py_ssize_t* at, object values) except -1:
+    """Write ``len(values)`` then the values of a tuple of at most 8 exact ints that fit in 64
+    bits at ``out[at]``, moving ``at``; false (nothing meaningful written) for anything else."""
+    cdef Py_ssize_t i, n
+    cdef int overflow = 0
+    if type(values) is not tuple:
+        return False
+    n = len(<tuple>values)
+    if n > 8:
+        return False
+    out[at[0]] = n
+    for i in range(n):
+        value = (<tuple>values)[i]
+        if type(value) is not int:
+            return False
+        out[at[0] + 1 + i] = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if overflow:
+            return False
+    at[0] += n + 1
+    return True
+
+
+cdef object _layout_key(object shape, object strides, object offset, object dtype):
+    """A layout's key in the layout table: its ints in one byte string where shape and strides
+    are tuples of at most 8 exact 64-bit ints and the offset one too (hashed and compared as
+    bytes, without the element-wise protocol of a tuple of tuples); else the tuple
+    ``(shape, strides, offset, id(dtype))``. A layout always takes the same form, and a
+    byte string never equals a tuple, so each layout keeps one id."""
+    cdef int64_t words[20]
+    cdef Py_ssize_t at = 0
+    cdef int overflow = 0
+    if (_push_ints(words, &at, shape) and _push_ints(words, &at, strides)
+            and type(offset) is int):
+        words[at] = PyLong_AsLongLongAndOverflow(offset, &overflow)
+        if not overflow:
+            words[at + 1] = <int64_t><Py_ssize_t><PyObject*>dtype  # the dtype's id()
+            return PyBytes_FromStringAndSize(<char*>words, (at + 2) * sizeof(int64_t))
+    return (shape, strides, offset, <Py_ssize_t><PyObject*>dtype)
+
+
 cdef Py_ssize_t layout_id(dict table, object handle) except -1:
     """The small int ``table`` gives the handle's (shape, strides, offset, dtype), so that
     fastplan.launch_stream's step memo keys on ints (the table lives as long as that memo)."""
     if type(handle) is Handle:
-        dtype = slot(handle, _H_DTYPE)
-        layout = (slot(handle, _H_SHAPE), slot(handle, _H_STRIDES), slot(handle, _H_OFFSET),
-                  <Py_ssize_t><PyObject*>dtype)  # the dtype's id()
+        layout = _layout_key(slot(handle, _H_SHAPE), slot(handle, _H_STRIDES),
+                             slot(handle, _H_OFFSET), slot(handle, _H_DTYPE))
     else:
-        layout = (handle.shape, handle.strides, handle.offset, id(handle.dtype))
+        layout = _layout_key(handle.shape, handle.strides, handle.offset, handle.dtype)
     found = table.get(layout)
     if found is None:
         found = table[layout] = len(table)
@@ -419,7 +480,33 @@ cdef class Memory:
             if tensor_id in deferred:
                 continue
             spec = stream.inputs[tensor_id]
-            self.register(tensor_id, self._alloc_as(spec.shape, spec.dtype, spec.strides))
+            if not self._load_input(tensor_id, spec):
+                self.register(tensor_id, self._alloc_as(spec.shape, spec.dtype, spec.strides))
+
+    cdef bint _load_input(self, object tensor_id, object spec) except -1:
+        """``register(tensor_id, alloc(shape, dtype, strides))`` written out for an
+        ``InputSpec`` of tuples whose id has no live handle, outside a trial: the same
+        entries, in the same order, with the spec's fields read at their slots. ``False``:
+        not that case, nothing done (``load_inputs`` takes the general path)."""
+        if type(spec) is not InputSpec or self._undo is not None:
+            return False
+        shape = slot(spec, _I_SHAPE)
+        strides = slot(spec, _I_STRIDES)
+        if type(shape) is not tuple or (strides is not None and type(strides) is not tuple):
+            return False
+        if tensor_id in self.handles:
+            return False
+        if strides is None:
+            strides = _contiguous(<tuple>shape)
+        buffer = self.next_buffer
+        self.next_buffer = buffer + 1
+        self.sizes[buffer] = buffer_length(<tuple>shape, <tuple>strides)
+        handle = _handle(buffer, <tuple>shape, <tuple>strides, 0, slot(spec, _I_DTYPE))
+        layout = layout_id(self.layout_ids, handle)
+        self.handles[tensor_id] = handle
+        self.layouts[tensor_id] = layout
+        self._users[buffer] = self._users.get(buffer, 0) + 1
+        return True
 
     # --- unfused ops ----------------------------------------------------------------------
 

@@ -84,7 +84,7 @@ cdef class LaunchMemo:
 
     cdef dict _by_device
     cdef dict _executions_by_device
-    cdef dict layout_ids  # (shape, strides, offset, dtype id) -> layout id
+    cdef dict layout_ids  # a layout key (fastplan.handles._layout_key) -> layout id
     cdef public Py_ssize_t hits, misses
 
     def __init__(self):

@@ -417,3 +417,36 @@ def test_memory_alloc_size_matches_refimpl_buffer_length(shape, strides) -> None
     handle = memory.alloc(shape, DType.F32, strides)
     assert memory.sizes[handle.buffer] == buffer_length(shape, strides)
     assert type(memory.sizes[handle.buffer]) is int
+
+
+@given(st.lists(st.lists(st.one_of(_EDGE_INTS, st.integers(-(2**30) + 1, 2**30 - 1)),
+                         max_size=9), min_size=1, max_size=4),
+       st.lists(_EDGE_INTS, min_size=1, max_size=4))
+def test_memory_contiguous_strides_and_layout_ids(shapes, offsets) -> None:
+    """Contiguous strides are refimpl's (C arithmetic while the running product fits, Python
+    ints past it), and a layout keeps one id whichever form its key takes (bytes for small
+    ints, a tuple for huge ones or more than 8 dims): every shape is registered twice, under
+    every drawn offset."""
+    fast, ref = FastMemory(), RefMemory(with_values=False)
+    tid = 0
+    for shape in shapes + shapes:
+        for memory in (fast, ref):
+            memory.register(tid, memory.alloc(shape, DType.F32))
+        tid += 1
+        for offset in offsets:
+            for memory in (fast, ref):
+                handle = memory.handle(tid - 1)
+                memory.register(tid, dataclasses.replace(handle, offset=offset))
+            tid += 1
+    assert_same_state(fast, ref)
+
+
+def test_memory_load_inputs_takes_any_sequence_like_refimpl() -> None:
+    """``load_inputs`` writes an ``InputSpec`` of tuples directly; any other shape or strides
+    (lists here) takes the general path, with the same handles, buffers and layout ids."""
+    inputs = {5: InputSpec((2, 3), DType.F32), 1: InputSpec([2, 3], DType.F32),
+              3: InputSpec((3, 2), DType.F32, strides=[1, 3]),
+              2: InputSpec((3, 2), DType.F32, strides=(1, 3)), 4: InputSpec((), DType.I32)}
+    fast, ref = both(Stream(inputs, ()))
+    assert_same_state(fast, ref)
+    assert fast.layouts[5] == fast.layouts[1] != fast.layouts[2] == fast.layouts[3]
