@@ -1,0 +1,116 @@
+"""Where a machine spends fastplan's ``plan()`` time outside the planner's code: OS work and
+cold caches.
+
+burn counterpart: none. The same planner code has measured 36x refimpl on one lent machine
+and 44x on the next (mixed at 1k, docs/benchmarks.md, stop 21). This script tells a slow
+machine's causes apart, fastplan alone, per workload at 1k and 10k:
+
+* ``python bench/planner_faults.py``: ``plan()`` repeated in one process, with and without
+  the full collection that bench/planner.py runs before each timed call; per op the thread's
+  CPU time, its user and system parts, and the minor page faults of the call (``getrusage``).
+  System time or faults would mean the allocator returning memory to the OS between calls;
+* ``python bench/planner_faults.py interleaved [WORKLOAD ...]``: fastplan's four paths as
+  bench/planner.py times them (``fastplan.bench._run_once``), alone, then each after a run of
+  refimpl's four paths (the benchmark's turn-taking: refimpl's long run evicts fastplan's
+  code and data from the caches), then alone again.
+
+It reports; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import fastplan  # noqa: E402
+from fastplan import bench  # noqa: E402
+
+PATHS = ("plan", "search", "cache", "launch")
+
+
+def _one_plan(stream, collect: bool) -> tuple:
+    """(CPU s, user s, system s, minor faults) of one ``plan()``."""
+    if collect:
+        gc.collect()
+    before = resource.getrusage(resource.RUSAGE_THREAD)
+    start = time.thread_time()
+    result = fastplan.plan(stream, "metal")
+    cpu = time.thread_time() - start
+    after = resource.getrusage(resource.RUSAGE_THREAD)
+    del result
+    return (cpu, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime,
+            after.ru_minflt - before.ru_minflt)
+
+
+def repeated() -> None:
+    print(f"python {sys.version.split()[0]}, fastplan compiled: {fastplan.COMPILED}; "
+          "us per op, medians")
+    for workload, size in (("mixed", 1000), ("transformer", 1000), ("elementwise", 1000),
+                           ("mixed", 10000), ("transformer", 10000)):
+        stream = bench.build(workload, size)
+        n = len(stream.items)
+        for collect in (True, False):
+            rows = [_one_plan(stream, collect) for _ in range(15 if size < 5000 else 5)]
+            cpu, user, system, faults = (statistics.median(r[i] for r in rows) for i in range(4))
+            print(f"{workload:12s} {n:6d} full collection before: {collect!s:5s}  cpu "
+                  f"{cpu / n * 1e6:7.2f} (fastest {min(r[0] for r in rows) / n * 1e6:7.2f})  "
+                  f"user {user / n * 1e6:7.2f}  system {system / n * 1e6:5.2f}  "
+                  f"minor faults {faults:6.0f}", flush=True)
+
+
+def interleaved(workloads: list[str]) -> None:
+    """bench.measure's turn-taking, fastplan's calls timed with their system time and
+    faults."""
+    calls: list[tuple] = []
+
+    def timed(call) -> float:  # bench._timed, with getrusage around it
+        gc.collect()
+        before = resource.getrusage(resource.RUSAGE_THREAD)
+        start = time.thread_time()
+        call()
+        gc.collect(0)
+        cpu = time.thread_time() - start
+        after = resource.getrusage(resource.RUSAGE_THREAD)
+        calls.append((cpu, after.ru_stime - before.ru_stime, after.ru_minflt - before.ru_minflt))
+        return cpu
+
+    bench._timed = timed
+    for workload in workloads:
+        stream = bench.build(workload, 1000)
+        n = len(stream.items)
+        nxt = bench.shifted(stream, 10 * (max(stream.inputs, default=0) + n + 1))
+        for after_refimpl in (False, True, False):
+            runs = []
+            for _ in range(7):
+                if after_refimpl:
+                    bench._run_once("refimpl", stream, nxt, "metal")
+                calls.clear()
+                bench._run_once("fastplan", stream, nxt, "metal")
+                runs.append(list(calls))  # plan, search, cache, launch (after the cache)
+            for k, path in enumerate(PATHS):
+                rows = [run[k] for run in runs]
+                print(f"{workload:12s} after refimpl: {after_refimpl!s:5s} {path:7s} cpu "
+                      f"{statistics.median(r[0] for r in rows) / n * 1e6:7.2f} us/op  system "
+                      f"{statistics.median(r[1] for r in rows) / n * 1e6:5.2f}  minor faults "
+                      f"{statistics.median(r[2] for r in rows):6.0f}", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] == "interleaved":
+        interleaved(argv[1:] or ["mixed", "transformer"])
+    elif argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    else:
+        repeated()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
