@@ -3,7 +3,7 @@
 # phase in one device call (see ../shared/device/README.md):
 #
 #   export FASTPLAN_PGO=1; source .device/prelude.sh && bash bench/planner_device.sh bench
-#                                                                   # benchmark, then the split
+#                                 # benchmark, then the split and bench/planner_faults.py
 #   ... PLANNER_WORKLOADS=mixed bash bench/planner_device.sh bench-100k  # refimpl at 100k too
 #   ... bash bench/planner_device.sh check                # equality at depth, 1M fuzz
 #   ... planner_device.sh equality, then ... planner_device.sh fuzz      # the same as two calls
@@ -53,6 +53,9 @@ bench)
             > "$out/planner-$w.json" 2> "$out/planner-$w.log"
     done
     python3 bench/planner_split.py --size "$split_size" --repeats 5 > "$out/split.md"
+    # fastplan's plan() alone on this machine (system time, faults): runs on different lent
+    # machines compare through it (docs/benchmarks.md, stop 21)
+    python3 bench/planner_faults.py > "$out/faults.txt"
     python3 - "$out" <<'PY'
 import json, sys
 from fastplan.bench import Row, table
@@ -63,6 +66,7 @@ for w in ("elementwise", "transformer", "mixed"):
 print(table(rows))
 PY
     cat "$out/split.md"
+    cat "$out/faults.txt"
     machine >> "$out/machine.txt"
     cat "$out/machine.txt"
     ;;
