@@ -281,8 +281,10 @@ cdef object _layout_key(object shape, object strides, object offset, object dtyp
     """A layout's key in the layout table: its ints in one byte string where shape and strides
     are tuples of at most 8 exact 64-bit ints and the offset one too (hashed and compared as
     bytes, without the element-wise protocol of a tuple of tuples); else the tuple
-    ``(shape, strides, offset, id(dtype))``. A layout always takes the same form, and a
-    byte string never equals a tuple, so each layout keeps one id."""
+    ``(shape, strides, offset, id(dtype))``. Equal byte strings are equal layouts, so a key
+    never stands for two layouts; a layout equal to another only through another int type (a
+    ``bool``, a numpy int) takes the tuple form and an id of its own: a memo miss, never a
+    wrong hit."""
     cdef int64_t words[20]
     cdef Py_ssize_t at = 0
     cdef int overflow = 0
