@@ -28,7 +28,6 @@ cdef class Memory:
     cdef int _note(self, dict table, object key) except -1
     cdef object _alloc(self, tuple shape, object dtype, tuple strides)
     cdef object _alloc_as(self, object shape, object dtype, object strides)
-    cdef bint _load_input(self, object tensor_id, object spec) except -1
     cpdef register(self, object tensor_id, object handle)
     cdef int register_layout(self, object tensor_id, object handle, Py_ssize_t layout) except -1
     cdef void _release(self, object buffer) except *

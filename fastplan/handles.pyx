@@ -482,33 +482,12 @@ cdef class Memory:
             if tensor_id in deferred:
                 continue
             spec = stream.inputs[tensor_id]
-            if not self._load_input(tensor_id, spec):
-                self.register(tensor_id, self._alloc_as(spec.shape, spec.dtype, spec.strides))
-
-    cdef bint _load_input(self, object tensor_id, object spec) except -1:
-        """``register(tensor_id, alloc(shape, dtype, strides))`` written out for an
-        ``InputSpec`` of tuples whose id has no live handle, outside a trial: the same
-        entries, in the same order, with the spec's fields read at their slots. ``False``:
-        not that case, nothing done (``load_inputs`` takes the general path)."""
-        if type(spec) is not InputSpec or self._undo is not None:
-            return False
-        shape = slot(spec, _I_SHAPE)
-        strides = slot(spec, _I_STRIDES)
-        if type(shape) is not tuple or (strides is not None and type(strides) is not tuple):
-            return False
-        if tensor_id in self.handles:
-            return False
-        if strides is None:
-            strides = _contiguous(<tuple>shape)
-        buffer = self.next_buffer
-        self.next_buffer = buffer + 1
-        self.sizes[buffer] = buffer_length(<tuple>shape, <tuple>strides)
-        handle = _handle(buffer, <tuple>shape, <tuple>strides, 0, slot(spec, _I_DTYPE))
-        layout = layout_id(self.layout_ids, handle)
-        self.handles[tensor_id] = handle
-        self.layouts[tensor_id] = layout
-        self._users[buffer] = self._users.get(buffer, 0) + 1
-        return True
+            if type(spec) is InputSpec:  # its fields at their slots
+                shape, dtype = slot(spec, _I_SHAPE), slot(spec, _I_DTYPE)
+                strides = slot(spec, _I_STRIDES)
+            else:
+                shape, dtype, strides = spec.shape, spec.dtype, spec.strides
+            self.register(tensor_id, self._alloc_as(shape, dtype, strides))
 
     # --- unfused ops ----------------------------------------------------------------------
 

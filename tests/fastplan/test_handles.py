@@ -442,8 +442,8 @@ def test_memory_contiguous_strides_and_layout_ids(shapes, offsets) -> None:
 
 
 def test_memory_load_inputs_takes_any_sequence_like_refimpl() -> None:
-    """``load_inputs`` writes an ``InputSpec`` of tuples directly; any other shape or strides
-    (lists here) takes the general path, with the same handles, buffers and layout ids."""
+    """``load_inputs`` reads an ``InputSpec``'s fields at their slots; shapes and strides given
+    as lists or tuples give the same handles, buffers and layout ids as refimpl's."""
     inputs = {5: InputSpec((2, 3), DType.F32), 1: InputSpec([2, 3], DType.F32),
               3: InputSpec((3, 2), DType.F32, strides=[1, 3]),
               2: InputSpec((3, 2), DType.F32, strides=(1, 3)), 4: InputSpec((), DType.I32)}
