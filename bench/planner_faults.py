@@ -65,19 +65,22 @@ def repeated() -> None:
 
 
 def interleaved(workloads: list[str]) -> None:
-    """bench.measure's turn-taking, fastplan's calls timed with their system time and
-    faults."""
+    """bench.measure's turn-taking, fastplan's calls timed by ``bench._timed`` with their
+    system time and faults."""
     calls: list[tuple] = []
+    timed_by_bench = bench._timed
 
-    def timed(call) -> float:  # bench._timed, with getrusage around it
-        gc.collect()
-        before = resource.getrusage(resource.RUSAGE_THREAD)
-        start = time.thread_time()
-        call()
-        gc.collect(0)
-        cpu = time.thread_time() - start
-        after = resource.getrusage(resource.RUSAGE_THREAD)
-        calls.append((cpu, after.ru_stime - before.ru_stime, after.ru_minflt - before.ru_minflt))
+    def timed(call) -> float:  # bench._timed, with getrusage around the call itself
+        found = []
+
+        def measured() -> None:
+            before = resource.getrusage(resource.RUSAGE_THREAD)
+            call()
+            after = resource.getrusage(resource.RUSAGE_THREAD)
+            found.append((after.ru_stime - before.ru_stime, after.ru_minflt - before.ru_minflt))
+
+        cpu = timed_by_bench(measured)
+        calls.append((cpu, *found[0]))
         return cpu
 
     bench._timed = timed
