@@ -9,15 +9,26 @@ cdef tuple handle_layout(object handle)
 cdef bint replayable_op(object op) except -1
 
 
+cdef class _Buffer:
+    cdef object number  # the buffer number handles carry
+    cdef Py_ssize_t users  # live handles on it (burn: the handle's reference count)
+
+
+cdef class _Live:
+    cdef object handle  # the live Handle
+    cdef _Buffer buffer  # its buffer's record
+    cdef Py_ssize_t layout  # its layout id (Memory.layout_ids)
+
+
 cdef class Memory:
-    cdef public dict handles
+    cdef dict live  # tensor id -> _Live
+    cdef dict _buffers  # buffer number -> _Buffer (kept once made: a count of 0 is no user)
     cdef public dict sizes
     cdef public object next_buffer
     cdef public dict inputs
-    cdef dict _users
-    cdef readonly dict layouts
     cdef dict layout_ids
-    cdef list _undo  # while a trial runs: (dict, key, old value) triples to undo; else None
+    cdef list _undo  # while a trial runs: (tensor id, its old _Live or _ABSENT) pairs; else None
+    cdef list _undo_users  # while a trial runs: (_Buffer, its old count) pairs
     cdef object _undo_next_buffer  # next_buffer when the trial began
 
     cpdef Memory fork(self)
@@ -25,12 +36,13 @@ cdef class Memory:
     cpdef int begin_trial(self) except -1
     cpdef int keep_trial(self) except -1
     cpdef int undo_trial(self) except -1
-    cdef int _note(self, dict table, object key) except -1
+    cdef _Buffer _buffer(self, object number)
     cdef object _alloc(self, tuple shape, object dtype, tuple strides)
     cdef object _alloc_as(self, object shape, object dtype, object strides)
     cpdef register(self, object tensor_id, object handle)
     cdef int register_layout(self, object tensor_id, object handle, Py_ssize_t layout) except -1
-    cdef void _release(self, object buffer) except *
+    cdef int _release(self, _Buffer buffer) except -1
+    cdef int _drop(self, object tensor_id, _Live entry) except -1
     cpdef object handle(self, object tensor_id)
     cpdef object take(self, object tensor_id, object status)
     cpdef remove(self, object tensor_id)

@@ -9,10 +9,11 @@ from refimpl.ir import OperationIr, TensorStatus
 from refimpl.stream import InputSpec, Stream
 
 class Memory:
-    handles: dict[int, Handle]
     sizes: dict[int, int]
     next_buffer: int
     inputs: dict[int, InputSpec]
+    @property
+    def handles(self) -> dict[int, Handle]: ...
     @property
     def layouts(self) -> dict[int, int]: ...
     @property

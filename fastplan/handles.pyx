@@ -8,7 +8,9 @@ Mirrors ``refimpl/handles.py`` (burn ``CubeFusionHandle`` / ``HandleContainer``,
 What differs from refimpl's ``Memory`` is bookkeeping, not results:
 
 * a use count per buffer is kept as handles come and go, so ``users(buffer)`` (burn
-  ``handle.can_mut()``) is one lookup instead of a scan of every live handle;
+  ``handle.can_mut()``) is one lookup instead of a scan of every live handle; a tensor's
+  handle, its buffer's count and its layout id live in one entry (``_Live``), found with one
+  lookup (``handles`` and ``layouts`` are snapshots of them);
 * ``sizes`` (buffer -> elements; only the value paths read it) is shared by a memory and its
   forks instead of copied: an entry is a fact about a buffer number, and a number a discarded
   fork allocated is written again when the memory allocates it;
@@ -24,9 +26,12 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.dict cimport PyDict_GetItemWithError
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
+
+cimport cython
 
 from fastplan._keys cimport (
     F_RANGES, F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, op_code_of, slot,
@@ -311,42 +316,82 @@ cdef Py_ssize_t layout_id(dict table, object handle) except -1:
     return <Py_ssize_t>found
 
 
+@cython.no_gc
+@cython.freelist(64)
+cdef class _Buffer:
+    """A buffer number and how many live handles use it (burn ``handle.can_mut()`` asks
+    whether that is one). Its records hold no container, so the collector need not see them."""
+
+
+@cython.no_gc
+@cython.freelist(256)
+cdef class _Live:
+    """A live tensor: its handle, that handle's buffer record and its layout id, found with one
+    lookup of the tensor id (``fastplan.launch_stream`` keys its memo on all three)."""
+
+
+cdef inline _Live _live(object handle, _Buffer buffer, Py_ssize_t layout):
+    cdef _Live entry = _Live.__new__(_Live)
+    entry.handle, entry.buffer, entry.layout = handle, buffer, layout
+    return entry
+
+
 cdef class Memory:
     """Live handles and the buffers behind them.
 
     Mirrors refimpl.handles.Memory (planning only: ``with_values`` is false)."""
 
-    # handles: tensor id -> Handle; sizes: buffer -> elements; _users: buffer -> live handles
-    # using it; layouts: tensor id -> layout id of its handle, from layout_ids (a fresh table,
-    # or the one of the LaunchMemo this memory plans for) (attributes in handles.pxd)
+    # live: tensor id -> _Live (handle, buffer record, layout id from layout_ids: a fresh
+    # table, or the one of the LaunchMemo this memory plans for); _buffers: buffer number ->
+    # _Buffer; sizes: buffer -> elements (attributes in handles.pxd)
 
     def __init__(self, with_values=False):
         if with_values:
             raise ValueError("fastplan.handles.Memory plans layouts only (with_values=False); "
                              "values are refimpl.handles.Memory's")
-        self.handles, self.sizes, self._users, self.inputs = {}, {}, {}, {}
-        self.layouts, self.layout_ids = {}, {}
+        self.live, self._buffers, self.sizes, self.inputs = {}, {}, {}, {}
+        self.layout_ids = {}
         self.next_buffer = 0
 
     @property
     def with_values(self):
         return False
 
+    @property
+    def handles(self):
+        """Tensor id -> live ``Handle`` (a snapshot: refimpl's ``Memory.handles``)."""
+        return {tensor_id: (<_Live>entry).handle for tensor_id, entry in self.live.items()}
+
+    @property
+    def layouts(self):
+        """Tensor id -> layout id of its live handle (a snapshot)."""
+        return {tensor_id: (<_Live>entry).layout for tensor_id, entry in self.live.items()}
+
     # --- copies ---------------------------------------------------------------------------
 
     cpdef Memory fork(self):
         """A copy: a launch that fails is rolled back by discarding it."""
         cdef Memory other = Memory.__new__(Memory)
-        other.handles, other.sizes = dict(self.handles), self.sizes
-        other._users, other.inputs = dict(self._users), self.inputs
-        other.layouts, other.layout_ids = dict(self.layouts), self.layout_ids
+        cdef _Buffer buffer, copy
+        cdef _Live entry
+        other.live, other._buffers = {}, {}
+        for number, found in self._buffers.items():
+            buffer = <_Buffer>found
+            if buffer.users:
+                copy = _Buffer.__new__(_Buffer)
+                copy.number, copy.users = buffer.number, buffer.users
+                other._buffers[number] = copy
+        for tensor_id, found in self.live.items():
+            entry = <_Live>found
+            other.live[tensor_id] = _live(entry.handle, other._buffers[entry.buffer.number],
+                                          entry.layout)
+        other.sizes, other.inputs, other.layout_ids = self.sizes, self.inputs, self.layout_ids
         other.next_buffer = self.next_buffer
         return other
 
     cpdef adopt(self, Memory other):
         """Take ``other``'s state (commit a fork)."""
-        self.handles, self.sizes, self._users = other.handles, other.sizes, other._users
-        self.layouts = other.layouts
+        self.live, self._buffers, self.sizes = other.live, other._buffers, other.sizes
         self.next_buffer = other.next_buffer
 
     cpdef int begin_trial(self) except -1:
@@ -355,38 +400,32 @@ cdef class Memory:
         do not nest."""
         if self._undo is not None:
             raise RuntimeError("a Memory trial is already running")
-        self._undo = []
+        self._undo, self._undo_users = [], []
         self._undo_next_buffer = self.next_buffer
         return 0
 
     cpdef int keep_trial(self) except -1:
-        self._undo = None
+        self._undo = self._undo_users = None
         return 0
 
     cpdef int undo_trial(self) except -1:
-        """Put back every entry the trial changed, latest change first, and the buffer count
-        (``sizes`` entries of the trial's buffers stay, as for a discarded fork)."""
-        cdef list undo = self._undo
+        """Put back every live entry and use count the trial changed, latest change first,
+        and the buffer count (``sizes`` entries of the trial's buffers stay, as for a
+        discarded fork; a buffer record it made stays with no user)."""
+        cdef list undo = self._undo, counts = self._undo_users
         cdef Py_ssize_t i
-        cdef dict table
         if undo is None:
             return 0
-        self._undo = None
-        for i in range(len(undo) - 3, -1, -3):
-            table, key, old = <dict>undo[i], undo[i + 1], undo[i + 2]
+        self._undo = self._undo_users = None
+        for i in range(len(undo) - 2, -1, -2):
+            tensor_id, old = undo[i], undo[i + 1]
             if old is _ABSENT:
-                table.pop(key, None)
+                self.live.pop(tensor_id, None)
             else:
-                table[key] = old
+                self.live[tensor_id] = old
+        for i in range(len(counts) - 2, -1, -2):
+            (<_Buffer>counts[i]).users = <Py_ssize_t>counts[i + 1]
         self.next_buffer = self._undo_next_buffer
-        return 0
-
-    cdef int _note(self, dict table, object key) except -1:
-        """Before a trial changes ``table[key]``: remember what it held."""
-        undo = self._undo
-        (<list>undo).append(table)
-        (<list>undo).append(key)
-        (<list>undo).append(table.get(key, _ABSENT))
         return 0
 
     # --- buffers and handles --------------------------------------------------------------
@@ -407,72 +446,90 @@ cdef class Memory:
         self.sizes[buffer] = buffer_length(shape, strides)
         return _handle(buffer, shape, strides, 0, dtype)
 
+    cdef _Buffer _buffer(self, object number):
+        """The record of buffer ``number`` (made on first use)."""
+        cdef _Buffer found
+        cdef PyObject* known = PyDict_GetItemWithError(self._buffers, number)
+        if known != NULL:
+            return <_Buffer>known
+        found = _Buffer.__new__(_Buffer)
+        found.number, found.users = number, 0
+        self._buffers[number] = found
+        return found
+
     cpdef register(self, object tensor_id, object handle):
         self.register_layout(tensor_id, handle, layout_id(self.layout_ids, handle))
 
     cdef int register_layout(self, object tensor_id, object handle,
                              Py_ssize_t layout) except -1:
         """``register`` with the handle's layout id already known."""
-        old = self.handles.get(tensor_id)
-        if old is not None:
-            self._release(_buffer_of(old))
-        buffer = _buffer_of(handle)
+        cdef _Buffer buffer
+        cdef PyObject* found = PyDict_GetItemWithError(self.live, tensor_id)
+        old = _ABSENT if found == NULL else <_Live>found
+        if found != NULL:
+            self._release((<_Live>old).buffer)
+        buffer = self._buffer(_buffer_of(handle))
         if self._undo is not None:
-            self._note(self.handles, tensor_id)
-            self._note(self.layouts, tensor_id)
-            self._note(self._users, buffer)
-        self.handles[tensor_id] = handle
-        self.layouts[tensor_id] = layout
-        self._users[buffer] = self._users.get(buffer, 0) + 1
+            self._undo.append(tensor_id)
+            self._undo.append(old)
+            self._undo_users.append(buffer)
+            self._undo_users.append(buffer.users)
+        buffer.users += 1
+        self.live[tensor_id] = _live(handle, buffer, layout)
         return 0
 
-    cdef void _release(self, object buffer) except *:
+    cdef int _release(self, _Buffer buffer) except -1:
         if self._undo is not None:
-            self._note(self._users, buffer)
-        count = self._users[buffer] - 1
-        if count:
-            self._users[buffer] = count
-        else:
-            del self._users[buffer]
+            self._undo_users.append(buffer)
+            self._undo_users.append(buffer.users)
+        buffer.users -= 1
+        return 0
+
+    cdef int _drop(self, object tensor_id, _Live entry) except -1:
+        """Forget the live ``entry`` of ``tensor_id``."""
+        self._release(entry.buffer)
+        if self._undo is not None:
+            self._undo.append(tensor_id)
+            self._undo.append(entry)
+        del self.live[tensor_id]
+        return 0
 
     cpdef object handle(self, object tensor_id):
         """The live handle of ``tensor_id`` (kept)."""
-        found = self.handles.get(tensor_id)
-        if found is None:
+        cdef PyObject* found = PyDict_GetItemWithError(self.live, tensor_id)
+        if found == NULL:
             raise TensorIdError(f"tensor {tensor_id} has no live handle")
-        return found
+        return (<_Live>found).handle
 
     cpdef object take(self, object tensor_id, object status):
         """burn ``get_handle``: a ``ReadWrite`` fetch removes the handle, ``ReadOnly`` keeps it."""
-        found = self.handle(tensor_id)
+        cdef _Live entry
+        cdef PyObject* found = PyDict_GetItemWithError(self.live, tensor_id)
+        if found == NULL:
+            raise TensorIdError(f"tensor {tensor_id} has no live handle")
+        entry = <_Live>found
         if status is _READ_WRITE:
-            if self._undo is not None:
-                self._note(self.handles, tensor_id)
-                self._note(self.layouts, tensor_id)
-            del self.handles[tensor_id]
-            del self.layouts[tensor_id]
-            self._release(_buffer_of(found))
-        return found
+            self._drop(tensor_id, entry)
+        return entry.handle
 
     cpdef remove(self, object tensor_id):
-        if self._undo is not None:
-            self._note(self.handles, tensor_id)
-            self._note(self.layouts, tensor_id)
-        found = self.handles.pop(tensor_id, None)
-        if found is not None:
-            del self.layouts[tensor_id]
-            self._release(_buffer_of(found))
+        cdef _Live entry
+        cdef PyObject* found = PyDict_GetItemWithError(self.live, tensor_id)
+        if found != NULL:
+            entry = <_Live>found
+            self._drop(tensor_id, entry)
 
     cdef int use_layout_ids(self, dict table) except -1:
         """Take layout ids from ``table`` from now on; the live handles' ids are taken again."""
         self.layout_ids = table
-        for tensor_id, handle in self.handles.items():
-            self.layouts[tensor_id] = layout_id(table, handle)
+        for entry in self.live.values():
+            (<_Live>entry).layout = layout_id(table, (<_Live>entry).handle)
         return 0
 
     cpdef Py_ssize_t users(self, object buffer):
         """How many live handles use ``buffer``."""
-        return self._users.get(buffer, 0)
+        cdef PyObject* found = PyDict_GetItemWithError(self._buffers, buffer)
+        return 0 if found == NULL else (<_Buffer>found).users
 
     def load_inputs(self, stream):
         """A buffer per stream input, laid out with its strides; ``Init`` targets wait."""

@@ -27,7 +27,7 @@ from fastplan._keys cimport (
     F_SCALAR, F_TENSOR, F_TENSORS, Slots, StructInfo, exact_codes, exact_long_long, field_offset,
     slot, slots, struct_info, tensor_id, tensor_type,
 )
-from fastplan.handles cimport op_nodes
+from fastplan.handles cimport Memory, _Live, op_nodes
 from fastplan.layout cimport permuted_innermost_axis_t
 from fastplan.relative cimport new_frozen
 
@@ -253,10 +253,14 @@ cdef Py_ssize_t _H_OFFSET = field_offset(_Handle, "offset")
 def _extents_fit(context, memory):
     """Whether every tensor of ``context`` has fewer than 2**62 elements and its live handle in
     ``memory`` (if any) a buffer extent below 2**62: what the C cores can plan exactly."""
-    handles = memory.handles
-    cdef int fast = _extents_fit_c(context.tensors, handles)
+    cdef int fast
+    if type(memory) is Memory:  # its live entries, without a snapshot of its handles
+        fast = _extents_fit_c(context.tensors, (<Memory>memory).live, True)
+    else:
+        fast = _extents_fit_c(context.tensors, memory.handles, False)
     if fast >= 0:
         return fast == 1
+    handles = memory.handles
     for tensor in context.tensors.values():
         numel = 1
         for d in tensor.shape:
@@ -290,10 +294,11 @@ cdef extern from *:
 cdef long long _LIMIT = (<long long>1) << 62
 
 
-cdef int _extents_fit_c(object tensors, object handles) except -2:
+cdef int _extents_fit_c(object tensors, object handles, bint live) except -2:
     """``_extents_fit`` in C arithmetic: 1 (fits), 0 (does not), or -1 where it cannot decide
     exactly (a dict subclass, a tensor or handle of another class, a value that is no exact
-    int, a product or sum past a C long long): the caller's Python loop then decides."""
+    int, a product or sum past a C long long): the caller's Python loop then decides.
+    ``handles``: tensor id -> handle, or (``live``) a ``Memory``'s tensor id -> ``_Live``."""
     cdef long long numel, extent, d, stride, term
     cdef tuple shape, strides
     cdef Py_ssize_t i
@@ -316,6 +321,8 @@ cdef int _extents_fit_c(object tensors, object handles) except -2:
         h = (<dict>handles).get(slot(tensor, at.tid))
         if h is None:
             continue
+        if live:
+            h = (<_Live>h).handle
         if type(h) is not _Handle:
             return -1
         shape, strides = slot(h, _H_SHAPE), slot(h, _H_STRIDES)

@@ -277,20 +277,23 @@ def plan_inputs(PlanningState state):
     cdef HandleInput item
     resources = state.trace.resources
     memory = state.memory
-    handles = memory.handles
+    cdef bint fast_memory = type(memory) is PlanningMemory
+    handles = None if fast_memory else memory.handles  # refimpl's: the live dict itself
     tensors = state.context.tensors
     unhandled = resources.inputs_unhandled
     cdef list inputs = state.inputs
     cdef list fetched = []
     cdef Py_ssize_t rank = state.rank
-    cdef bint fast_memory = type(memory) is PlanningMemory
     pos = 0
     for entry in resources.inputs:
         relative = field(entry, &_TENSOR)
         rid = field(relative, &_ID)
         glob = tensors[rid]
         gid = field(glob, &_ID)
-        handle = memory.take(gid, field(relative, &_STATUS))
+        if fast_memory:
+            handle = (<PlanningMemory>memory).take(gid, field(relative, &_STATUS))
+        else:
+            handle = memory.take(gid, field(relative, &_STATUS))
         buffer = field(handle, &_BUFFER)
         # burn ``can_mut``: no live handle and no input fetched before shares the buffer
         if fast_memory:

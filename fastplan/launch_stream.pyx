@@ -46,6 +46,7 @@ cimport cython
 
 import gc as _gc
 
+from cpython.dict cimport PyDict_GetItemWithError
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
@@ -53,7 +54,7 @@ from fastplan._keys cimport (
     KeyBuf, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset,
     list_append_long, slot,
 )
-from fastplan.handles cimport Memory, handle_buffer, handle_layout, replayable_op
+from fastplan.handles cimport Memory, _Live, handle_buffer, handle_layout, replayable_op
 from fastplan.launch cimport _WalkLaunch, plan_launch_walk, walk_matmul_refused
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
@@ -126,12 +127,24 @@ cdef class _Outcome:
     cdef object optimization  # held: the key holds its id()
     cdef tuple widths  # None: no main launch plan
     cdef tuple aliases  # (output position, input position)
-    # (position, None | (fresh buffer?, allocation rank or owner position, shape, strides,
-    # offset, dtype, layout id))
-    cdef tuple changes
+    cdef tuple changes  # _Change per tensor of the order whose live handle the step changed
     cdef tuple new_sizes  # sizes of the buffers allocated by the step, in allocation order
     cdef object blocks_from  # the step's ``blocks`` last filled, and the filled ones
     cdef tuple blocks
+
+
+@cython.freelist(64)
+cdef class _Change:
+    """What a step did to the tensor at position ``k`` of its order: dropped its live handle
+    (``gone``), or gave it a handle with this layout on a fresh buffer (``fresh``: the
+    ``at``-th the step allocated) or on the buffer the tensor at position ``at`` held before."""
+
+    cdef Py_ssize_t k
+    cdef bint gone
+    cdef bint fresh
+    cdef Py_ssize_t at
+    cdef object shape, strides, offset, dtype
+    cdef Py_ssize_t layout
 
 
 # --- the walk --------------------------------------------------------------------------------
@@ -326,7 +339,9 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
     cdef Py_ssize_t users, first, layout, i, k = 0
     cdef long long dim
     cdef tuple dims = context.dim_tuple()
-    cdef dict handles = memory.handles, layouts = memory.layouts, counts = memory._users
+    cdef dict live = memory.live
+    cdef _Live entry
+    cdef PyObject* found
     buf_push(b, len(dims))
     for i in range(len(dims)):
         if not exact_long_long(dims[i], &dim):
@@ -334,26 +349,27 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
         buf_push(b, dim)
     buf_push(b, len(order))
     for gid in order:
-        h = handles.get(gid)
-        before.append(h)
+        found = PyDict_GetItemWithError(live, gid)
         k += 1
-        if h is None:
+        if found == NULL:
+            before.append(None)
             buf_push(b, -1)
             continue
-        buffer = handle_buffer(h)
-        users = counts[buffer]
+        entry = <_Live>found
+        before.append(entry.handle)
+        users = entry.buffer.users
         if users == 1:  # no other live handle holds the buffer: its first holder is this one
             first = k - 1
         else:  # the position of the first of the tensors to hold it
             if slots is None:
                 slots = {}
-            found = slots.get(buffer)
-            if found is None:
+            held = slots.get(entry.buffer)
+            if held is None:
                 first = k - 1
-                slots[buffer] = first
+                slots[entry.buffer] = first
             else:
-                first = <Py_ssize_t>found
-        layout = layouts[gid]
+                first = <Py_ssize_t>held
+        layout = entry.layout
         if users < 1024 and first < 1024 and 0 <= layout < (1 << 40):
             buf_push(b, (layout * 1024 + first) * 1024 + users)
         else:
@@ -370,20 +386,27 @@ cdef _Outcome _record(object optimization, list order, object positions, list be
     its position) and to ``first_new`` (buffers); ``None`` where that cannot be said (a buffer
     or an alias outside the step's tensors)."""
     cdef Py_ssize_t k, b, end
+    cdef _Change change
     cdef dict owner = None  # buffer -> position of the first tensor holding it before
     cdef list changes = []
     cdef list sizes
     cdef _Outcome outcome = _Outcome.__new__(_Outcome)
-    handles = memory.handles
-    layouts = memory.layouts
+    cdef dict live = memory.live
+    cdef PyObject* at_gid
+    cdef _Live entry
     for k in range(len(order)):
         gid = order[k]
-        h = handles.get(gid)
+        at_gid = PyDict_GetItemWithError(live, gid)
         old = before[k]
-        if h is old:
+        if at_gid == NULL:
+            if old is not None:
+                change = _Change.__new__(_Change)
+                change.k, change.gone = k, True
+                changes.append(change)
             continue
-        if h is None:
-            changes.append((k, None))
+        entry = <_Live>at_gid
+        h = entry.handle
+        if h is old:
             continue
         buffer = handle_buffer(h)
         if buffer >= first_new:
@@ -395,8 +418,11 @@ cdef _Outcome _record(object optimization, list order, object positions, list be
             if found is None:  # a buffer the step's tensors did not hold before: nothing to
                 return None  # replay it from
             fresh, at = False, found
-        shape, strides, offset, dtype = handle_layout(h)
-        changes.append((k, (fresh, at, shape, strides, offset, dtype, layouts[gid])))
+        change = _Change.__new__(_Change)
+        change.k, change.gone, change.fresh, change.at = k, False, fresh, at
+        change.shape, change.strides, change.offset, change.dtype = handle_layout(h)
+        change.layout = entry.layout
+        changes.append(change)
     if aliases:
         outcome.aliases = _relative_aliases(positions, aliases)
         if outcome.aliases is None:
@@ -441,23 +467,28 @@ cdef tuple _relative_aliases(object position, object aliases):
 
 cdef list _replay(_Outcome outcome, list order, list before, Memory memory):
     """Apply a stored outcome to ``memory``; the step's global aliases."""
+    cdef Py_ssize_t m, n = len(outcome.new_sizes)
+    cdef _Change change
+    cdef tuple pair
+    cdef list aliases = []
     first_new = memory.next_buffer
     sizes = memory.sizes
-    cdef Py_ssize_t m
-    for m in range(len(outcome.new_sizes)):
+    for m in range(n):
         sizes[first_new + m] = outcome.new_sizes[m]
-    memory.next_buffer = first_new + len(outcome.new_sizes)
-    for k, change in outcome.changes:
-        gid = order[k]
-        if change is None:
+    memory.next_buffer = first_new + n
+    for item in outcome.changes:
+        change = <_Change>item
+        gid = order[change.k]
+        if change.gone:
             memory.remove(gid)
             continue
-        fresh, at, shape, strides, offset, dtype, layout = change
-        buffer = first_new + at if fresh else handle_buffer(before[at])
-        memory.register_layout(gid, make_frozen(_Handle, _HANDLE_FIELDS,
-                                                (buffer, shape, strides, offset, dtype)),
-                               layout)
-    return [(order[o], order[i]) for o, i in outcome.aliases]
+        buffer = first_new + change.at if change.fresh else handle_buffer(before[change.at])
+        memory.register_layout(gid, make_frozen(_Handle, _HANDLE_FIELDS, (
+            buffer, change.shape, change.strides, change.offset, change.dtype)), change.layout)
+    for item in outcome.aliases:
+        pair = <tuple>item
+        aliases.append((order[<Py_ssize_t>pair[0]], order[<Py_ssize_t>pair[1]]))
+    return aliases
 
 
 # --- entry point ---------------------------------------------------------------------------------
@@ -506,6 +537,7 @@ cdef _StepRecord _record_of(object item):
     """An ``ExecutedStep`` as the record the walk reads."""
     cdef _StepRecord record = _StepRecord.__new__(_StepRecord)
     record.step, record.optimization = item.step, item.optimization
+    record.fused = item.step.kind == "fused"
     record.context = context_given(item.segment, item.tensors_global2relative,
                                    item.shapes_relative2global, item.scalars)
     return record
@@ -570,7 +602,7 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
     cdef _StepContext context
     cdef list order, before, aliases
     step = item.step
-    if step.kind != "fused":
+    if not item.fused:
         for i in step.ops:
             memory.run_unfused(items[i])
         list_append_long(results, step)
@@ -642,7 +674,7 @@ cdef object _execution_key(list records, Py_ssize_t i, Py_ssize_t j, _StepContex
         buf_push(&b, j - i)
         for k in range(i, j):
             item = records[k]
-            if item.step.kind == "fused":
+            if item.fused:
                 buf_push(&b, <int64_t><Py_ssize_t><PyObject*>item.optimization)  # its id()
             else:
                 buf_push(&b, -1 - <int64_t>len(item.step.ops))
@@ -662,7 +694,7 @@ cdef bint _same_optimizations(_Execution found, list records, Py_ssize_t i,
         return False
     for k in range(i, j):
         item = records[k]
-        if item.step.kind == "fused":
+        if item.fused:
             if m >= len(found.optimizations) or found.optimizations[m] is not item.optimization:
                 return False
             m += 1
@@ -725,7 +757,7 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
                 if not replayable_op(items[index]):
                     replayable = False
                     break
-            if item.step.kind == "fused":
+            if item.fused:
                 fused.append(item.optimization)
     if not replayable or memo.layout_ids is not layout_ids:  # a restart: the key is stale
         return 0

@@ -34,6 +34,7 @@ cdef class _StepRecord:
     """One executed step as the queue recorded it: the ``PlanStep``, the optimization (None:
     unfused) and the ``_StepContext`` (fused steps)."""
     cdef readonly object step
+    cdef bint fused  # step.kind == "fused"
     cdef readonly object optimization
     cdef readonly _StepContext context
     # the context of the execution the step belongs to, fused or not (the walk replays a

@@ -785,6 +785,7 @@ cdef class OperationQueue:
             record.step, record.first, record.count = step, self._first, pending
             record.execution = context
             if leaf.fused:
+                record.fused = True
                 record.optimization, record.context = leaf.opt, context
             list_append_long(self._records, record)
             if self._basic:
