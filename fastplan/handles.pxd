@@ -1,11 +1,14 @@
 # cython: language_level=3
 """C-level declaration of fastplan.handles.Memory (fastplan.launch_stream reads its state)."""
 
+from cpython.ref cimport PyObject
+
 cdef Py_ssize_t layout_id(dict table, object handle) except -1
 cdef tuple op_nodes(object op)
 cdef object buffer_length(tuple shape, tuple strides)
 cdef object handle_buffer(object handle)
 cdef tuple handle_layout(object handle)
+cdef long long tensor_key(object tensor_id) except? -1
 cdef bint replayable_op(object op) except -1
 
 
@@ -20,8 +23,15 @@ cdef class _Live:
     cdef Py_ssize_t layout  # its layout id (Memory.layout_ids)
 
 
+ctypedef struct LiveSlot:
+    long long key  # a tensor id
+    PyObject* entry  # its _Live (a reference held by the table); NULL: the slot is free
+
+
 cdef class Memory:
-    cdef dict live  # tensor id -> _Live
+    cdef LiveSlot* _live  # tensor id -> _Live: open addressing, linear probing
+    cdef Py_ssize_t _live_cap  # slots (a power of two, or 0: not allocated)
+    cdef Py_ssize_t _live_n  # entries
     cdef dict _buffers  # buffer number -> _Buffer (kept once made: a count of 0 is no user)
     cdef public dict sizes
     cdef public object next_buffer
@@ -31,6 +41,12 @@ cdef class Memory:
     cdef list _undo_users  # while a trial runs: (_Buffer, its old count) pairs
     cdef object _undo_next_buffer  # next_buffer when the trial began
 
+    cdef PyObject* find(self, long long key) noexcept
+    cdef PyObject* live_entry(self, object tensor_id) except? NULL
+    cdef int _put(self, long long key, _Live entry) except -1
+    cdef int _delete(self, long long key) except -1
+    cdef int _grow(self) except -1
+    cdef list _entries(self)
     cpdef Memory fork(self)
     cpdef adopt(self, Memory other)
     cpdef int begin_trial(self) except -1
@@ -42,7 +58,7 @@ cdef class Memory:
     cpdef register(self, object tensor_id, object handle)
     cdef int register_layout(self, object tensor_id, object handle, Py_ssize_t layout) except -1
     cdef int _release(self, _Buffer buffer) except -1
-    cdef int _drop(self, object tensor_id, _Live entry) except -1
+    cdef int _drop(self, long long key, _Live entry) except -1
     cpdef object handle(self, object tensor_id)
     cpdef object take(self, object tensor_id, object status)
     cpdef remove(self, object tensor_id)

@@ -9,8 +9,10 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 
 * a use count per buffer is kept as handles come and go, so ``users(buffer)`` (burn
   ``handle.can_mut()``) is one lookup instead of a scan of every live handle; a tensor's
-  handle, its buffer's count and its layout id live in one entry (``_Live``), found with one
-  lookup (``handles`` and ``layouts`` are snapshots of them);
+  handle, its buffer's count and its layout id live in one entry (``_Live``), held in a C
+  table keyed by the tensor id as an int64 (``handles`` and ``layouts`` are snapshots of it).
+  A tensor id that is no exact 64-bit int is outside fastplan's boundary: ``BoundaryError``,
+  and the planner's launch planning then runs refimpl's walk;
 * ``sizes`` (buffer -> elements; only the value paths read it) is shared by a memory and its
   forks instead of copied: an entry is a fact about a buffer number, and a number a discarded
   fork allocated is written again when the memory allocates it;
@@ -28,8 +30,8 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.dict cimport PyDict_GetItemWithError
 from cpython.long cimport PyLong_AsLongLongAndOverflow
-from cpython.ref cimport PyObject
-from libc.stdint cimport int64_t
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
+from libc.stdint cimport int64_t, uint64_t
 
 cimport cython
 
@@ -37,8 +39,10 @@ from fastplan._keys cimport (
     F_RANGES, F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, op_code_of, slot,
     slots, struct_info, tensor_id as tensor_id_of, untrack_atomic,
 )
+from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport make_frozen
 
+from fastplan._keys import BoundaryError
 from fastplan.layout import reshape_action
 
 from refimpl.errors import TensorIdError
@@ -330,10 +334,30 @@ cdef class _Live:
     lookup of the tensor id (``fastplan.launch_stream`` keys its memo on all three)."""
 
 
-cdef inline _Live _live(object handle, _Buffer buffer, Py_ssize_t layout):
+cdef inline _Live _new_live(object handle, _Buffer buffer, Py_ssize_t layout):
     cdef _Live entry = _Live.__new__(_Live)
     entry.handle, entry.buffer, entry.layout = handle, buffer, layout
     return entry
+
+
+cdef long long tensor_key(object tensor_id) except? -1:
+    """A tensor id as a key of the live table: an exact ``int`` that fits in 64 bits, what the
+    stream loader builds. Any other id is outside fastplan's boundary (``BoundaryError``; the
+    planner then plans the launch with refimpl, as for the search)."""
+    cdef int overflow = 0
+    cdef long long key
+    if type(tensor_id) is not int:
+        raise BoundaryError(f"fastplan's Memory takes int tensor ids, not "
+                            f"{type(tensor_id).__name__}")
+    key = PyLong_AsLongLongAndOverflow(tensor_id, &overflow)
+    if overflow:
+        raise BoundaryError(f"tensor id {tensor_id} does not fit in 64 bits")
+    return key
+
+
+cdef inline size_t _home(long long key, Py_ssize_t cap) noexcept:
+    """The first slot a key probes (Fibonacci hashing: consecutive ids spread out)."""
+    return <size_t>((<uint64_t>key * <uint64_t>0x9E3779B97F4A7C15) >> 32) & <size_t>(cap - 1)
 
 
 cdef class Memory:
@@ -341,7 +365,7 @@ cdef class Memory:
 
     Mirrors refimpl.handles.Memory (planning only: ``with_values`` is false)."""
 
-    # live: tensor id -> _Live (handle, buffer record, layout id from layout_ids: a fresh
+    # _live: tensor id -> _Live (handle, buffer record, layout id from layout_ids: a fresh
     # table, or the one of the LaunchMemo this memory plans for); _buffers: buffer number ->
     # _Buffer; sizes: buffer -> elements (attributes in handles.pxd)
 
@@ -349,9 +373,15 @@ cdef class Memory:
         if with_values:
             raise ValueError("fastplan.handles.Memory plans layouts only (with_values=False); "
                              "values are refimpl.handles.Memory's")
-        self.live, self._buffers, self.sizes, self.inputs = {}, {}, {}, {}
+        self._buffers, self.sizes, self.inputs = {}, {}, {}
         self.layout_ids = {}
         self.next_buffer = 0
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        for i in range(self._live_cap):
+            Py_XDECREF(self._live[i].entry)
+        mem_free(self._live)
 
     @property
     def with_values(self):
@@ -360,12 +390,114 @@ cdef class Memory:
     @property
     def handles(self):
         """Tensor id -> live ``Handle`` (a snapshot: refimpl's ``Memory.handles``)."""
-        return {tensor_id: (<_Live>entry).handle for tensor_id, entry in self.live.items()}
+        return {key: (<_Live>entry).handle for key, entry in self._entries()}
 
     @property
     def layouts(self):
         """Tensor id -> layout id of its live handle (a snapshot)."""
-        return {tensor_id: (<_Live>entry).layout for tensor_id, entry in self.live.items()}
+        return {key: (<_Live>entry).layout for key, entry in self._entries()}
+
+    # --- the live table -------------------------------------------------------------------
+
+    cdef PyObject* find(self, long long key) noexcept:
+        """The ``_Live`` of tensor id ``key`` (borrowed), or NULL."""
+        cdef size_t i
+        cdef LiveSlot* at
+        if self._live_cap == 0:
+            return NULL
+        i = _home(key, self._live_cap)
+        while True:
+            at = &self._live[i]
+            if at.entry == NULL or at.key == key:
+                return at.entry
+            i = (i + 1) & <size_t>(self._live_cap - 1)
+
+    cdef PyObject* live_entry(self, object tensor_id) except? NULL:
+        """``find`` for a tensor id as given (``BoundaryError`` for one outside the table)."""
+        return self.find(tensor_key(tensor_id))
+
+    cdef int _put(self, long long key, _Live entry) except -1:
+        """Set the ``_Live`` of tensor id ``key``."""
+        cdef size_t i
+        cdef LiveSlot* at
+        cdef PyObject* old
+        if 2 * (self._live_n + 1) > self._live_cap:
+            self._grow()
+        i = _home(key, self._live_cap)
+        while True:
+            at = &self._live[i]
+            if at.entry == NULL:
+                Py_INCREF(entry)
+                at.key, at.entry = key, <PyObject*>entry
+                self._live_n += 1
+                return 0
+            if at.key == key:
+                old = at.entry
+                Py_INCREF(entry)
+                at.entry = <PyObject*>entry
+                Py_DECREF(<object>old)
+                return 0
+            i = (i + 1) & <size_t>(self._live_cap - 1)
+
+    cdef int _delete(self, long long key) except -1:
+        """Forget tensor id ``key``; the entries after it in its run move back (no tombstones:
+        a probe still stops at the first free slot)."""
+        cdef size_t mask, i, j, home
+        cdef PyObject* old
+        if self._live_cap == 0:
+            return 0
+        mask = <size_t>(self._live_cap - 1)
+        i = _home(key, self._live_cap)
+        while True:
+            if self._live[i].entry == NULL:
+                return 0
+            if self._live[i].key == key:
+                break
+            i = (i + 1) & mask
+        old = self._live[i].entry
+        j = i
+        while True:
+            j = (j + 1) & mask
+            if self._live[j].entry == NULL:
+                break
+            home = _home(self._live[j].key, self._live_cap)
+            # the entry at j stays where its probe from ``home`` passes no free slot at i
+            if (i < home <= j) if i <= j else (i < home or home <= j):
+                continue
+            self._live[i] = self._live[j]
+            i = j
+        self._live[i].entry = NULL
+        self._live_n -= 1
+        Py_DECREF(<object>old)
+        return 0
+
+    cdef int _grow(self) except -1:
+        """Double the table (or allocate it), keeping every entry."""
+        cdef LiveSlot* old = self._live
+        cdef Py_ssize_t old_cap = self._live_cap, i
+        cdef Py_ssize_t cap = 2 * old_cap if old_cap else 64
+        cdef size_t at
+        cdef LiveSlot* table = <LiveSlot*>mem_calloc(cap, sizeof(LiveSlot))
+        if table == NULL:
+            raise MemoryError()
+        for i in range(old_cap):
+            if old[i].entry != NULL:
+                at = _home(old[i].key, cap)
+                while table[at].entry != NULL:
+                    at = (at + 1) & <size_t>(cap - 1)
+                table[at] = old[i]  # the reference moves with it
+        self._live, self._live_cap = table, cap
+        mem_free(old)
+        return 0
+
+    cdef list _entries(self):
+        """``(tensor id, _Live)`` of every live tensor, in table order."""
+        cdef Py_ssize_t i
+        cdef list found = []
+        for i in range(self._live_cap):
+            if self._live[i].entry != NULL:
+                found.append((self._live[i].key, <object>self._live[i].entry))
+        return found
 
     # --- copies ---------------------------------------------------------------------------
 
@@ -374,24 +506,34 @@ cdef class Memory:
         cdef Memory other = Memory.__new__(Memory)
         cdef _Buffer buffer, copy
         cdef _Live entry
-        other.live, other._buffers = {}, {}
+        other._buffers = {}
         for number, found in self._buffers.items():
             buffer = <_Buffer>found
             if buffer.users:
                 copy = _Buffer.__new__(_Buffer)
                 copy.number, copy.users = buffer.number, buffer.users
                 other._buffers[number] = copy
-        for tensor_id, found in self.live.items():
+        for key, found in self._entries():
             entry = <_Live>found
-            other.live[tensor_id] = _live(entry.handle, other._buffers[entry.buffer.number],
-                                          entry.layout)
+            copy = <_Buffer>other._buffers[entry.buffer.number]
+            other._put(key, _new_live(entry.handle, copy, entry.layout))
         other.sizes, other.inputs, other.layout_ids = self.sizes, self.inputs, self.layout_ids
         other.next_buffer = self.next_buffer
         return other
 
     cpdef adopt(self, Memory other):
-        """Take ``other``'s state (commit a fork)."""
-        self.live, self._buffers, self.sizes = other.live, other._buffers, other.sizes
+        """Take ``other``'s state (commit a fork): its buffer records and sizes are shared, as
+        refimpl shares its dicts; its live entries are copied into this memory's table."""
+        cdef Py_ssize_t i
+        if other is self:
+            return
+        for i in range(self._live_cap):
+            Py_XDECREF(self._live[i].entry)
+        mem_free(self._live)
+        self._live, self._live_cap, self._live_n = NULL, 0, 0
+        for key, entry in other._entries():
+            self._put(key, <_Live>entry)
+        self._buffers, self.sizes = other._buffers, other.sizes
         self.next_buffer = other.next_buffer
 
     cpdef int begin_trial(self) except -1:
@@ -418,11 +560,11 @@ cdef class Memory:
             return 0
         self._undo = self._undo_users = None
         for i in range(len(undo) - 2, -1, -2):
-            tensor_id, old = undo[i], undo[i + 1]
+            key, old = undo[i], undo[i + 1]
             if old is _ABSENT:
-                self.live.pop(tensor_id, None)
+                self._delete(<long long>key)
             else:
-                self.live[tensor_id] = old
+                self._put(<long long>key, <_Live>old)
         for i in range(len(counts) - 2, -1, -2):
             (<_Buffer>counts[i]).users = <Py_ssize_t>counts[i + 1]
         self.next_buffer = self._undo_next_buffer
@@ -464,18 +606,19 @@ cdef class Memory:
                              Py_ssize_t layout) except -1:
         """``register`` with the handle's layout id already known."""
         cdef _Buffer buffer
-        cdef PyObject* found = PyDict_GetItemWithError(self.live, tensor_id)
+        cdef long long key = tensor_key(tensor_id)
+        cdef PyObject* found = self.find(key)
         old = _ABSENT if found == NULL else <_Live>found
         if found != NULL:
             self._release((<_Live>old).buffer)
         buffer = self._buffer(_buffer_of(handle))
         if self._undo is not None:
-            self._undo.append(tensor_id)
+            self._undo.append(key)
             self._undo.append(old)
             self._undo_users.append(buffer)
             self._undo_users.append(buffer.users)
         buffer.users += 1
-        self.live[tensor_id] = _live(handle, buffer, layout)
+        self._put(key, _new_live(handle, buffer, layout))
         return 0
 
     cdef int _release(self, _Buffer buffer) except -1:
@@ -485,18 +628,17 @@ cdef class Memory:
         buffer.users -= 1
         return 0
 
-    cdef int _drop(self, object tensor_id, _Live entry) except -1:
-        """Forget the live ``entry`` of ``tensor_id``."""
+    cdef int _drop(self, long long key, _Live entry) except -1:
+        """Forget the live ``entry`` of tensor id ``key`` (the caller holds ``entry``)."""
         self._release(entry.buffer)
         if self._undo is not None:
-            self._undo.append(tensor_id)
+            self._undo.append(key)
             self._undo.append(entry)
-        del self.live[tensor_id]
-        return 0
+        return self._delete(key)
 
     cpdef object handle(self, object tensor_id):
         """The live handle of ``tensor_id`` (kept)."""
-        cdef PyObject* found = PyDict_GetItemWithError(self.live, tensor_id)
+        cdef PyObject* found = self.live_entry(tensor_id)
         if found == NULL:
             raise TensorIdError(f"tensor {tensor_id} has no live handle")
         return (<_Live>found).handle
@@ -504,26 +646,32 @@ cdef class Memory:
     cpdef object take(self, object tensor_id, object status):
         """burn ``get_handle``: a ``ReadWrite`` fetch removes the handle, ``ReadOnly`` keeps it."""
         cdef _Live entry
-        cdef PyObject* found = PyDict_GetItemWithError(self.live, tensor_id)
+        cdef long long key = tensor_key(tensor_id)
+        cdef PyObject* found = self.find(key)
         if found == NULL:
             raise TensorIdError(f"tensor {tensor_id} has no live handle")
         entry = <_Live>found
         if status is _READ_WRITE:
-            self._drop(tensor_id, entry)
+            self._drop(key, entry)
         return entry.handle
 
     cpdef remove(self, object tensor_id):
         cdef _Live entry
-        cdef PyObject* found = PyDict_GetItemWithError(self.live, tensor_id)
+        cdef long long key = tensor_key(tensor_id)
+        cdef PyObject* found = self.find(key)
         if found != NULL:
             entry = <_Live>found
-            self._drop(tensor_id, entry)
+            self._drop(key, entry)
 
     cdef int use_layout_ids(self, dict table) except -1:
         """Take layout ids from ``table`` from now on; the live handles' ids are taken again."""
+        cdef Py_ssize_t i
+        cdef _Live entry
         self.layout_ids = table
-        for entry in self.live.values():
-            (<_Live>entry).layout = layout_id(table, (<_Live>entry).handle)
+        for i in range(self._live_cap):
+            if self._live[i].entry != NULL:
+                entry = <_Live>self._live[i].entry
+                entry.layout = layout_id(table, entry.handle)
         return 0
 
     cpdef Py_ssize_t users(self, object buffer):

@@ -20,6 +20,7 @@ cimport cython
 
 import hashlib
 
+from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
@@ -255,9 +256,9 @@ def _extents_fit(context, memory):
     ``memory`` (if any) a buffer extent below 2**62: what the C cores can plan exactly."""
     cdef int fast
     if type(memory) is Memory:  # its live entries, without a snapshot of its handles
-        fast = _extents_fit_c(context.tensors, (<Memory>memory).live, True)
+        fast = _extents_fit_c(context.tensors, None, <Memory>memory)
     else:
-        fast = _extents_fit_c(context.tensors, memory.handles, False)
+        fast = _extents_fit_c(context.tensors, memory.handles, None)
     if fast >= 0:
         return fast == 1
     handles = memory.handles
@@ -294,16 +295,17 @@ cdef extern from *:
 cdef long long _LIMIT = (<long long>1) << 62
 
 
-cdef int _extents_fit_c(object tensors, object handles, bint live) except -2:
+cdef int _extents_fit_c(object tensors, object handles, Memory live) except -2:
     """``_extents_fit`` in C arithmetic: 1 (fits), 0 (does not), or -1 where it cannot decide
     exactly (a dict subclass, a tensor or handle of another class, a value that is no exact
     int, a product or sum past a C long long): the caller's Python loop then decides.
-    ``handles``: tensor id -> handle, or (``live``) a ``Memory``'s tensor id -> ``_Live``."""
+    The handles: ``handles`` (tensor id -> handle), or ``live``'s (a fastplan ``Memory``)."""
     cdef long long numel, extent, d, stride, term
     cdef tuple shape, strides
     cdef Py_ssize_t i
     cdef const Slots* at = slots()
-    if type(tensors) is not dict or type(handles) is not dict:
+    cdef PyObject* entry
+    if type(tensors) is not dict or (live is None and type(handles) is not dict):
         return -1
     for tensor in (<dict>tensors).values():
         if type(tensor) is not tensor_type():
@@ -318,11 +320,18 @@ cdef int _extents_fit_c(object tensors, object handles, bint live) except -2:
                 return -1
         if not -_LIMIT < numel < _LIMIT:
             return 0
-        h = (<dict>handles).get(slot(tensor, at.tid))
-        if h is None:
-            continue
-        if live:
-            h = (<_Live>h).handle
+        if live is not None:
+            tid = slot(tensor, at.tid)
+            if type(tid) is not int:
+                return -1
+            entry = live.live_entry(tid)
+            if entry == NULL:
+                continue
+            h = (<_Live>entry).handle
+        else:
+            h = (<dict>handles).get(slot(tensor, at.tid))
+            if h is None:
+                continue
         if type(h) is not _Handle:
             return -1
         shape, strides = slot(h, _H_SHAPE), slot(h, _H_STRIDES)

@@ -46,7 +46,6 @@ cimport cython
 
 import gc as _gc
 
-from cpython.dict cimport PyDict_GetItemWithError
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
@@ -59,6 +58,7 @@ from fastplan.launch cimport _WalkLaunch, plan_launch_walk, walk_matmul_refused
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
 
+from fastplan._keys import BoundaryError
 from fastplan.handles import Memory as _Memory
 from fastplan.launch import _extents_fit, context_of
 
@@ -339,7 +339,6 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
     cdef Py_ssize_t users, first, layout, i, k = 0
     cdef long long dim
     cdef tuple dims = context.dim_tuple()
-    cdef dict live = memory.live
     cdef _Live entry
     cdef PyObject* found
     buf_push(b, len(dims))
@@ -349,7 +348,7 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
         buf_push(b, dim)
     buf_push(b, len(order))
     for gid in order:
-        found = PyDict_GetItemWithError(live, gid)
+        found = memory.live_entry(gid)
         k += 1
         if found == NULL:
             before.append(None)
@@ -391,12 +390,11 @@ cdef _Outcome _record(object optimization, list order, object positions, list be
     cdef list changes = []
     cdef list sizes
     cdef _Outcome outcome = _Outcome.__new__(_Outcome)
-    cdef dict live = memory.live
     cdef PyObject* at_gid
     cdef _Live entry
     for k in range(len(order)):
         gid = order[k]
-        at_gid = PyDict_GetItemWithError(live, gid)
+        at_gid = memory.live_entry(gid)
         old = before[k]
         if at_gid == NULL:
             if old is not None:
@@ -529,8 +527,15 @@ cdef object _filled(object step, tuple blocks, list aliases):
 def launch_plan_stream(stream, executed, device, LaunchMemo memo=None):
     """The executed steps' ``PlanStep``s with ``aliases`` and block ``width``s filled in: equal
     to ``refimpl.interpreter.launch_plan_stream(stream, executed, device)``. ``memo`` (a
-    ``LaunchMemo``, kept by the caller across calls) serves fused steps seen before."""
-    return launch_records(stream, [_record_of(item) for item in executed], device, memo)
+    ``LaunchMemo``, kept by the caller across calls) serves fused steps seen before. A stream
+    outside fastplan's boundary (a tensor id that is no exact 64-bit int: ``BoundaryError``)
+    is walked by refimpl."""
+    try:
+        return launch_records(stream, [_record_of(item) for item in executed], device, memo)
+    except BoundaryError:
+        from refimpl.interpreter import launch_plan_stream as reference
+
+        return reference(stream, executed, device)
 
 
 cdef _StepRecord _record_of(object item):

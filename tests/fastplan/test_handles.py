@@ -450,3 +450,73 @@ def test_memory_load_inputs_takes_any_sequence_like_refimpl() -> None:
     fast, ref = both(Stream(inputs, ()))
     assert_same_state(fast, ref)
     assert fast.layouts[5] == fast.layouts[1] != fast.layouts[2] == fast.layouts[3]
+
+
+def _same_home(count: int, cap: int = 64) -> list[int]:
+    """``count`` ids whose probes start at the same slot of a table of ``cap`` slots
+    (fastplan.handles' ``_home``: Fibonacci hashing): a run a delete must close up."""
+    def home(key: int) -> int:
+        return ((key * 0x9E3779B97F4A7C15) % 2**64 >> 32) & (cap - 1)
+
+    return [key for key in range(100, 100_000) if home(key) == home(100)][:count]
+
+
+# The live table's keys: ids that probe from one slot (collisions: runs the delete must close
+# up), small ids, negative ids and the ends of int64.
+_COLLIDING = _same_home(8)
+_TENSOR_IDS = st.one_of(st.sampled_from(_COLLIDING), st.integers(0, 40),
+                        st.integers(-5, 5),
+                        st.sampled_from([2**31, 2**32 + 1, 2**62, -(2**63), 2**63 - 1]))
+
+
+@given(st.lists(st.tuples(st.sampled_from(["register", "remove", "take", "trial"]),
+                          _TENSOR_IDS, st.booleans()), max_size=150))
+def test_memory_live_table_follows_refimpl(steps) -> None:
+    """fastplan keeps the live handles in an open-addressing table (linear probing, entries
+    moved back on delete instead of tombstones, doubled when half full): any sequence of
+    registrations, removals and ``ReadWrite`` takes, some of them in trials that are undone,
+    leaves the same live handles, use counts and layout ids as refimpl's dict."""
+    fast, ref = FastMemory(), RefMemory(with_values=False)
+    shared = [memory.alloc((2, 2), DType.F32) for memory in (fast, ref)]
+    for action, tid, flag in steps:
+        if action == "trial":  # the next registrations, undone (flag) or kept
+            fast.begin_trial()
+            fork = ref.fork()
+            for memory in (fast, fork):
+                memory.register(tid, memory.alloc((3,), DType.F32))
+                memory.remove(0)
+            if flag:
+                fast.undo_trial()
+            else:
+                fast.keep_trial()
+                ref.adopt(fork)
+        for memory, handle in zip((fast, ref), shared):
+            if action == "register":
+                memory.register(tid, handle if flag else memory.alloc((4, 1), DType.F32))
+            elif action == "remove":
+                memory.remove(tid)
+            elif action == "take" and tid in memory.handles:
+                memory.take(tid, TensorStatus.ReadWrite if flag else TensorStatus.ReadOnly)
+        assert_same_state(fast, ref)
+        live = fast.handles
+        for t in [*range(-5, 41), *_COLLIDING]:
+            assert (t in live) is (t in ref.handles)
+            assert t not in live or fast.handle(t) == ref.handle(t)
+
+
+@pytest.mark.parametrize("tensor_id", [True, 1.0, "1", 2**63, -(2**63) - 1])
+def test_memory_refuses_a_tensor_id_outside_int64_with_boundary_error(tensor_id) -> None:
+    """Tensor ids are exact 64-bit ints in fastplan's memory (the stream loader's); any other
+    id is outside its boundary: a ``BoundaryError`` (a ``TypeError``) naming it, and the
+    planner then plans the launch with refimpl (``test_launch_plan_stream_outside_the_boundary
+    _is_refimpls``)."""
+    from fastplan._keys import BoundaryError
+
+    memory = FastMemory()
+    handle = memory.alloc((2,), DType.F32)
+    for call in (lambda: memory.register(tensor_id, handle), lambda: memory.remove(tensor_id),
+                 lambda: memory.handle(tensor_id),
+                 lambda: memory.take(tensor_id, TensorStatus.ReadOnly)):
+        with pytest.raises(BoundaryError, match="tensor id"):
+            call()
+    assert memory.handles == {} and memory.users(handle.buffer) == 0

@@ -596,3 +596,32 @@ def test_launch_planning_of_dims_that_are_no_exact_ints(build_stream) -> None:
     memo = LaunchMemo()
     assert _launch_planned(stream, fast, 0, profile, memo) == expected.steps
     assert len(memo) == 0
+
+
+class _Id(int):
+    """A tensor id that equals its int but is no exact ``int``: outside fastplan's memory."""
+
+
+@pytest.mark.parametrize("workload", ["transformer", "mixed"])
+def test_launch_plan_stream_outside_the_boundary_is_refimpls(workload: str) -> None:
+    """Tensor ids that are no exact ints: fastplan's search takes them (its id table turns
+    into a dict), its memory does not (``BoundaryError``), and every launch-planning entry
+    point then gives refimpl's result: ``plan``, ``launch_plan_stream`` with and without a
+    memo, a runtime's ``_launch_planned``."""
+    import refimpl.planner as ref
+
+    base = build(workload, 120)
+    stream = Stream(base.inputs, with_tensors(base.items, lambda t: dataclasses.replace(
+        t, id=_Id(t.id))))
+    profile = PRESETS["metal"]
+    expected = ref.plan(stream, "metal")
+    assert fastplan.plan(stream, "metal") == expected
+    planner = fast_planner(stream, profile)
+    executed = planner.queue.executed
+    walked = reference(stream, profile)
+    assert walked[0] == "ok"
+    memo = LaunchMemo()
+    for run in (None, memo, memo):
+        assert outcome(lambda: launch_plan_stream(stream, executed, profile, run)) == walked
+    assert len(memo) == 0  # refimpl's walk stored nothing
+    assert _launch_planned(stream, planner, 0, profile, LaunchMemo()) == expected.steps
