@@ -12,14 +12,9 @@ cdef long long tensor_key(object tensor_id) except? -1
 cdef bint replayable_op(object op) except -1
 
 
-cdef class _Buffer:
-    cdef object number  # the buffer number handles carry
-    cdef Py_ssize_t users  # live handles on it (burn: the handle's reference count)
-
-
 cdef class _Live:
     cdef object handle  # the live Handle
-    cdef _Buffer buffer  # its buffer's record
+    cdef Py_ssize_t buffer  # its buffer number
     cdef Py_ssize_t layout  # its layout id (Memory.layout_ids)
 
 
@@ -32,13 +27,14 @@ cdef class Memory:
     cdef LiveSlot* _live  # tensor id -> _Live: open addressing, linear probing
     cdef Py_ssize_t _live_cap  # slots (a power of two, or 0: not allocated)
     cdef Py_ssize_t _live_n  # entries
-    cdef dict _buffers  # buffer number -> _Buffer (kept once made: a count of 0 is no user)
+    cdef Py_ssize_t* _users  # buffer number -> live handles on it (burn: the handle's
+    cdef Py_ssize_t _users_cap  # reference count); entries past the cap are 0
     cdef public dict sizes
     cdef public object next_buffer
     cdef public dict inputs
     cdef dict layout_ids
     cdef list _undo  # while a trial runs: (tensor id, its old _Live or _ABSENT) pairs; else None
-    cdef list _undo_users  # while a trial runs: (_Buffer, its old count) pairs
+    cdef list _undo_users  # while a trial runs: (buffer number, its old count) pairs
     cdef object _undo_next_buffer  # next_buffer when the trial began
 
     cdef PyObject* find(self, long long key) noexcept
@@ -47,17 +43,18 @@ cdef class Memory:
     cdef int _delete(self, long long key) except -1
     cdef int _grow(self) except -1
     cdef list _entries(self)
+    cdef int _copy_live(self, Memory other) except -1
     cpdef Memory fork(self)
     cpdef adopt(self, Memory other)
     cpdef int begin_trial(self) except -1
     cpdef int keep_trial(self) except -1
     cpdef int undo_trial(self) except -1
-    cdef _Buffer _buffer(self, object number)
+    cdef Py_ssize_t _buffer(self, object number) except -1
     cdef object _alloc(self, tuple shape, object dtype, tuple strides)
     cdef object _alloc_as(self, object shape, object dtype, object strides)
     cpdef register(self, object tensor_id, object handle)
     cdef int register_layout(self, object tensor_id, object handle, Py_ssize_t layout) except -1
-    cdef int _release(self, _Buffer buffer) except -1
+    cdef int _count(self, Py_ssize_t buffer, Py_ssize_t change) except -1
     cdef int _drop(self, long long key, _Live entry) except -1
     cpdef object handle(self, object tensor_id)
     cpdef object take(self, object tensor_id, object status)

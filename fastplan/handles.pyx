@@ -9,10 +9,11 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 
 * a use count per buffer is kept as handles come and go, so ``users(buffer)`` (burn
   ``handle.can_mut()``) is one lookup instead of a scan of every live handle; a tensor's
-  handle, its buffer's count and its layout id live in one entry (``_Live``), held in a C
-  table keyed by the tensor id as an int64 (``handles`` and ``layouts`` are snapshots of it).
-  A tensor id that is no exact 64-bit int is outside fastplan's boundary: ``BoundaryError``,
-  and the planner's launch planning then runs refimpl's walk;
+  handle, its buffer number and its layout id live in one entry (``_Live``), held in a C
+  table keyed by the tensor id as an int64 (``handles`` and ``layouts`` are snapshots of
+  it), and the counts in a C array by buffer number. A tensor id that is no exact 64-bit
+  int, or a handle on a buffer this memory did not allocate, is outside fastplan's boundary:
+  ``BoundaryError``, and the planner's launch planning then runs refimpl's walk;
 * ``sizes`` (buffer -> elements; only the value paths read it) is shared by a memory and its
   forks instead of copied: an entry is a fact about a buffer number, and a number a discarded
   fork allocated is written again when the memory allocates it;
@@ -28,10 +29,10 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.dict cimport PyDict_GetItemWithError
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
 from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy, memset
 
 cimport cython
 
@@ -39,7 +40,7 @@ from fastplan._keys cimport (
     F_RANGES, F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, op_code_of, slot,
     slots, struct_info, tensor_id as tensor_id_of, untrack_atomic,
 )
-from fastplan._vec cimport mem_calloc, mem_free
+from fastplan._vec cimport mem_calloc, mem_free, mem_malloc, mem_realloc
 from fastplan.relative cimport make_frozen
 
 from fastplan._keys import BoundaryError
@@ -321,20 +322,14 @@ cdef Py_ssize_t layout_id(dict table, object handle) except -1:
 
 
 @cython.no_gc
-@cython.freelist(64)
-cdef class _Buffer:
-    """A buffer number and how many live handles use it (burn ``handle.can_mut()`` asks
-    whether that is one). Its records hold no container, so the collector need not see them."""
-
-
-@cython.no_gc
 @cython.freelist(256)
 cdef class _Live:
-    """A live tensor: its handle, that handle's buffer record and its layout id, found with one
-    lookup of the tensor id (``fastplan.launch_stream`` keys its memo on all three)."""
+    """A live tensor: its handle, that handle's buffer number and its layout id, found with one
+    probe of the tensor id (``fastplan.launch_stream`` keys its memo on them). It holds no
+    container, so the collector need not see it."""
 
 
-cdef inline _Live _new_live(object handle, _Buffer buffer, Py_ssize_t layout):
+cdef inline _Live _new_live(object handle, Py_ssize_t buffer, Py_ssize_t layout):
     cdef _Live entry = _Live.__new__(_Live)
     entry.handle, entry.buffer, entry.layout = handle, buffer, layout
     return entry
@@ -365,15 +360,15 @@ cdef class Memory:
 
     Mirrors refimpl.handles.Memory (planning only: ``with_values`` is false)."""
 
-    # _live: tensor id -> _Live (handle, buffer record, layout id from layout_ids: a fresh
-    # table, or the one of the LaunchMemo this memory plans for); _buffers: buffer number ->
-    # _Buffer; sizes: buffer -> elements (attributes in handles.pxd)
+    # _live: tensor id -> _Live (handle, buffer number, layout id from layout_ids: a fresh
+    # table, or the one of the LaunchMemo this memory plans for); _users: buffer number ->
+    # live handles on it; sizes: buffer -> elements (attributes in handles.pxd)
 
     def __init__(self, with_values=False):
         if with_values:
             raise ValueError("fastplan.handles.Memory plans layouts only (with_values=False); "
                              "values are refimpl.handles.Memory's")
-        self._buffers, self.sizes, self.inputs = {}, {}, {}
+        self.sizes, self.inputs = {}, {}
         self.layout_ids = {}
         self.next_buffer = 0
 
@@ -382,6 +377,7 @@ cdef class Memory:
         for i in range(self._live_cap):
             Py_XDECREF(self._live[i].entry)
         mem_free(self._live)
+        mem_free(self._users)
 
     @property
     def with_values(self):
@@ -504,37 +500,37 @@ cdef class Memory:
     cpdef Memory fork(self):
         """A copy: a launch that fails is rolled back by discarding it."""
         cdef Memory other = Memory.__new__(Memory)
-        cdef _Buffer buffer, copy
-        cdef _Live entry
-        other._buffers = {}
-        for number, found in self._buffers.items():
-            buffer = <_Buffer>found
-            if buffer.users:
-                copy = _Buffer.__new__(_Buffer)
-                copy.number, copy.users = buffer.number, buffer.users
-                other._buffers[number] = copy
-        for key, found in self._entries():
-            entry = <_Live>found
-            copy = <_Buffer>other._buffers[entry.buffer.number]
-            other._put(key, _new_live(entry.handle, copy, entry.layout))
+        other._copy_live(self)
         other.sizes, other.inputs, other.layout_ids = self.sizes, self.inputs, self.layout_ids
         other.next_buffer = self.next_buffer
         return other
 
     cpdef adopt(self, Memory other):
-        """Take ``other``'s state (commit a fork): its buffer records and sizes are shared, as
-        refimpl shares its dicts; its live entries are copied into this memory's table."""
+        """Take ``other``'s state (commit a fork): its sizes are shared, as refimpl shares its
+        dicts; its live entries and use counts are copied."""
+        if other is not self:
+            self._copy_live(other)
+            self.sizes, self.next_buffer = other.sizes, other.next_buffer
+
+    cdef int _copy_live(self, Memory other) except -1:
+        """Make this memory's live entries and use counts ``other``'s (the entries are shared:
+        a ``_Live`` never changes once in a table, but for ``use_layout_ids``)."""
         cdef Py_ssize_t i
-        if other is self:
-            return
+        cdef Py_ssize_t* users = NULL
+        if other._users_cap:
+            users = <Py_ssize_t*>mem_malloc(other._users_cap * sizeof(Py_ssize_t))
+            if users == NULL:
+                raise MemoryError()
+            memcpy(users, other._users, other._users_cap * sizeof(Py_ssize_t))
+        mem_free(self._users)
+        self._users, self._users_cap = users, other._users_cap
         for i in range(self._live_cap):
             Py_XDECREF(self._live[i].entry)
         mem_free(self._live)
         self._live, self._live_cap, self._live_n = NULL, 0, 0
         for key, entry in other._entries():
             self._put(key, <_Live>entry)
-        self._buffers, self.sizes = other._buffers, other.sizes
-        self.next_buffer = other.next_buffer
+        return 0
 
     cpdef int begin_trial(self) except -1:
         """Run what follows as a trial: ``keep_trial`` keeps its changes, ``undo_trial`` puts
@@ -566,7 +562,7 @@ cdef class Memory:
             else:
                 self._put(<long long>key, <_Live>old)
         for i in range(len(counts) - 2, -1, -2):
-            (<_Buffer>counts[i]).users = <Py_ssize_t>counts[i + 1]
+            self._users[<Py_ssize_t>counts[i]] = <Py_ssize_t>counts[i + 1]
         self.next_buffer = self._undo_next_buffer
         return 0
 
@@ -588,16 +584,29 @@ cdef class Memory:
         self.sizes[buffer] = buffer_length(shape, strides)
         return _handle(buffer, shape, strides, 0, dtype)
 
-    cdef _Buffer _buffer(self, object number):
-        """The record of buffer ``number`` (made on first use)."""
-        cdef _Buffer found
-        cdef PyObject* known = PyDict_GetItemWithError(self._buffers, number)
-        if known != NULL:
-            return <_Buffer>known
-        found = _Buffer.__new__(_Buffer)
-        found.number, found.users = number, 0
-        self._buffers[number] = found
-        return found
+    cdef Py_ssize_t _buffer(self, object number) except -1:
+        """A handle's buffer number as an index of the use counts: a buffer this memory
+        allocated (an exact int below ``next_buffer``), what every handle of fastplan's walk
+        carries. Any other number is outside the boundary (``BoundaryError``)."""
+        cdef long long buffer = -1, end = 0
+        cdef Py_ssize_t cap
+        cdef Py_ssize_t* grown
+        cdef int overflow = 0
+        if type(number) is int and type(self.next_buffer) is int:
+            buffer = PyLong_AsLongLongAndOverflow(number, &overflow)
+            if not overflow:
+                end = PyLong_AsLongLongAndOverflow(self.next_buffer, &overflow)
+        if overflow or not 0 <= buffer < end or buffer >= (1LL << 40):
+            raise BoundaryError(f"buffer {number!r} was not allocated by this fastplan Memory "
+                                f"(next_buffer {self.next_buffer!r})")
+        if buffer >= self._users_cap:
+            cap = max(64, 2 * self._users_cap, buffer + 1)
+            grown = <Py_ssize_t*>mem_realloc(self._users, cap * sizeof(Py_ssize_t))
+            if grown == NULL:
+                raise MemoryError()
+            memset(grown + self._users_cap, 0, (cap - self._users_cap) * sizeof(Py_ssize_t))
+            self._users, self._users_cap = grown, cap
+        return buffer
 
     cpdef register(self, object tensor_id, object handle):
         self.register_layout(tensor_id, handle, layout_id(self.layout_ids, handle))
@@ -605,32 +614,30 @@ cdef class Memory:
     cdef int register_layout(self, object tensor_id, object handle,
                              Py_ssize_t layout) except -1:
         """``register`` with the handle's layout id already known."""
-        cdef _Buffer buffer
         cdef long long key = tensor_key(tensor_id)
+        cdef Py_ssize_t buffer = self._buffer(_buffer_of(handle))
         cdef PyObject* found = self.find(key)
         old = _ABSENT if found == NULL else <_Live>found
         if found != NULL:
-            self._release((<_Live>old).buffer)
-        buffer = self._buffer(_buffer_of(handle))
+            self._count((<_Live>old).buffer, -1)
         if self._undo is not None:
             self._undo.append(key)
             self._undo.append(old)
-            self._undo_users.append(buffer)
-            self._undo_users.append(buffer.users)
-        buffer.users += 1
+        self._count(buffer, 1)
         self._put(key, _new_live(handle, buffer, layout))
         return 0
 
-    cdef int _release(self, _Buffer buffer) except -1:
+    cdef int _count(self, Py_ssize_t buffer, Py_ssize_t change) except -1:
+        """Add ``change`` to the use count of ``buffer`` (noted in a trial)."""
         if self._undo is not None:
             self._undo_users.append(buffer)
-            self._undo_users.append(buffer.users)
-        buffer.users -= 1
+            self._undo_users.append(self._users[buffer])
+        self._users[buffer] += change
         return 0
 
     cdef int _drop(self, long long key, _Live entry) except -1:
         """Forget the live ``entry`` of tensor id ``key`` (the caller holds ``entry``)."""
-        self._release(entry.buffer)
+        self._count(entry.buffer, -1)
         if self._undo is not None:
             self._undo.append(key)
             self._undo.append(entry)
@@ -676,8 +683,12 @@ cdef class Memory:
 
     cpdef Py_ssize_t users(self, object buffer):
         """How many live handles use ``buffer``."""
-        cdef PyObject* found = PyDict_GetItemWithError(self._buffers, buffer)
-        return 0 if found == NULL else (<_Buffer>found).users
+        cdef int overflow = 0
+        cdef long long at
+        if type(buffer) is not int:  # refimpl's rule, for a number equal to an int (True, 1.0)
+            return sum([1 for _, entry in self._entries() if (<_Live>entry).buffer == buffer])
+        at = PyLong_AsLongLongAndOverflow(buffer, &overflow)
+        return self._users[at] if not overflow and 0 <= at < self._users_cap else 0
 
     def load_inputs(self, stream):
         """A buffer per stream input, laid out with its strides; ``Init`` targets wait."""

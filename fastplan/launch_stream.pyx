@@ -356,7 +356,7 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
             continue
         entry = <_Live>found
         before.append(entry.handle)
-        users = entry.buffer.users
+        users = memory._users[entry.buffer]
         if users == 1:  # no other live handle holds the buffer: its first holder is this one
             first = k - 1
         else:  # the position of the first of the tensors to hold it

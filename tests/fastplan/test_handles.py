@@ -520,3 +520,23 @@ def test_memory_refuses_a_tensor_id_outside_int64_with_boundary_error(tensor_id)
         with pytest.raises(BoundaryError, match="tensor id"):
             call()
     assert memory.handles == {} and memory.users(handle.buffer) == 0
+
+
+@pytest.mark.parametrize("buffer", [1, -1, True, "0", 2**64])
+def test_memory_refuses_a_buffer_it_did_not_allocate_with_boundary_error(buffer) -> None:
+    """Use counts are kept per buffer number this memory allocated (every handle of the launch
+    walk carries one); a handle on any other buffer is outside the boundary, refused before
+    anything changes. ``users`` of any number answers as refimpl's (0 where none is live)."""
+    from fastplan._keys import BoundaryError
+
+    memory = FastMemory()
+    memory.register(0, memory.alloc((2,), DType.F32))
+    foreign = Handle(buffer, (2,), (1,), 0, DType.F32)
+    with pytest.raises(BoundaryError, match="not allocated"):
+        memory.register(0, foreign)
+    assert memory.users(0) == 1 and memory.handle(0).buffer == 0
+    assert memory.users(buffer) == RefMemory(with_values=False).users(buffer) == 0
+    ref = RefMemory(with_values=False)
+    ref.register(0, ref.alloc((2,), DType.F32))
+    for number in (0, False, 0.0, "0", 1):
+        assert memory.users(number) == ref.users(number)
