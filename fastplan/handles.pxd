@@ -19,12 +19,12 @@ cdef class _Live:
 
 
 ctypedef struct LiveSlot:
-    long long key  # a tensor id
+    long long key  # a tensor id's 64 bits (handles.tensor_key)
     PyObject* entry  # its _Live (a reference held by the table); NULL: the slot is free
 
 
 cdef class Memory:
-    cdef LiveSlot* _live  # tensor id -> _Live: open addressing, linear probing
+    cdef LiveSlot* _live  # tensor id (in [0, 2**64)) -> _Live: open addressing, linear probing
     cdef Py_ssize_t _live_cap  # slots (a power of two, or 0: not allocated)
     cdef Py_ssize_t _live_n  # entries
     cdef Py_ssize_t* _users  # buffer number -> live handles on it (burn: the handle's
@@ -33,7 +33,7 @@ cdef class Memory:
     cdef public object next_buffer
     cdef public dict inputs
     cdef dict layout_ids
-    cdef list _undo  # while a trial runs: (tensor id, its old _Live or _ABSENT) pairs; else None
+    cdef list _undo  # while a trial runs: (tensor key, its old _Live or _ABSENT) pairs; else None
     cdef list _undo_users  # while a trial runs: (buffer number, its old count) pairs
     cdef object _undo_next_buffer  # next_buffer when the trial began
 

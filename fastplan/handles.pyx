@@ -10,10 +10,11 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 * a use count per buffer is kept as handles come and go, so ``users(buffer)`` (burn
   ``handle.can_mut()``) is one lookup instead of a scan of every live handle; a tensor's
   handle, its buffer number and its layout id live in one entry (``_Live``), held in a C
-  table keyed by the tensor id as an int64 (``handles`` and ``layouts`` are snapshots of
-  it), and the counts in a C array by buffer number. A tensor id that is no exact 64-bit
-  int, or a handle on a buffer this memory did not allocate, is outside fastplan's boundary:
-  ``BoundaryError``, and the planner's launch planning then runs refimpl's walk;
+  table keyed by the tensor id's 64 bits (``handles`` and ``layouts`` are snapshots of
+  it), and the counts in a C array by buffer number. A tensor id that is no exact int
+  in [0, 2**64) (burn's u64 ``TensorId``), or a handle on a buffer this memory did not
+  allocate, is outside fastplan's boundary: ``BoundaryError``, and the planner's launch
+  planning then runs refimpl's walk;
 * ``sizes`` (buffer -> elements; only the value paths read it) is shared by a memory and its
   forks instead of copied: an entry is a fact about a buffer number, and a number a discarded
   fork allocated is written again when the memory allocates it;
@@ -29,7 +30,7 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLong
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
@@ -335,19 +336,30 @@ cdef inline _Live _new_live(object handle, Py_ssize_t buffer, Py_ssize_t layout)
     return entry
 
 
+cdef object _U64_END = 1 << 64
+
+
 cdef long long tensor_key(object tensor_id) except? -1:
-    """A tensor id as a key of the live table: an exact ``int`` that fits in 64 bits, what the
-    stream loader builds. Any other id is outside fastplan's boundary (``BoundaryError``; the
-    planner then plans the launch with refimpl, as for the search)."""
+    """A tensor id as a key of the live table: an exact ``int`` in [0, 2**64) (burn's
+    ``TensorId`` is a u64; the stream loader builds such ids), kept as the int64 of the same 64
+    bits. Any other id is outside fastplan's boundary (``BoundaryError``; the planner then
+    plans the launch with refimpl, as for the search)."""
     cdef int overflow = 0
     cdef long long key
     if type(tensor_id) is not int:
         raise BoundaryError(f"fastplan's Memory takes int tensor ids, not "
                             f"{type(tensor_id).__name__}")
     key = PyLong_AsLongLongAndOverflow(tensor_id, &overflow)
-    if overflow:
-        raise BoundaryError(f"tensor id {tensor_id} does not fit in 64 bits")
-    return key
+    if overflow == 0 and key >= 0:
+        return key
+    if overflow > 0 and tensor_id < _U64_END:  # [2**63, 2**64): the int64 of its bits
+        return <long long>PyLong_AsUnsignedLongLong(tensor_id)
+    raise BoundaryError(f"tensor id {tensor_id} is outside [0, 2**64) (burn's u64 TensorId)")
+
+
+cdef inline object _tensor_id_of_key(long long key):
+    """The tensor id a key stands for (``tensor_key``'s inverse)."""
+    return <unsigned long long>key
 
 
 cdef inline size_t _home(long long key, Py_ssize_t cap) noexcept:
@@ -386,12 +398,14 @@ cdef class Memory:
     @property
     def handles(self):
         """Tensor id -> live ``Handle`` (a snapshot: refimpl's ``Memory.handles``)."""
-        return {key: (<_Live>entry).handle for key, entry in self._entries()}
+        return {_tensor_id_of_key(key): (<_Live>entry).handle
+                for key, entry in self._entries()}
 
     @property
     def layouts(self):
         """Tensor id -> layout id of its live handle (a snapshot)."""
-        return {key: (<_Live>entry).layout for key, entry in self._entries()}
+        return {_tensor_id_of_key(key): (<_Live>entry).layout
+                for key, entry in self._entries()}
 
     # --- the live table -------------------------------------------------------------------
 
@@ -487,7 +501,7 @@ cdef class Memory:
         return 0
 
     cdef list _entries(self):
-        """``(tensor id, _Live)`` of every live tensor, in table order."""
+        """``(key, _Live)`` of every live tensor, in table order (``tensor_key``'s keys)."""
         cdef Py_ssize_t i
         cdef list found = []
         for i in range(self._live_cap):
@@ -549,7 +563,7 @@ cdef class Memory:
     cpdef int undo_trial(self) except -1:
         """Put back every live entry and use count the trial changed, latest change first,
         and the buffer count (``sizes`` entries of the trial's buffers stay, as for a
-        discarded fork; a buffer record it made stays with no user)."""
+        discarded fork; so does the use-count array's length, its new entries at 0)."""
         cdef list undo = self._undo, counts = self._undo_users
         cdef Py_ssize_t i
         if undo is None:

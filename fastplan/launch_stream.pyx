@@ -528,7 +528,8 @@ def launch_plan_stream(stream, executed, device, LaunchMemo memo=None):
     """The executed steps' ``PlanStep``s with ``aliases`` and block ``width``s filled in: equal
     to ``refimpl.interpreter.launch_plan_stream(stream, executed, device)``. ``memo`` (a
     ``LaunchMemo``, kept by the caller across calls) serves fused steps seen before. A stream
-    outside fastplan's boundary (a tensor id that is no exact 64-bit int: ``BoundaryError``)
+    outside fastplan's boundary (a tensor id that is no exact int in [0, 2**64):
+    ``BoundaryError``)
     is walked by refimpl."""
     try:
         return launch_records(stream, [_record_of(item) for item in executed], device, memo)

@@ -462,11 +462,12 @@ def _same_home(count: int, cap: int = 64) -> list[int]:
 
 
 # The live table's keys: ids that probe from one slot (collisions: runs the delete must close
-# up), small ids, negative ids and the ends of int64.
+# up), small ids, and ids up to the end of burn's u64 TensorId (past 2**63: stored as the
+# int64 of the same bits).
 _COLLIDING = _same_home(8)
 _TENSOR_IDS = st.one_of(st.sampled_from(_COLLIDING), st.integers(0, 40),
-                        st.integers(-5, 5),
-                        st.sampled_from([2**31, 2**32 + 1, 2**62, -(2**63), 2**63 - 1]))
+                        st.sampled_from([2**31, 2**32 + 1, 2**62, 2**63 - 1, 2**63,
+                                         2**64 - 10, 2**64 - 1]))
 
 
 @given(st.lists(st.tuples(st.sampled_from(["register", "remove", "take", "trial"]),
@@ -499,17 +500,17 @@ def test_memory_live_table_follows_refimpl(steps) -> None:
                 memory.take(tid, TensorStatus.ReadWrite if flag else TensorStatus.ReadOnly)
         assert_same_state(fast, ref)
         live = fast.handles
-        for t in [*range(-5, 41), *_COLLIDING]:
+        for t in [*range(41), *_COLLIDING, 2**63, 2**64 - 1]:
             assert (t in live) is (t in ref.handles)
             assert t not in live or fast.handle(t) == ref.handle(t)
 
 
-@pytest.mark.parametrize("tensor_id", [True, 1.0, "1", 2**63, -(2**63) - 1])
-def test_memory_refuses_a_tensor_id_outside_int64_with_boundary_error(tensor_id) -> None:
-    """Tensor ids are exact 64-bit ints in fastplan's memory (the stream loader's); any other
-    id is outside its boundary: a ``BoundaryError`` (a ``TypeError``) naming it, and the
-    planner then plans the launch with refimpl (``test_launch_plan_stream_outside_the_boundary
-    _is_refimpls``)."""
+@pytest.mark.parametrize("tensor_id", [True, 1.0, "1", -1, -(2**63), 2**64])
+def test_memory_refuses_a_tensor_id_outside_u64_with_boundary_error(tensor_id) -> None:
+    """Tensor ids are exact ints in [0, 2**64) in fastplan's memory (burn's u64 ``TensorId``,
+    what the stream loader builds); any other id is outside its boundary: a ``BoundaryError``
+    (a ``TypeError``) naming it, and the planner then plans the launch with refimpl
+    (``test_launch_plan_stream_outside_the_boundary_is_refimpls``)."""
     from fastplan._keys import BoundaryError
 
     memory = FastMemory()

@@ -625,3 +625,20 @@ def test_launch_plan_stream_outside_the_boundary_is_refimpls(workload: str) -> N
         assert outcome(lambda: launch_plan_stream(stream, executed, profile, run)) == walked
     assert len(memo) == 0  # refimpl's walk stored nothing
     assert _launch_planned(stream, planner, 0, profile, LaunchMemo()) == expected.steps
+
+
+def test_launch_planning_of_tensor_ids_near_two_to_the_64_stays_compiled() -> None:
+    """burn's ``TensorId`` is a u64: ids past 2**63 (the stream loader takes them) are keyed
+    by their 64 bits in fastplan's memory, and launch planning stays compiled (the memo
+    fills) with refimpl's result."""
+    import refimpl.planner as ref
+
+    stream = shifted(build("transformer", 120), 2**64 - 1000)
+    assert max(stream.inputs) >= 2**63
+    profile = PRESETS["metal"]
+    expected = ref.plan(stream, "metal")
+    assert fastplan.plan(stream, "metal") == expected
+    memo = LaunchMemo()
+    planner = fast_planner(stream, profile)
+    assert _launch_planned(stream, planner, 0, profile, memo) == expected.steps
+    assert len(memo) > 0
