@@ -42,6 +42,7 @@ cdef class Memory:
     cdef int _put(self, long long key, _Live entry) except -1
     cdef int _delete(self, long long key) except -1
     cdef int _grow(self) except -1
+    cdef void _clear_live(self) noexcept
     cdef list _entries(self)
     cdef int _copy_live(self, Memory other) except -1
     cpdef Memory fork(self)

@@ -367,6 +367,15 @@ cdef inline size_t _home(long long key, Py_ssize_t cap) noexcept:
     return <size_t>((<uint64_t>key * <uint64_t>0x9E3779B97F4A7C15) >> 32) & <size_t>(cap - 1)
 
 
+cdef inline size_t _slot(LiveSlot* table, Py_ssize_t cap, long long key) noexcept:
+    """The slot holding ``key`` in ``table`` (``cap`` slots, never full), or the free slot its
+    probe ends at: where it goes."""
+    cdef size_t i = _home(key, cap)
+    while table[i].entry != NULL and table[i].key != key:
+        i = (i + 1) & <size_t>(cap - 1)
+    return i
+
+
 cdef class Memory:
     """Live handles and the buffers behind them.
 
@@ -385,10 +394,7 @@ cdef class Memory:
         self.next_buffer = 0
 
     def __dealloc__(self):
-        cdef Py_ssize_t i
-        for i in range(self._live_cap):
-            Py_XDECREF(self._live[i].entry)
-        mem_free(self._live)
+        self._clear_live()
         mem_free(self._users)
 
     @property
@@ -411,16 +417,9 @@ cdef class Memory:
 
     cdef PyObject* find(self, long long key) noexcept:
         """The ``_Live`` of tensor id ``key`` (borrowed), or NULL."""
-        cdef size_t i
-        cdef LiveSlot* at
         if self._live_cap == 0:
             return NULL
-        i = _home(key, self._live_cap)
-        while True:
-            at = &self._live[i]
-            if at.entry == NULL or at.key == key:
-                return at.entry
-            i = (i + 1) & <size_t>(self._live_cap - 1)
+        return self._live[_slot(self._live, self._live_cap, key)].entry
 
     cdef PyObject* live_entry(self, object tensor_id) except? NULL:
         """``find`` for a tensor id as given (``BoundaryError`` for one outside the table)."""
@@ -428,26 +427,19 @@ cdef class Memory:
 
     cdef int _put(self, long long key, _Live entry) except -1:
         """Set the ``_Live`` of tensor id ``key``."""
-        cdef size_t i
         cdef LiveSlot* at
         cdef PyObject* old
         if 2 * (self._live_n + 1) > self._live_cap:
             self._grow()
-        i = _home(key, self._live_cap)
-        while True:
-            at = &self._live[i]
-            if at.entry == NULL:
-                Py_INCREF(entry)
-                at.key, at.entry = key, <PyObject*>entry
-                self._live_n += 1
-                return 0
-            if at.key == key:
-                old = at.entry
-                Py_INCREF(entry)
-                at.entry = <PyObject*>entry
-                Py_DECREF(<object>old)
-                return 0
-            i = (i + 1) & <size_t>(self._live_cap - 1)
+        at = &self._live[_slot(self._live, self._live_cap, key)]
+        old = at.entry
+        Py_INCREF(entry)
+        at.key, at.entry = key, <PyObject*>entry
+        if old == NULL:
+            self._live_n += 1
+        else:
+            Py_DECREF(<object>old)
+        return 0
 
     cdef int _delete(self, long long key) except -1:
         """Forget tensor id ``key``; the entries after it in its run move back (no tombstones:
@@ -457,14 +449,10 @@ cdef class Memory:
         if self._live_cap == 0:
             return 0
         mask = <size_t>(self._live_cap - 1)
-        i = _home(key, self._live_cap)
-        while True:
-            if self._live[i].entry == NULL:
-                return 0
-            if self._live[i].key == key:
-                break
-            i = (i + 1) & mask
+        i = _slot(self._live, self._live_cap, key)
         old = self._live[i].entry
+        if old == NULL:
+            return 0
         j = i
         while True:
             j = (j + 1) & mask
@@ -486,19 +474,25 @@ cdef class Memory:
         cdef LiveSlot* old = self._live
         cdef Py_ssize_t old_cap = self._live_cap, i
         cdef Py_ssize_t cap = 2 * old_cap if old_cap else 64
-        cdef size_t at
         cdef LiveSlot* table = <LiveSlot*>mem_calloc(cap, sizeof(LiveSlot))
         if table == NULL:
             raise MemoryError()
         for i in range(old_cap):
-            if old[i].entry != NULL:
-                at = _home(old[i].key, cap)
-                while table[at].entry != NULL:
-                    at = (at + 1) & <size_t>(cap - 1)
-                table[at] = old[i]  # the reference moves with it
+            if old[i].entry != NULL:  # the reference moves with it
+                table[_slot(table, cap, old[i].key)] = old[i]
         self._live, self._live_cap = table, cap
         mem_free(old)
         return 0
+
+    cdef void _clear_live(self) noexcept:
+        """Drop every live entry and free the table (detached first: the memory is empty
+        while the entries go)."""
+        cdef LiveSlot* table = self._live
+        cdef Py_ssize_t i, cap = self._live_cap
+        self._live, self._live_cap, self._live_n = NULL, 0, 0
+        for i in range(cap):
+            Py_XDECREF(table[i].entry)
+        mem_free(table)
 
     cdef list _entries(self):
         """``(key, _Live)`` of every live tensor, in table order (``tensor_key``'s keys)."""
@@ -529,7 +523,6 @@ cdef class Memory:
     cdef int _copy_live(self, Memory other) except -1:
         """Make this memory's live entries and use counts ``other``'s (the entries are shared:
         a ``_Live`` never changes once in a table, but for ``use_layout_ids``)."""
-        cdef Py_ssize_t i
         cdef Py_ssize_t* users = NULL
         if other._users_cap:
             users = <Py_ssize_t*>mem_malloc(other._users_cap * sizeof(Py_ssize_t))
@@ -538,10 +531,7 @@ cdef class Memory:
             memcpy(users, other._users, other._users_cap * sizeof(Py_ssize_t))
         mem_free(self._users)
         self._users, self._users_cap = users, other._users_cap
-        for i in range(self._live_cap):
-            Py_XDECREF(self._live[i].entry)
-        mem_free(self._live)
-        self._live, self._live_cap, self._live_n = NULL, 0, 0
+        self._clear_live()
         for key, entry in other._entries():
             self._put(key, <_Live>entry)
         return 0
