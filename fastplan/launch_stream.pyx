@@ -46,13 +46,17 @@ cimport cython
 
 import gc as _gc
 
-from cpython.ref cimport PyObject
-from libc.stdint cimport int64_t
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.object cimport PyTypeObject
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcmp
 
 from fastplan._keys cimport (
     KeyBuf, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset,
-    list_append_long, slot,
+    list_append_long, new_instance, set_slot, slot,
 )
+from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.handles cimport Memory, _Live, handle_buffer, handle_layout, replayable_op
 from fastplan.launch cimport _WalkLaunch, plan_launch_walk, walk_matmul_refused
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
@@ -76,7 +80,125 @@ cdef tuple _STEP_FIELDS = ("kind", "ops", "fuser", "score", "inputs", "outputs",
                            "blocks")
 cdef tuple _BLOCK_FIELDS = ("ops", "width")
 cdef tuple _HANDLE_FIELDS = ("buffer", "shape", "strides", "offset", "dtype")
-cdef object _Handle = None
+cdef object _Handle = None  # refimpl.handles.Handle, imported at the first walk
+cdef Py_ssize_t _HANDLE_AT[5]  # its slot offsets, in _HANDLE_FIELDS order
+
+
+cdef inline object _new_handle(object buffer, object shape, object strides, object offset,
+                               object dtype):
+    """``Handle(buffer, shape, strides, offset, dtype)``, its slots filled directly (as
+    ``make_frozen`` fills them, without its per-call tuple and layout lookup)."""
+    handle = new_instance(<PyTypeObject*>_Handle)
+    set_slot(handle, _HANDLE_AT[0], buffer)
+    set_slot(handle, _HANDLE_AT[1], shape)
+    set_slot(handle, _HANDLE_AT[2], strides)
+    set_slot(handle, _HANDLE_AT[3], offset)
+    set_slot(handle, _HANDLE_AT[4], dtype)
+    return handle
+
+
+cdef struct _ExecSlot:
+    uint64_t hash  # _key_hash of the key's slots
+    PyObject* key  # the key's slots as bytes (NULL: a free slot)
+    PyObject* value  # the _Execution stored under it
+
+
+cdef inline uint64_t _key_hash(const int64_t* data, Py_ssize_t n) noexcept nogil:
+    """A 64-bit hash of a key's slots: a multiply and a shift per slot (a bytes object's
+    siphash is several times that, and a hit needs no bytes object at all)."""
+    cdef uint64_t h = <uint64_t>n * <uint64_t>0x9E3779B97F4A7C15
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ <uint64_t>data[i]) * <uint64_t>0xBF58476D1CE4E5B9
+        h ^= h >> 29
+    return h
+
+
+cdef class _ExecutionTable:
+    """Stored whole executions (``_Execution``) by key (``_execution_key``'s slots): open
+    addressing with linear probing, doubled when half full, emptied (not evicted) at
+    ``MEMO_CAPACITY`` as the step table is. A lookup hashes the key where it was built and
+    compares slots with ``memcmp``; only a stored key becomes a bytes object."""
+
+    cdef _ExecSlot* slots
+    cdef Py_ssize_t cap, n
+
+    def __dealloc__(self):
+        self.clear()
+
+    def __len__(self):
+        return self.n
+
+    cdef size_t _slot(self, const int64_t* data, Py_ssize_t n, uint64_t h) noexcept:
+        """The slot holding the key ``data[:n]``, or the free slot its probe ends at."""
+        cdef size_t mask = <size_t>(self.cap - 1)
+        cdef size_t i = <size_t>(h >> 32) & mask
+        cdef Py_ssize_t size = n * <Py_ssize_t>sizeof(int64_t)
+        cdef PyObject* key
+        while True:
+            key = self.slots[i].key
+            if key == NULL:
+                return i
+            if self.slots[i].hash == h and PyBytes_GET_SIZE(<object>key) == size and \
+                    memcmp(PyBytes_AS_STRING(<object>key), data, size) == 0:
+                return i
+            i = (i + 1) & mask
+
+    cdef PyObject* find(self, KeyBuf* b, uint64_t h) noexcept:
+        """The ``_Execution`` stored under the key in ``b`` (borrowed), or NULL."""
+        if self.cap == 0:
+            return NULL
+        return self.slots[self._slot(b.data, b.len, h)].value
+
+    cdef int put(self, KeyBuf* b, uint64_t h, object value) except -1:
+        """Store ``value`` under the key in ``b`` (the table emptied first when full)."""
+        cdef _ExecSlot* at
+        cdef PyObject* old
+        if self.n >= MEMO_CAPACITY:
+            self.clear()
+        if 2 * (self.n + 1) > self.cap:
+            self._grow()
+        at = &self.slots[self._slot(b.data, b.len, h)]
+        Py_INCREF(value)
+        if at.key != NULL:
+            old = at.value
+            at.value = <PyObject*>value
+            Py_DECREF(<object>old)
+            return 0
+        key = buf_bytes(b)
+        Py_INCREF(key)
+        at.hash, at.key, at.value = h, <PyObject*>key, <PyObject*>value
+        self.n += 1
+        return 0
+
+    cdef int _grow(self) except -1:
+        """Double the table (or allocate it), keeping every entry."""
+        cdef _ExecSlot* old = self.slots
+        cdef Py_ssize_t old_cap = self.cap, i
+        cdef Py_ssize_t cap = 2 * old_cap if old_cap else 64
+        cdef size_t mask = <size_t>(cap - 1), k
+        cdef _ExecSlot* table = <_ExecSlot*>mem_calloc(cap, sizeof(_ExecSlot))
+        if table == NULL:
+            raise MemoryError()
+        for i in range(old_cap):
+            if old[i].key != NULL:  # the references move with it; keys are distinct
+                k = <size_t>(old[i].hash >> 32) & mask
+                while table[k].key != NULL:
+                    k = (k + 1) & mask
+                table[k] = old[i]
+        self.slots, self.cap = table, cap
+        mem_free(old)
+        return 0
+
+    cdef void clear(self) noexcept:
+        """Drop every entry and free the table (detached first)."""
+        cdef _ExecSlot* table = self.slots
+        cdef Py_ssize_t i, cap = self.cap
+        self.slots, self.cap, self.n = NULL, 0, 0
+        for i in range(cap):
+            Py_XDECREF(table[i].key)
+            Py_XDECREF(table[i].value)
+        mem_free(table)
 
 
 cdef class LaunchMemo:
@@ -98,19 +220,19 @@ cdef class LaunchMemo:
             found = self._by_device[device] = {}
         return <dict>found
 
-    cdef dict executions(self, object device):
+    cdef _ExecutionTable executions(self, object device):
         """Stored outcomes of whole executions (``_Execution``), by key."""
         found = self._executions_by_device.get(device)
         if found is None:
-            found = self._executions_by_device[device] = {}
-        return <dict>found
+            found = self._executions_by_device[device] = _ExecutionTable()
+        return <_ExecutionTable>found
 
     cdef int restart(self, Memory memory) except -1:
         """Forget every outcome and layout id; ``memory``'s live handles get new ids."""
         for outcomes in self._by_device.values():
             (<dict>outcomes).clear()
         for outcomes in self._executions_by_device.values():
-            (<dict>outcomes).clear()
+            (<_ExecutionTable>outcomes).clear()
         self.layout_ids = {}
         memory.use_layout_ids(self.layout_ids)
         return 0
@@ -481,8 +603,8 @@ cdef list _replay(_Outcome outcome, list order, list before, Memory memory):
             memory.remove(gid)
             continue
         buffer = first_new + change.at if change.fresh else handle_buffer(before[change.at])
-        memory.register_layout(gid, make_frozen(_Handle, _HANDLE_FIELDS, (
-            buffer, change.shape, change.strides, change.offset, change.dtype)), change.layout)
+        memory.register_layout(gid, _new_handle(buffer, change.shape, change.strides,
+                                                change.offset, change.dtype), change.layout)
     for item in outcome.aliases:
         pair = <tuple>item
         aliases.append((order[<Py_ssize_t>pair[0]], order[<Py_ssize_t>pair[1]]))
@@ -513,15 +635,18 @@ cdef inline object _step_blocks(object step):
 
 cdef object _filled(object step, tuple blocks, list aliases):
     """``step`` with its blocks and its aliases (global id pairs, sorted; ``None``: none)."""
+    cdef Py_ssize_t k
     found = tuple(sorted(aliases)) if aliases else ()
     if type(step) is not PlanStep:
         return make_frozen(PlanStep, _STEP_FIELDS,
                            (step.kind, step.ops, step.fuser, step.score, step.inputs,
                             step.outputs, found, blocks))
-    return make_frozen(PlanStep, _STEP_FIELDS,
-                       (slot(step, _STEP_AT[0]), slot(step, _STEP_AT[1]),
-                        slot(step, _STEP_AT[2]), slot(step, _STEP_AT[3]),
-                        slot(step, _STEP_AT[4]), slot(step, _STEP_AT[5]), found, blocks))
+    filled = new_instance(<PyTypeObject*>PlanStep)  # make_frozen's slots, set directly
+    for k in range(6):
+        set_slot(filled, _STEP_AT[k], slot(step, _STEP_AT[k]))
+    set_slot(filled, _STEP_AT[6], found)
+    set_slot(filled, _STEP_AT[7], blocks)
+    return filled
 
 
 def launch_plan_stream(stream, executed, device, LaunchMemo memo=None):
@@ -557,8 +682,11 @@ def launch_records(stream, list records, device, LaunchMemo memo=None):
     cdef Memory memory
     cdef list results = []
     cdef dict table = None
+    cdef Py_ssize_t k
     if _Handle is None:
         from refimpl.handles import Handle
+        for k in range(5):
+            _HANDLE_AT[k] = field_offset(Handle, _HANDLE_FIELDS[k])
         _Handle = Handle
     paused = _gc.isenabled()  # no reference cycles made here either (see fastplan.processor)
     _gc.disable()
@@ -580,7 +708,7 @@ cdef int _walk(object items, list records, object device, Memory memory, LaunchM
     cdef Py_ssize_t i = 0, j, n = len(records)
     cdef _StepRecord item
     cdef _StepContext execution
-    cdef dict executions = None if memo is None else memo.executions(device)
+    cdef _ExecutionTable executions = None if memo is None else memo.executions(device)
     while i < n:
         item = records[i]
         execution = item.execution
@@ -664,32 +792,25 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
     return (widths, aliases, step_blocks, blocks)
 
 
-cdef object _execution_key(list records, Py_ssize_t i, Py_ssize_t j, _StepContext execution,
-                           list order, Memory memory, list before, Py_ssize_t* head):
-    """The memo key of the steps ``records[i:j]`` of one execution: the id of the plan the
-    queue executed (it names one relative segment), per step its optimization's id (fused) or
-    its op count (unfused), then the state (``_push_state`` over every tensor of the
-    execution's segment, filling ``before``). One byte string; ``head`` gets the slots before
-    the state. ``None`` as for ``_key``."""
-    cdef KeyBuf b
+cdef bint _execution_key(KeyBuf* b, list records, Py_ssize_t i, Py_ssize_t j,
+                         _StepContext execution, list order, Memory memory,
+                         list before) except -1:
+    """Fill ``b`` with the memo key of the steps ``records[i:j]`` of one execution: the id of
+    the plan the queue executed (it names one relative segment), per step its optimization's
+    id (fused) or its op count (unfused), then the state (``_push_state`` over every tensor
+    of the execution's segment, filling ``before``): ``2 + j - i`` slots, then the state.
+    False where there is no key (as for ``_key``)."""
     cdef _StepRecord item
     cdef Py_ssize_t k
-    buf_init(&b)
-    try:
-        buf_push(&b, <int64_t><Py_ssize_t><PyObject*>execution.plan)  # its id()
-        buf_push(&b, j - i)
-        for k in range(i, j):
-            item = records[k]
-            if item.fused:
-                buf_push(&b, <int64_t><Py_ssize_t><PyObject*>item.optimization)  # its id()
-            else:
-                buf_push(&b, -1 - <int64_t>len(item.step.ops))
-        head[0] = b.len
-        if not _push_state(&b, execution, order, memory, before):
-            return None
-        return buf_bytes(&b)
-    finally:
-        buf_free(&b)
+    buf_push(b, <int64_t><Py_ssize_t><PyObject*>execution.plan)  # its id()
+    buf_push(b, j - i)
+    for k in range(i, j):
+        item = records[k]
+        if item.fused:
+            buf_push(b, <int64_t><Py_ssize_t><PyObject*>item.optimization)  # its id()
+        else:
+            buf_push(b, -1 - <int64_t>len(item.step.ops))
+    return _push_state(b, execution, order, memory, before)
 
 
 cdef bint _same_optimizations(_Execution found, list records, Py_ssize_t i,
@@ -709,46 +830,80 @@ cdef bint _same_optimizations(_Execution found, list records, Py_ssize_t i,
 
 cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
                          object device, Memory memory, LaunchMemo memo, dict table,
-                         dict executions, list results) except -1:
+                         _ExecutionTable executions, list results) except -1:
     """The steps ``records[i:j]`` of one execution: replayed whole from the memo when it
     holds them (the plan cache ran the same plan on the same layouts before), else walked
     step by step and stored."""
+    cdef list before = []
+    cdef _StepContext execution = (<_StepRecord>records[i]).execution
+    cdef list order = execution.tensor_order()
+    cdef KeyBuf b
+    cdef uint64_t h = 0
+    cdef PyObject* stored
+    buf_init(&b)
+    try:
+        keyed = _execution_key(&b, records, i, j, execution, order, memory, before)
+        if keyed:
+            h = _key_hash(b.data, b.len)
+            stored = executions.find(&b, h)
+            if stored != NULL and _same_optimizations(<_Execution>stored, records, i, j):
+                _replay_execution(<_Execution>stored, records, i, j, order, before, memory,
+                                  memo, results)
+                return 0
+            # the state alone (the first step's key shares it): the key past its head
+            state = PyBytes_FromStringAndSize(<char*>(b.data + 2 + j - i),
+                                              (b.len - 2 - (j - i)) * sizeof(int64_t))
+        else:
+            state = None
+        return _walk_and_store(records, i, j, items, device, memory, memo, table,
+                               executions, results, execution, order, before, state,
+                               &b if keyed else NULL, h)
+    finally:
+        buf_free(&b)
+
+
+cdef int _replay_execution(_Execution found, list records, Py_ssize_t i, Py_ssize_t j,
+                           list order, list before, Memory memory, LaunchMemo memo,
+                           list results) except -1:
+    """Replay a stored whole execution: its memory changes, then each step filled."""
+    cdef _StepRecord item
+    cdef _Outcome part
+    cdef Py_ssize_t k
+    _replay(found.memory, order, before, memory)
+    for k in range(i, j):
+        item = records[k]
+        step = item.step
+        stored = found.steps[k - i]
+        if stored is None:
+            list_append_long(results, step)
+            continue
+        part = <_Outcome>stored
+        memo.hits += 1
+        blocks = _step_blocks(step)
+        if blocks is not part.blocks_from:
+            part.blocks_from = blocks
+            part.blocks = _widened(blocks, part.widths)
+        list_append_long(results, _filled(step, part.blocks, None if not part.aliases
+                                          else [(order[o], order[q])
+                                                for o, q in part.aliases]))
+    return 0
+
+
+cdef int _walk_and_store(list records, Py_ssize_t i, Py_ssize_t j, object items,
+                         object device, Memory memory, LaunchMemo memo, dict table,
+                         _ExecutionTable executions, list results, _StepContext execution,
+                         list order, list before, object state, KeyBuf* key,
+                         uint64_t h) except -1:
+    """Walk the steps ``records[i:j]`` of one execution one by one; store the whole
+    execution's outcome under ``key`` (when given and the execution can be replayed)."""
     cdef _StepRecord item
     cdef _Execution found
     cdef _Outcome outcome, part
     cdef Py_ssize_t k
-    cdef list before = [], outs = [], fused = []
-    cdef _StepContext execution = (<_StepRecord>records[i]).execution
-    cdef list order = execution.tensor_order()
-    cdef Py_ssize_t head = 0
-    key = _execution_key(records, i, j, execution, order, memory, before, &head)
-    if key is not None:
-        stored = executions.get(key)
-        if stored is not None and _same_optimizations(<_Execution>stored, records, i, j):
-            found = <_Execution>stored
-            _replay(found.memory, order, before, memory)
-            for k in range(i, j):
-                item = records[k]
-                step = item.step
-                stored = found.steps[k - i]
-                if stored is None:
-                    list_append_long(results, step)
-                    continue
-                part = <_Outcome>stored
-                memo.hits += 1
-                blocks = _step_blocks(step)
-                if blocks is not part.blocks_from:
-                    part.blocks_from = blocks
-                    part.blocks = _widened(blocks, part.widths)
-                list_append_long(results, _filled(step, part.blocks, None if not part.aliases
-                                                  else [(order[o], order[q])
-                                                        for o, q in part.aliases]))
-            return 0
-    # the state alone (the first step's key shares it): the key past its head
-    state = None if key is None else (<bytes>key)[head * sizeof(int64_t):]
+    cdef list outs = [], fused = []
     first_new = memory.next_buffer
     layout_ids = memo.layout_ids
-    replayable = key is not None
+    replayable = key != NULL
     for k in range(i, j):
         item = records[k]
         if k == i and state is not None and item.context is execution:
@@ -787,7 +942,5 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
             if part.aliases is None:
                 return 0
         found.steps.append(part)
-    if len(executions) >= MEMO_CAPACITY:
-        executions.clear()
-    executions[key] = found
+    executions.put(key, h, found)
     return 0
