@@ -453,6 +453,10 @@ cdef object _with_state(int64_t head, object state):
         buf_free(&b)
 
 
+# layout ids under this share one key slot with the first holder's position and the users
+cdef Py_ssize_t _LAYOUT_PACKED = (<Py_ssize_t>1) << 40
+
+
 cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory,
                       list before) except -1:
     """The dims and the per-tensor slots of a key (``_key``); false where a dim is no exact
@@ -491,7 +495,7 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
             else:
                 first = <Py_ssize_t>held
         layout = entry.layout
-        if users < 1024 and first < 1024 and 0 <= layout < (1 << 40):
+        if users < 1024 and first < 1024 and 0 <= layout < _LAYOUT_PACKED:
             buf_push(b, (layout * 1024 + first) * 1024 + users)
         else:
             buf_push(b, -2)
