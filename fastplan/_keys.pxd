@@ -31,6 +31,7 @@ cdef extern from "Python.h":
     void* _mem_realloc "PyMem_Realloc"(void* p, size_t n) noexcept  # a list's item array
     void _set_var_size "Py_SET_SIZE"(PyObject* op, Py_ssize_t size) noexcept
     void _decref "Py_DECREF"(PyObject* op)
+    void _incref "Py_INCREF"(PyObject* op) noexcept
 
 cdef enum:
     KEY_SMALL = 48  # slots held inline by a KeyBuf before it allocates
@@ -200,7 +201,8 @@ cdef inline void untrack_atomic(object container) noexcept:
 cdef inline int list_empty(list lst) except -1:
     """Empty ``lst`` and keep its item array: the queue empties its private lists at every
     drain and fills them again at once (``del lst[:]`` frees the array, so each refill
-    reallocates it step by step). Each item leaves before its reference is dropped, so a
+    reallocates it step by step). Refill it with ``list_push``: ``append`` shrinks an array
+    that is less than half used. Each item leaves before its reference is dropped, so a
     destructor that reached the list would see it consistent. A list past 4096 items is
     emptied the ordinary way, its memory given back."""
     cdef Py_ssize_t n = len(lst)
@@ -213,6 +215,22 @@ cdef inline int list_empty(list lst) except -1:
         _set_var_size(<PyObject*>lst, n)
         _decref(item)
         n = len(lst)
+    return 0
+
+
+cdef inline int list_push(list lst, object item) except -1:
+    """``lst.append(item)``, written in place while the item array has room. ``append`` (and
+    Cython's inline form of it) goes through CPython's ``list_resize``, which reallocates an
+    array less than half used down to the new length: a list ``list_empty`` emptied would
+    lose its array at the first append and grow it again step by step."""
+    cdef PyListObject* raw = <PyListObject*>lst
+    cdef Py_ssize_t n = _var_size(<PyObject*>lst)
+    if n < raw.allocated:
+        _incref(<PyObject*>item)
+        raw.ob_item[n] = <PyObject*>item
+        _set_var_size(<PyObject*>lst, n + 1)
+        return 0
+    lst.append(item)
     return 0
 
 

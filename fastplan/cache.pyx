@@ -40,7 +40,7 @@ Policy (per queued op, ``update``; then ``action``):
 
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
-from fastplan._keys cimport list_empty, relative_key
+from fastplan._keys cimport list_empty, list_push, relative_key
 from fastplan._trie cimport _Node, trie_add, trie_child, trie_ids_below
 from fastplan._vec cimport vec_at, vec_free, vec_init, vec_push
 
@@ -359,7 +359,7 @@ cdef class Policy:
                 raise MemoryError()
             available.plan_id, available.size = plan_id, node.depth
             available.first, available.count = self._checks.len, len(keys)
-            self._trigger_keys.append(keys)
+            list_push(self._trigger_keys, keys)
             for i in range(len(keys)):
                 state = <CheckState*>vec_push(&self._checks, NULL)
                 if state == NULL:

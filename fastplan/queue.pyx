@@ -38,7 +38,7 @@ from libc.string cimport memset
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
     buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot, exact_codes, field_offset,
-    int_slot, interned, list_append_long, list_empty, list_set_slice, new_operation,
+    int_slot, interned, list_append_long, list_empty, list_push, list_set_slice, new_operation,
     new_struct, new_tensor, op_code_of, op_codes, slot, slots, status_of, status_slot,
     struct_info, untrack_atomic, value_slot,
 )
@@ -309,7 +309,7 @@ cdef class OperationQueue:
             list_empty(self.scalars)
         self._dim_keys[0] = 1  # shape id 0 is the dim 1
         self._n_dim_keys = 1
-        self.dim_values.append(1)
+        list_push(self.dim_values, 1)
 
     cdef int _dims_to_dict(self) except -1:
         """Look dims up in the dict ``dims`` from now on (a dim that is no exact int64 int, or
@@ -475,9 +475,9 @@ cdef class OperationQueue:
                     self._ids[at].key = key
                     self._ids[at].rel = rel
                     self._ids[at].gen = self._id_gen
-                    self.g2r_keys.append(tid)
-                    self.r2g_ids.append(tid)
-                    self.r2g_tensors.append(tensor)
+                    list_push(self.g2r_keys, tid)
+                    list_push(self.r2g_ids, tid)
+                    list_push(self.r2g_tensors, tensor)
                     return rel
             self._ids_to_dict()
         found = PyDict_GetItem(self.g2r, tid)
@@ -490,9 +490,9 @@ cdef class OperationQueue:
             return rel
         rel = len(self.r2g_ids)
         PyDict_SetItem(self.g2r, tid, rel)
-        self.g2r_keys.append(tid)
-        self.r2g_ids.append(tid)
-        self.r2g_tensors.append(tensor)
+        list_push(self.g2r_keys, tid)
+        list_push(self.r2g_ids, tid)
+        list_push(self.r2g_tensors, tensor)
         return rel
 
     cdef object _push_tensor(self, KeyBuf* b, object tensor):
@@ -527,7 +527,7 @@ cdef class OperationQueue:
                                 k = self._n_dim_keys
                                 self._dim_keys[k] = c_dim
                                 self._n_dim_keys += 1
-                                self.dim_values.append(dim)
+                                list_push(self.dim_values, dim)
                         if k >= 0:
                             buf_push(b, k)
                             continue
@@ -538,7 +538,7 @@ cdef class OperationQueue:
             else:
                 sid = len(self.dim_values)
                 PyDict_SetItem(self.dims, shape[i], sid)
-                self.dim_values.append(shape[i])
+                list_push(self.dim_values, shape[i])
                 buf_push(b, sid)
         buf_push(b, dtype_slot(slot(tensor, at.dtype)))
         buf_push(b, status_slot(slot(tensor, at.status)))
@@ -574,14 +574,14 @@ cdef class OperationQueue:
                     for tensor in tensors:
                         self._push_tensor(&b, tensor)
                 elif kind == F_SCALAR:
-                    self.scalars.append(value)
+                    list_push(self.scalars, value)
                     buf_push(&b, len(self.scalars) - 1)
                 elif kind == F_INT:
                     buf_push(&b, int_slot(value))
                 elif kind == F_RANGES:
                     placeholders = []
                     for one in value:
-                        self.ranges.append(one)
+                        list_push(self.ranges, one)
                         placeholders.append((len(self.ranges) - 1, len(self.ranges) - 1))
                     buf_push(&b, value_slot(tuple(placeholders)))
                 else:
@@ -714,12 +714,12 @@ cdef class OperationQueue:
     cdef int add_op(self, object index, object operation) except -1:
         key = self._encode(operation)
         list_append_long(self._history, operation)
-        self.global_ops.append(operation)
-        self.indices.append(index)
-        self.keys.append(key)
-        self._rel.append(None)
-        self._outs.append(self._out)
-        self.shapes_assigned.append(len(self.dim_values))
+        list_push(self.global_ops, operation)
+        list_push(self.indices, index)
+        list_push(self.keys, key)
+        list_push(self._rel, None)
+        list_push(self._outs, self._out)
+        list_push(self.shapes_assigned, len(self.dim_values))
         return 0
 
     def forget_steps(self):
@@ -862,9 +862,9 @@ cdef class OperationQueue:
         list_empty(self._rel)
         list_empty(self.shapes_assigned)
         for i in range(n):
-            self.keys.append(self._encode(self.global_ops[i]))
-            self._rel.append(None)
-            self.shapes_assigned.append(len(self.dim_values))
+            list_push(self.keys, self._encode(self.global_ops[i]))
+            list_push(self._rel, None)
+            list_push(self.shapes_assigned, len(self.dim_values))
         return 0
 
 
