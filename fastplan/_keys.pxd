@@ -8,7 +8,8 @@ refimpl's ``OperationIr``) exactly when their keys are equal. See ``_keys.pyx`` 
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport PyObject
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy
 
 cdef extern from "Python.h":
     # The slot descriptors of a ``__slots__`` class (what ``TensorIr.id`` is): fastplan reads
@@ -75,6 +76,48 @@ cdef void buf_init(KeyBuf* b) noexcept nogil
 cdef void buf_free(KeyBuf* b) noexcept nogil
 cdef int buf_grow(KeyBuf* b) except -1
 cdef bytes buf_bytes(KeyBuf* b)
+
+
+cdef inline uint64_t key_hash(const char* data, Py_ssize_t size) noexcept nogil:
+    """A 64-bit hash of a key's bytes for ``KeyTable``: a multiply and a shift per 8 bytes,
+    where a ``bytes`` object's siphash costs several times that. Fixed (not randomised per
+    process): the tables are fastplan's own, and a bad spread costs probes, not results."""
+    cdef uint64_t h = <uint64_t>size * <uint64_t>0x9E3779B97F4A7C15
+    cdef uint64_t w
+    cdef Py_ssize_t i = 0
+    while i + 8 <= size:
+        memcpy(&w, data + i, 8)
+        h = (h ^ w) * <uint64_t>0xBF58476D1CE4E5B9
+        h ^= h >> 29
+        i += 8
+    if i < size:
+        w = 0
+        memcpy(&w, data + i, <size_t>(size - i))
+        h = (h ^ w) * <uint64_t>0xBF58476D1CE4E5B9
+        h ^= h >> 29
+    return h
+
+
+ctypedef struct KeySlot:
+    uint64_t hash  # key_hash of the key
+    PyObject* key  # the key (bytes; NULL: a free slot)
+    PyObject* value  # what is stored under it
+
+
+cdef class KeyTable:
+    """A map from keys (``bytes``) to objects, probed with the key's bytes wherever they are
+    (a ``KeyBuf`` not yet made a ``bytes`` object, or a ``bytes`` object) and ``key_hash``:
+    open addressing, linear probing, doubled when half full, no removal but ``clear``."""
+    cdef KeySlot* slots
+    cdef Py_ssize_t cap  # slots (a power of two, or 0: not allocated)
+    cdef Py_ssize_t n  # entries
+    cdef size_t _slot(self, const char* data, Py_ssize_t size, uint64_t h) noexcept
+    cdef PyObject* find(self, const char* data, Py_ssize_t size, uint64_t h) noexcept
+    cdef int put(self, const char* data, Py_ssize_t size, uint64_t h, object key,
+                 object value) except -1
+    cdef int _grow(self) except -1
+    cdef void clear(self) noexcept
+    cdef list values(self)
 
 cdef int64_t value_slot(object value) except? -1
 cdef int64_t dtype_slot(object dtype) except -1

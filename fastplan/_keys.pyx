@@ -24,25 +24,30 @@ The boundary is H's (``fastplan.relative.encode``): an op is an ``OperationIr`` 
 ``refimpl.ops.OPS``, its operand struct one of ``OP_IR_STRUCTS``, its tensors ``TensorIr``s
 whose shape is a tuple, its ``TENSORS`` field a tuple; anything else is a ``TypeError``.
 A value that is not hashable is a ``TypeError`` too.
+
+``KeyTable`` maps keys to objects where a key is looked up many times as a fresh ``bytes``
+object, or before it is one (a ``KeyBuf``): the plan-cache trie's wide nodes and the launch
+memo's whole executions. It hashes the key's bytes with ``key_hash`` (a multiply and a shift
+per slot) instead of the ``bytes`` siphash a dict computes for every new key object.
 """
 
 import dataclasses
 import sys
 
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsSsize_t
 from cpython.object cimport Py_TYPE, PyTypeObject
-from cpython.ref cimport PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
 
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(object op)  # safe on an untracked object; dealloc calls it too
-from libc.stdint cimport int64_t
-from libc.string cimport memcpy
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcmp, memcpy
 
-from fastplan._vec cimport mem_free, mem_malloc
+from fastplan._vec cimport mem_calloc, mem_free, mem_malloc
 
 from refimpl.dtypes import DType
 from refimpl.ir import OP_IR_STRUCTS, FieldKind, OperationIr, TensorIr, TensorStatus
@@ -329,6 +334,100 @@ cdef int buf_grow(KeyBuf* b) except -1:
 
 cdef bytes buf_bytes(KeyBuf* b):
     return PyBytes_FromStringAndSize(<char*>b.data, b.len * sizeof(int64_t))
+
+
+# --- KeyTable ------------------------------------------------------------------------------------
+
+
+cdef class KeyTable:
+    """See _keys.pxd. The table holds a reference to each key and value; it has no Python
+    attributes, so the cyclic collector does not see it (nor what it holds through it)."""
+
+    def __dealloc__(self):
+        self.clear()
+
+    def __len__(self):
+        return self.n
+
+    cdef size_t _slot(self, const char* data, Py_ssize_t size, uint64_t h) noexcept:
+        """The slot holding the key ``data[:size]``, or the free slot its probe ends at."""
+        cdef size_t mask = <size_t>(self.cap - 1)
+        cdef size_t i = <size_t>(h ^ (h >> 32)) & mask
+        cdef PyObject* key
+        while True:
+            key = self.slots[i].key
+            if key == NULL:
+                return i
+            if self.slots[i].hash == h and PyBytes_GET_SIZE(<object>key) == size and \
+                    memcmp(PyBytes_AS_STRING(<object>key), data, <size_t>size) == 0:
+                return i
+            i = (i + 1) & mask
+
+    cdef PyObject* find(self, const char* data, Py_ssize_t size, uint64_t h) noexcept:
+        """The value stored under the key ``data[:size]`` (borrowed), or NULL."""
+        if self.cap == 0:
+            return NULL
+        return self.slots[self._slot(data, size, h)].value
+
+    cdef int put(self, const char* data, Py_ssize_t size, uint64_t h, object key,
+                 object value) except -1:
+        """Store ``value`` under the key ``data[:size]`` (``key``: that key as ``bytes``, or
+        ``None`` to make it from ``data`` if the key is new)."""
+        cdef KeySlot* at
+        cdef PyObject* old
+        if 2 * (self.n + 1) > self.cap:
+            self._grow()
+        at = &self.slots[self._slot(data, size, h)]
+        Py_INCREF(value)
+        if at.key != NULL:
+            old = at.value
+            at.value = <PyObject*>value
+            Py_DECREF(<object>old)
+            return 0
+        if key is None:
+            key = PyBytes_FromStringAndSize(data, size)
+        Py_INCREF(key)
+        at.hash, at.key, at.value = h, <PyObject*>key, <PyObject*>value
+        self.n += 1
+        return 0
+
+    cdef int _grow(self) except -1:
+        """Double the table (or allocate it), keeping every entry."""
+        cdef KeySlot* old = self.slots
+        cdef Py_ssize_t old_cap = self.cap, i
+        cdef Py_ssize_t cap = 2 * old_cap if old_cap else 16
+        cdef size_t mask = <size_t>(cap - 1), k
+        cdef KeySlot* table = <KeySlot*>mem_calloc(cap, sizeof(KeySlot))
+        if table == NULL:
+            raise MemoryError()
+        for i in range(old_cap):
+            if old[i].key != NULL:  # the references move with it; keys are distinct
+                k = <size_t>(old[i].hash ^ (old[i].hash >> 32)) & mask
+                while table[k].key != NULL:
+                    k = (k + 1) & mask
+                table[k] = old[i]
+        self.slots, self.cap = table, cap
+        mem_free(old)
+        return 0
+
+    cdef void clear(self) noexcept:
+        """Drop every entry and free the table (detached first)."""
+        cdef KeySlot* table = self.slots
+        cdef Py_ssize_t i, cap = self.cap
+        self.slots, self.cap, self.n = NULL, 0, 0
+        for i in range(cap):
+            Py_XDECREF(table[i].key)
+            Py_XDECREF(table[i].value)
+        mem_free(table)
+
+    cdef list values(self):
+        """The stored values, in table order."""
+        cdef Py_ssize_t i
+        cdef list found = []
+        for i in range(self.cap):
+            if self.slots[i].key != NULL:
+                found.append(<object>self.slots[i].value)
+        return found
 
 
 # --- slots --------------------------------------------------------------------------------------

@@ -14,12 +14,14 @@ passes through the node.
 """
 
 cimport cython
-from cpython.dict cimport PyDict_GetItem
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.ref cimport PyObject
 
+from fastplan._keys cimport KeyTable, key_hash
 
-@cython.no_gc  # holds tuples and dicts of keys, ids and nodes below it: never a cycle
+
+@cython.no_gc  # holds tuples and KeyTables of keys, ids and nodes below it: never a cycle
 cdef class _Node:
     """A prefix of stored plans' op keys: the plans ending here and the nodes one op further.
 
@@ -37,12 +39,15 @@ cdef class _Node:
 
 cdef _Node trie_child(_Node node, bytes key):
     """The node one op (``key``) below ``node``, or ``None``. Few children are compared one
-    by one (a key is hashed only where many ops may follow)."""
+    by one (a key is hashed only where many ops may follow, with ``key_hash``: an op key is
+    a fresh ``bytes`` object per op, whose siphash a dict would compute each time)."""
     cdef PyObject* found
     cdef tuple children = node.children
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, size
+    cdef const char* data
     if node.index is not None:
-        found = PyDict_GetItem(node.index, key)
+        data, size = PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)
+        found = node.index.find(data, size, key_hash(data, size))
         return None if found == NULL else <_Node>found
     if children is not None:
         for i in range(0, len(children), 2):
@@ -74,9 +79,16 @@ cdef list trie_ids_below(_Node top, Py_ssize_t limit):
     return ids
 
 
+cdef int _index_put(KeyTable index, bytes key, _Node child) except -1:
+    cdef const char* data = PyBytes_AS_STRING(key)
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(key)
+    return index.put(data, size, key_hash(data, size), key, child)
+
+
 cdef int trie_add(_Node node, tuple keys, Py_ssize_t plan_id) except -1:
     """Record in the trie rooted at ``node`` that plan ``plan_id`` (the newest) has ``keys``."""
     cdef _Node child
+    cdef Py_ssize_t i
     for key in keys:
         if node.min_below == PY_SSIZE_T_MAX:  # ids grow: the first plan below is the least
             node.min_below = plan_id
@@ -84,14 +96,16 @@ cdef int trie_add(_Node node, tuple keys, Py_ssize_t plan_id) except -1:
         if child is None:
             child = _Node(node.depth + 1)
             if node.index is not None:
-                node.index[key] = child
+                _index_put(node.index, <bytes>key, child)
             elif node.children is None:
                 node.children = (key, child)
             elif len(node.children) < 2 * TRIE_SCAN:
                 node.children = node.children + (key, child)
             else:  # one child too many to compare one by one
-                node.index = dict(zip(node.children[::2], node.children[1::2]))
-                node.index[key] = child
+                node.index = KeyTable()
+                for i in range(0, len(node.children), 2):
+                    _index_put(node.index, <bytes>node.children[i], node.children[i + 1])
+                _index_put(node.index, <bytes>key, child)
         node = child
     node.ends = (plan_id,) if node.ends is None else node.ends + (plan_id,)
     return 0

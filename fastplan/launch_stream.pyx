@@ -46,17 +46,15 @@ cimport cython
 
 import gc as _gc
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.object cimport PyTypeObject
-from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
+from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memcmp
 
 from fastplan._keys cimport (
-    KeyBuf, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset,
-    list_append_long, new_instance, set_slot, slot,
+    KeyBuf, KeyTable, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset,
+    key_hash, list_append_long, new_instance, set_slot, slot,
 )
-from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.handles cimport Memory, _Live, handle_buffer, handle_layout, replayable_op
 from fastplan.launch cimport _WalkLaunch, plan_launch_walk, walk_matmul_refused
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
@@ -97,110 +95,6 @@ cdef inline object _new_handle(object buffer, object shape, object strides, obje
     return handle
 
 
-cdef struct _ExecSlot:
-    uint64_t hash  # _key_hash of the key's slots
-    PyObject* key  # the key's slots as bytes (NULL: a free slot)
-    PyObject* value  # the _Execution stored under it
-
-
-cdef inline uint64_t _key_hash(const int64_t* data, Py_ssize_t n) noexcept nogil:
-    """A 64-bit hash of a key's slots: a multiply and a shift per slot (a bytes object's
-    siphash is several times that, and a hit needs no bytes object at all)."""
-    cdef uint64_t h = <uint64_t>n * <uint64_t>0x9E3779B97F4A7C15
-    cdef Py_ssize_t i
-    for i in range(n):
-        h = (h ^ <uint64_t>data[i]) * <uint64_t>0xBF58476D1CE4E5B9
-        h ^= h >> 29
-    return h
-
-
-cdef class _ExecutionTable:
-    """Stored whole executions (``_Execution``) by key (``_execution_key``'s slots): open
-    addressing with linear probing, doubled when half full, emptied (not evicted) at
-    ``MEMO_CAPACITY`` as the step table is. A lookup hashes the key where it was built and
-    compares slots with ``memcmp``; only a stored key becomes a bytes object."""
-
-    cdef _ExecSlot* slots
-    cdef Py_ssize_t cap, n
-
-    def __dealloc__(self):
-        self.clear()
-
-    def __len__(self):
-        return self.n
-
-    cdef size_t _slot(self, const int64_t* data, Py_ssize_t n, uint64_t h) noexcept:
-        """The slot holding the key ``data[:n]``, or the free slot its probe ends at."""
-        cdef size_t mask = <size_t>(self.cap - 1)
-        cdef size_t i = <size_t>(h >> 32) & mask
-        cdef Py_ssize_t size = n * <Py_ssize_t>sizeof(int64_t)
-        cdef PyObject* key
-        while True:
-            key = self.slots[i].key
-            if key == NULL:
-                return i
-            if self.slots[i].hash == h and PyBytes_GET_SIZE(<object>key) == size and \
-                    memcmp(PyBytes_AS_STRING(<object>key), data, size) == 0:
-                return i
-            i = (i + 1) & mask
-
-    cdef PyObject* find(self, KeyBuf* b, uint64_t h) noexcept:
-        """The ``_Execution`` stored under the key in ``b`` (borrowed), or NULL."""
-        if self.cap == 0:
-            return NULL
-        return self.slots[self._slot(b.data, b.len, h)].value
-
-    cdef int put(self, KeyBuf* b, uint64_t h, object value) except -1:
-        """Store ``value`` under the key in ``b`` (the table emptied first when full)."""
-        cdef _ExecSlot* at
-        cdef PyObject* old
-        if self.n >= MEMO_CAPACITY:
-            self.clear()
-        if 2 * (self.n + 1) > self.cap:
-            self._grow()
-        at = &self.slots[self._slot(b.data, b.len, h)]
-        Py_INCREF(value)
-        if at.key != NULL:
-            old = at.value
-            at.value = <PyObject*>value
-            Py_DECREF(<object>old)
-            return 0
-        key = buf_bytes(b)
-        Py_INCREF(key)
-        at.hash, at.key, at.value = h, <PyObject*>key, <PyObject*>value
-        self.n += 1
-        return 0
-
-    cdef int _grow(self) except -1:
-        """Double the table (or allocate it), keeping every entry."""
-        cdef _ExecSlot* old = self.slots
-        cdef Py_ssize_t old_cap = self.cap, i
-        cdef Py_ssize_t cap = 2 * old_cap if old_cap else 64
-        cdef size_t mask = <size_t>(cap - 1), k
-        cdef _ExecSlot* table = <_ExecSlot*>mem_calloc(cap, sizeof(_ExecSlot))
-        if table == NULL:
-            raise MemoryError()
-        for i in range(old_cap):
-            if old[i].key != NULL:  # the references move with it; keys are distinct
-                k = <size_t>(old[i].hash >> 32) & mask
-                while table[k].key != NULL:
-                    k = (k + 1) & mask
-                table[k] = old[i]
-        self.slots, self.cap = table, cap
-        mem_free(old)
-        return 0
-
-    cdef void clear(self) noexcept:
-        """Drop every entry and free the table (detached first)."""
-        cdef _ExecSlot* table = self.slots
-        cdef Py_ssize_t i, cap = self.cap
-        self.slots, self.cap, self.n = NULL, 0, 0
-        for i in range(cap):
-            Py_XDECREF(table[i].key)
-            Py_XDECREF(table[i].value)
-        mem_free(table)
-
-
 cdef class LaunchMemo:
     """Launch outcomes of fused steps, per device profile (see the module docstring), and the
     layout ids their keys are made of. ``hits``/``misses`` count lookups."""
@@ -220,19 +114,19 @@ cdef class LaunchMemo:
             found = self._by_device[device] = {}
         return <dict>found
 
-    cdef _ExecutionTable executions(self, object device):
+    cdef KeyTable executions(self, object device):
         """Stored outcomes of whole executions (``_Execution``), by key."""
         found = self._executions_by_device.get(device)
         if found is None:
-            found = self._executions_by_device[device] = _ExecutionTable()
-        return <_ExecutionTable>found
+            found = self._executions_by_device[device] = KeyTable()
+        return <KeyTable>found
 
     cdef int restart(self, Memory memory) except -1:
         """Forget every outcome and layout id; ``memory``'s live handles get new ids."""
         for outcomes in self._by_device.values():
             (<dict>outcomes).clear()
         for outcomes in self._executions_by_device.values():
-            (<_ExecutionTable>outcomes).clear()
+            (<KeyTable>outcomes).clear()
         self.layout_ids = {}
         memory.use_layout_ids(self.layout_ids)
         return 0
@@ -712,7 +606,7 @@ cdef int _walk(object items, list records, object device, Memory memory, LaunchM
     cdef Py_ssize_t i = 0, j, n = len(records)
     cdef _StepRecord item
     cdef _StepContext execution
-    cdef _ExecutionTable executions = None if memo is None else memo.executions(device)
+    cdef KeyTable executions = None if memo is None else memo.executions(device)
     while i < n:
         item = records[i]
         execution = item.execution
@@ -834,7 +728,7 @@ cdef bint _same_optimizations(_Execution found, list records, Py_ssize_t i,
 
 cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
                          object device, Memory memory, LaunchMemo memo, dict table,
-                         _ExecutionTable executions, list results) except -1:
+                         KeyTable executions, list results) except -1:
     """The steps ``records[i:j]`` of one execution: replayed whole from the memo when it
     holds them (the plan cache ran the same plan on the same layouts before), else walked
     step by step and stored."""
@@ -848,8 +742,8 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
     try:
         keyed = _execution_key(&b, records, i, j, execution, order, memory, before)
         if keyed:
-            h = _key_hash(b.data, b.len)
-            stored = executions.find(&b, h)
+            h = key_hash(<char*>b.data, b.len * sizeof(int64_t))
+            stored = executions.find(<char*>b.data, b.len * sizeof(int64_t), h)
             if stored != NULL and _same_optimizations(<_Execution>stored, records, i, j):
                 _replay_execution(<_Execution>stored, records, i, j, order, before, memory,
                                   memo, results)
@@ -895,7 +789,7 @@ cdef int _replay_execution(_Execution found, list records, Py_ssize_t i, Py_ssiz
 
 cdef int _walk_and_store(list records, Py_ssize_t i, Py_ssize_t j, object items,
                          object device, Memory memory, LaunchMemo memo, dict table,
-                         _ExecutionTable executions, list results, _StepContext execution,
+                         KeyTable executions, list results, _StepContext execution,
                          list order, list before, object state, KeyBuf* key,
                          uint64_t h) except -1:
     """Walk the steps ``records[i:j]`` of one execution one by one; store the whole
@@ -946,5 +840,7 @@ cdef int _walk_and_store(list records, Py_ssize_t i, Py_ssize_t j, object items,
             if part.aliases is None:
                 return 0
         found.steps.append(part)
-    executions.put(key, h, found)
+    if len(executions) >= MEMO_CAPACITY:
+        executions.clear()
+    executions.put(<char*>key.data, key.len * sizeof(int64_t), h, None, found)
     return 0

@@ -259,6 +259,18 @@ def test_policy_trie_wide_fanout_matches_refimpl(letter):
         assert _run(twin, plans, ops) == _run(reference, plans, ops)
 
 
+def test_policy_trie_very_wide_node_finds_every_child():
+    """A node with hundreds of children (its index table doubled several times) finds each
+    of them, and no op it does not hold, as refimpl does."""
+    many = tuple(_with_scalar(operation_2(), float(k)) for k in range(300))
+    plans = [([op], [Always()]) for op in many]
+    twin = fastplan.planner_module("cache")
+    for k in (0, 1, 7, 8, 9, 150, 299):
+        assert _run(twin, plans, [many[k]]) == _run(reference, plans, [many[k]])
+    stranger = _with_scalar(operation_2(), 1000.5)
+    assert _run(twin, plans, [stranger]) == _run(reference, plans, [stranger])
+
+
 def test_policy_trie_plan_added_mid_matching_is_not_a_candidate():
     twin = fastplan.planner_module("cache")
     store, policy = twin.ExecutionPlanStore(), twin.Policy()
