@@ -309,8 +309,8 @@ cdef int _check_extents(object context, Memory memory) except -1:
 # --- the memo ----------------------------------------------------------------------------------
 
 
-cdef object _key(_StepRecord item, list order, Memory memory, list before):
-    """The memo key of a fused step; fills ``before`` with each tensor's live handle. Per
+cdef object _key(_StepRecord item, list order, Memory memory, KeyBuf* held):
+    """The memo key of a fused step; fills ``held`` with each tensor's buffer. Per
     tensor one int: its handle's layout id, the position of the step's first tensor to hold
     its buffer, and how many live handles use that buffer (or -1: no live handle).
 
@@ -319,15 +319,15 @@ cdef object _key(_StepRecord item, list order, Memory memory, list before):
     three ints do not pack into one). ``None`` where a dim is no exact int64 int: such a step
     is not memoised (the C layout cores refuse it, and the stream goes to refimpl's walk)."""
     return _with_state(<int64_t><Py_ssize_t><PyObject*>item.optimization,  # its id()
-                       _state(item.context, order, memory, before))
+                       _state(item.context, order, memory, held))
 
 
-cdef object _state(_StepContext context, list order, Memory memory, list before):
+cdef object _state(_StepContext context, list order, Memory memory, KeyBuf* held):
     """``_push_state`` as a byte string (``None``: not memoisable)."""
     cdef KeyBuf b
     buf_init(&b)
     try:
-        if not _push_state(&b, context, order, memory, before):
+        if not _push_state(&b, context, order, memory, held):
             return None
         return buf_bytes(&b)
     finally:
@@ -349,14 +349,17 @@ cdef object _with_state(int64_t head, object state):
 
 # layout ids under this share one key slot with the first holder's position and the users
 cdef Py_ssize_t _LAYOUT_PACKED = (<Py_ssize_t>1) << 40
+# positions searched one by one for a shared buffer's first holder; past them, a dict
+cdef Py_ssize_t _SCAN_HOLDERS = 64
 
 
 cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory,
-                      list before) except -1:
-    """The dims and the per-tensor slots of a key (``_key``); false where a dim is no exact
-    int64 int."""
-    cdef dict slots = None
-    cdef Py_ssize_t users, first, layout, i, k = 0
+                      KeyBuf* held) except -1:
+    """The dims and the per-tensor slots of a key (``_key``), and in ``held`` each tensor's
+    buffer number (-1: no live handle; what a replay reads of the memory before it); false
+    where a dim is no exact int64 int."""
+    cdef dict holders = None  # buffer -> its first holder's position, past _SCAN_HOLDERS
+    cdef Py_ssize_t users, first, layout, i, q, k = 0
     cdef long long dim
     cdef tuple dims = context.dim_tuple()
     cdef _Live entry
@@ -371,23 +374,31 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
         found = memory.live_entry(gid)
         k += 1
         if found == NULL:
-            before.append(None)
+            buf_push(held, -1)
             buf_push(b, -1)
             continue
         entry = <_Live>found
-        before.append(entry.handle)
+        buf_push(held, entry.buffer)
         users = memory._users[entry.buffer]
+        first = k - 1
         if users == 1:  # no other live handle holds the buffer: its first holder is this one
-            first = k - 1
-        else:  # the position of the first of the tensors to hold it
-            if slots is None:
-                slots = {}
-            held = slots.get(entry.buffer)
-            if held is None:
-                first = k - 1
-                slots[entry.buffer] = first
+            pass
+        elif k <= _SCAN_HOLDERS:  # the position of the first of the tensors to hold it
+            for q in range(k - 1):
+                if held.data[q] == entry.buffer:
+                    first = q
+                    break
+        else:
+            if holders is None:
+                holders = {}
+                for q in range(k - 2, -1, -1):  # the first holder of each buffer so far
+                    if held.data[q] >= 0:
+                        holders[held.data[q]] = q
+            at = holders.get(entry.buffer)
+            if at is None:
+                holders[entry.buffer] = first
             else:
-                first = <Py_ssize_t>held
+                first = <Py_ssize_t>at
         layout = entry.layout
         if users < 1024 and first < 1024 and 0 <= layout < _LAYOUT_PACKED:
             buf_push(b, (layout * 1024 + first) * 1024 + users)
@@ -397,6 +408,17 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
             buf_push(b, first)
             buf_push(b, users)
     return True
+
+
+cdef list _handles_of(list order, Memory memory):
+    """The live handle of each tensor of ``order`` (``None``: none): what ``_record`` compares
+    the memory with after a step, read before it on a miss."""
+    cdef list found = []
+    cdef PyObject* entry
+    for gid in order:
+        entry = memory.live_entry(gid)
+        found.append(None if entry == NULL else (<_Live>entry).handle)
+    return found
 
 
 cdef _Outcome _record(object optimization, list order, object positions, list before,
@@ -483,8 +505,9 @@ cdef tuple _relative_aliases(object position, object aliases):
     return tuple(found)
 
 
-cdef list _replay(_Outcome outcome, list order, list before, Memory memory):
-    """Apply a stored outcome to ``memory``; the step's global aliases."""
+cdef list _replay(_Outcome outcome, list order, const int64_t* held, Memory memory):
+    """Apply a stored outcome to ``memory`` (``held``: each tensor's buffer before, as
+    ``_push_state`` read it); the step's global aliases."""
     cdef Py_ssize_t m, n = len(outcome.new_sizes)
     cdef _Change change
     cdef tuple pair
@@ -500,7 +523,7 @@ cdef list _replay(_Outcome outcome, list order, list before, Memory memory):
         if change.gone:
             memory.remove(gid)
             continue
-        buffer = first_new + change.at if change.fresh else handle_buffer(before[change.at])
+        buffer = first_new + change.at if change.fresh else held[change.at]
         memory.register_layout(gid, _new_handle(buffer, change.shape, change.strides,
                                                 change.offset, change.dtype), change.layout)
     for item in outcome.aliases:
@@ -624,15 +647,29 @@ cdef int _walk(object items, list records, object device, Memory memory, LaunchM
 
 cdef object _walk_step(_StepRecord item, object items, object device, Memory memory,
                        LaunchMemo memo, dict table, list results, object state=None,
-                       list state_before=None):
+                       KeyBuf* state_held=NULL, list state_before=None):
     """Launch-plan one step (a fused one from the step memo when it can); ``None`` for an
     unfused step, else the fused step's ``(widths, aliases, blocks, widened blocks)``
-    (aliases in global ids). ``state``/``state_before``: ``_state`` of the memory now over
-    the step's context order, when the caller has it."""
+    (aliases in global ids). ``state``/``state_held``/``state_before``: ``_state`` of the
+    memory now over the step's context order, the buffers and the handles it read, when the
+    caller has them."""
+    cdef KeyBuf own
+    buf_init(&own)
+    try:
+        return _walk_step_held(item, items, device, memory, memo, table, results, state,
+                               state_held if state_held != NULL else &own, state_before)
+    finally:
+        buf_free(&own)
+
+
+cdef object _walk_step_held(_StepRecord item, object items, object device, Memory memory,
+                            LaunchMemo memo, dict table, list results, object state,
+                            KeyBuf* held, list before):
+    """``_walk_step`` with ``held`` (filled here unless ``state`` is given)."""
     cdef _Step run
     cdef _Outcome outcome
     cdef _StepContext context
-    cdef list order, before, aliases
+    cdef list order, aliases
     step = item.step
     if not item.fused:
         for i in step.ops:
@@ -643,18 +680,16 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
     order = context.tensor_order()
     if table is None:
         key = None
-    elif state_before is not None:
-        before = state_before
+    elif state is not None:
         key = _with_state(<int64_t><Py_ssize_t><PyObject*>item.optimization, state)
     else:
-        before = []
-        key = _key(item, order, memory, before)
+        key = _key(item, order, memory, held)
     if key is not None:
         found = table.get(key)
         if found is not None and (<_Outcome>found).optimization is item.optimization:
             memo.hits += 1
             outcome = <_Outcome>found
-            aliases = _replay(outcome, order, before, memory)
+            aliases = _replay(outcome, order, held.data, memory)
             blocks = _step_blocks(step)
             if blocks is not outcome.blocks_from:  # the plan cache's steps share theirs
                 outcome.blocks_from = blocks
@@ -662,6 +697,8 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
             list_append_long(results, _filled(step, outcome.blocks, aliases))
             return (outcome.widths, aliases, blocks, outcome.blocks)
         memo.misses += 1
+        if before is None:
+            before = _handles_of(order, memory)
     first_new = memory.next_buffer
     run = _Step.__new__(_Step)
     if context.fused is None:  # one per execution: its fused steps share the segment
@@ -692,11 +729,11 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
 
 cdef bint _execution_key(KeyBuf* b, list records, Py_ssize_t i, Py_ssize_t j,
                          _StepContext execution, list order, Memory memory,
-                         list before) except -1:
+                         KeyBuf* held) except -1:
     """Fill ``b`` with the memo key of the steps ``records[i:j]`` of one execution: the id of
     the plan the queue executed (it names one relative segment), per step its optimization's
     id (fused) or its op count (unfused), then the state (``_push_state`` over every tensor
-    of the execution's segment, filling ``before``): ``2 + j - i`` slots, then the state.
+    of the execution's segment, filling ``held``): ``2 + j - i`` slots, then the state.
     False where there is no key (as for ``_key``)."""
     cdef _StepRecord item
     cdef Py_ssize_t k
@@ -708,7 +745,7 @@ cdef bint _execution_key(KeyBuf* b, list records, Py_ssize_t i, Py_ssize_t j,
             buf_push(b, <int64_t><Py_ssize_t><PyObject*>item.optimization)  # its id()
         else:
             buf_push(b, -1 - <int64_t>len(item.step.ops))
-    return _push_state(b, execution, order, memory, before)
+    return _push_state(b, execution, order, memory, held)
 
 
 cdef bint _same_optimizations(_Execution found, list records, Py_ssize_t i,
@@ -732,42 +769,44 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
     """The steps ``records[i:j]`` of one execution: replayed whole from the memo when it
     holds them (the plan cache ran the same plan on the same layouts before), else walked
     step by step and stored."""
-    cdef list before = []
     cdef _StepContext execution = (<_StepRecord>records[i]).execution
     cdef list order = execution.tensor_order()
-    cdef KeyBuf b
+    cdef KeyBuf b, held
     cdef uint64_t h = 0
     cdef PyObject* stored
     buf_init(&b)
+    buf_init(&held)
     try:
-        keyed = _execution_key(&b, records, i, j, execution, order, memory, before)
-        if keyed:
-            h = key_hash(<char*>b.data, b.len * sizeof(int64_t))
-            stored = executions.find(<char*>b.data, b.len * sizeof(int64_t), h)
-            if stored != NULL and _same_optimizations(<_Execution>stored, records, i, j):
-                _replay_execution(<_Execution>stored, records, i, j, order, before, memory,
-                                  memo, results)
-                return 0
-            # the state alone (the first step's key shares it): the key past its head
-            state = PyBytes_FromStringAndSize(<char*>(b.data + 2 + j - i),
-                                              (b.len - 2 - (j - i)) * sizeof(int64_t))
-        else:
-            state = None
-        return _walk_and_store(records, i, j, items, device, memory, memo, table,
-                               executions, results, execution, order, before, state,
-                               &b if keyed else NULL, h)
+        keyed = _execution_key(&b, records, i, j, execution, order, memory, &held)
+        if not keyed:
+            return _walk_and_store(records, i, j, items, device, memory, memo, table,
+                                   executions, results, execution, order, None, None, NULL,
+                                   NULL, 0)
+        h = key_hash(<char*>b.data, b.len * sizeof(int64_t))
+        stored = executions.find(<char*>b.data, b.len * sizeof(int64_t), h)
+        if stored != NULL and _same_optimizations(<_Execution>stored, records, i, j):
+            _replay_execution(<_Execution>stored, records, i, j, order, held.data, memory,
+                              memo, results)
+            return 0
+        # the state alone (the first step's key shares it): the key past its head
+        state = PyBytes_FromStringAndSize(<char*>(b.data + 2 + j - i),
+                                          (b.len - 2 - (j - i)) * sizeof(int64_t))
+        return _walk_and_store(records, i, j, items, device, memory, memo, table, executions,
+                               results, execution, order, _handles_of(order, memory), state,
+                               &held, &b, h)
     finally:
         buf_free(&b)
+        buf_free(&held)
 
 
 cdef int _replay_execution(_Execution found, list records, Py_ssize_t i, Py_ssize_t j,
-                           list order, list before, Memory memory, LaunchMemo memo,
+                           list order, const int64_t* held, Memory memory, LaunchMemo memo,
                            list results) except -1:
     """Replay a stored whole execution: its memory changes, then each step filled."""
     cdef _StepRecord item
     cdef _Outcome part
     cdef Py_ssize_t k
-    _replay(found.memory, order, before, memory)
+    _replay(found.memory, order, held, memory)
     for k in range(i, j):
         item = records[k]
         step = item.step
@@ -790,10 +829,11 @@ cdef int _replay_execution(_Execution found, list records, Py_ssize_t i, Py_ssiz
 cdef int _walk_and_store(list records, Py_ssize_t i, Py_ssize_t j, object items,
                          object device, Memory memory, LaunchMemo memo, dict table,
                          KeyTable executions, list results, _StepContext execution,
-                         list order, list before, object state, KeyBuf* key,
+                         list order, list before, object state, KeyBuf* held, KeyBuf* key,
                          uint64_t h) except -1:
     """Walk the steps ``records[i:j]`` of one execution one by one; store the whole
-    execution's outcome under ``key`` (when given and the execution can be replayed)."""
+    execution's outcome under ``key`` (when given and the execution can be replayed).
+    ``before``/``held``/``state``: the handles, buffers and state the key read."""
     cdef _StepRecord item
     cdef _Execution found
     cdef _Outcome outcome, part
@@ -808,7 +848,7 @@ cdef int _walk_and_store(list records, Py_ssize_t i, Py_ssize_t j, object items,
             # the memory is as the state was taken, over the same order: the step's key
             # shares it
             outs.append(_walk_step(item, items, device, memory, memo, table, results, state,
-                                   before))
+                                   held, before))
         else:
             outs.append(_walk_step(item, items, device, memory, memo, table, results))
         if replayable:

@@ -303,6 +303,27 @@ def created_dims() -> Stream:
     return s.close()
 
 
+def shared_vs_separate_buffers(shape=(16, 64)) -> Stream:
+    """A step reading two held tensors, twice. The first time the second tensor is a view
+    of the first (two transposes: the same layout, the same buffer); the second time the two
+    are separate tensors, each with a live view of its own elsewhere. Both times every input
+    has the same layout and two live handles on its buffer: only which tensors share a
+    buffer tells the memory states apart."""
+    s = Session(executor=None)
+    p = s.random(shape, seed=0)
+    q = p.swap_dims(0, 1).swap_dims(0, 1)
+    s.sync(q)
+    y = (p + q).exp()
+    s.sync(y, p, q)
+    del y
+    p2, q2 = s.random(shape, seed=1), s.random(shape, seed=2)
+    views = (p2.swap_dims(0, 1).swap_dims(0, 1), q2.swap_dims(0, 1).swap_dims(0, 1))
+    s.sync(*views)
+    z = (p2 + q2).exp()
+    s.sync(z, p2, q2, *views)
+    return s.close()
+
+
 def memo_misses_per_step(stream: Stream, executed, profile) -> list[bool]:
     """For each fused step: did a fresh memo walking the stream up to it miss there?"""
     misses, before = [], 0
@@ -349,6 +370,14 @@ def test_launch_memo_misses_when_the_input_buffer_is_shared(device: str) -> None
     first, second = check_memo_sensitivity(stream, device, True, [True, True])
     # what the key must tell apart: an in-place alias the first time, none the second
     assert first.aliases and not second.aliases
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_launch_memo_misses_when_the_step_tensors_share_a_buffer(device: str) -> None:
+    """The key tells apart which of a step's tensors share a buffer (the position of each
+    buffer's first holder), not only layouts and use counts: a key without it replays the
+    first occurrence on the second (this test then fails)."""
+    check_memo_sensitivity(shared_vs_separate_buffers(), device, True, [True, True])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -622,7 +651,7 @@ def test_launch_plan_stream_outside_the_boundary_is_refimpls(workload: str) -> N
     assert walked[0] == "ok"
     memo = LaunchMemo()
     for run in (None, memo, memo):
-        assert outcome(lambda: launch_plan_stream(stream, executed, profile, run)) == walked
+        assert outcome(partial(launch_plan_stream, stream, executed, profile, run)) == walked
     assert len(memo) == 0  # refimpl's walk stored nothing
     assert _launch_planned(stream, planner, 0, profile, LaunchMemo()) == expected.steps
 
