@@ -647,84 +647,77 @@ cdef int _walk(object items, list records, object device, Memory memory, LaunchM
 
 cdef object _walk_step(_StepRecord item, object items, object device, Memory memory,
                        LaunchMemo memo, dict table, list results, object state=None,
-                       KeyBuf* state_held=NULL, list state_before=None):
+                       KeyBuf* state_held=NULL, list before=None):
     """Launch-plan one step (a fused one from the step memo when it can); ``None`` for an
     unfused step, else the fused step's ``(widths, aliases, blocks, widened blocks)``
-    (aliases in global ids). ``state``/``state_held``/``state_before``: ``_state`` of the
-    memory now over the step's context order, the buffers and the handles it read, when the
-    caller has them."""
-    cdef KeyBuf own
-    buf_init(&own)
-    try:
-        return _walk_step_held(item, items, device, memory, memo, table, results, state,
-                               state_held if state_held != NULL else &own, state_before)
-    finally:
-        buf_free(&own)
-
-
-cdef object _walk_step_held(_StepRecord item, object items, object device, Memory memory,
-                            LaunchMemo memo, dict table, list results, object state,
-                            KeyBuf* held, list before):
-    """``_walk_step`` with ``held`` (filled here unless ``state`` is given)."""
+    (aliases in global ids). ``state``/``state_held``/``before``: ``_state`` of the memory
+    now over the step's context order, the buffers and the handles it read, when the caller
+    has them (else the step's key fills a buffer of its own)."""
     cdef _Step run
     cdef _Outcome outcome
     cdef _StepContext context
     cdef list order, aliases
+    cdef KeyBuf own
+    cdef KeyBuf* held = &own if state_held == NULL else state_held
     step = item.step
     if not item.fused:
         for i in step.ops:
             memory.run_unfused(items[i])
         list_append_long(results, step)
         return None
-    context = item.context
-    order = context.tensor_order()
-    if table is None:
-        key = None
-    elif state is not None:
-        key = _with_state(<int64_t><Py_ssize_t><PyObject*>item.optimization, state)
-    else:
-        key = _key(item, order, memory, held)
-    if key is not None:
-        found = table.get(key)
-        if found is not None and (<_Outcome>found).optimization is item.optimization:
-            memo.hits += 1
-            outcome = <_Outcome>found
-            aliases = _replay(outcome, order, held.data, memory)
-            blocks = _step_blocks(step)
-            if blocks is not outcome.blocks_from:  # the plan cache's steps share theirs
-                outcome.blocks_from = blocks
-                outcome.blocks = _widened(blocks, outcome.widths)
-            list_append_long(results, _filled(step, outcome.blocks, aliases))
-            return (outcome.widths, aliases, blocks, outcome.blocks)
-        memo.misses += 1
-        if before is None:
-            before = _handles_of(order, memory)
-    first_new = memory.next_buffer
-    run = _Step.__new__(_Step)
-    if context.fused is None:  # one per execution: its fused steps share the segment
-        context.fused = context_of(context.segment(), context.g2r_map(),
-                                   context.shapes_map(), context.scalar_values())
-    run.context = context.fused
-    _check_extents(run.context, memory)
-    run.device, run.memory, run.main, run.path = device, memory, None, "fused"
-    run.ops = [items[i] for i in step.ops]
-    run.launches = []
-    _run_fused(run, step.fuser, item.optimization)
-    aliases = [pair for launch in run.launches for pair in (<_WalkLaunch>launch).aliases]
-    widths = None if run.main is None else (<_WalkLaunch>run.main).widths
-    step_blocks = _step_blocks(step)
-    blocks = _widened(step_blocks, widths)
-    list_append_long(results, _filled(step, blocks, aliases))
-    if key is not None:
-        if len(table) >= MEMO_CAPACITY or len(memo.layout_ids) >= LAYOUT_CAPACITY:
-            memo.restart(memory)  # the key just made is stale too: not stored
-            return (widths, aliases, step_blocks, blocks)
-        found = _record(item.optimization, order, context.position_map(), before, memory,
-                        first_new, widths, aliases)
-        if found is not None:
-            (<_Outcome>found).blocks_from, (<_Outcome>found).blocks = step_blocks, blocks
-            table[key] = found
-    return (widths, aliases, step_blocks, blocks)
+    buf_init(&own)
+    try:
+        context = item.context
+        order = context.tensor_order()
+        if table is None:
+            key = None
+        elif state is not None:
+            key = _with_state(<int64_t><Py_ssize_t><PyObject*>item.optimization, state)
+        else:
+            key = _key(item, order, memory, held)
+        if key is not None:
+            found = table.get(key)
+            if found is not None and (<_Outcome>found).optimization is item.optimization:
+                memo.hits += 1
+                outcome = <_Outcome>found
+                aliases = _replay(outcome, order, held.data, memory)
+                blocks = _step_blocks(step)
+                if blocks is not outcome.blocks_from:  # the plan cache's steps share theirs
+                    outcome.blocks_from = blocks
+                    outcome.blocks = _widened(blocks, outcome.widths)
+                list_append_long(results, _filled(step, outcome.blocks, aliases))
+                return (outcome.widths, aliases, blocks, outcome.blocks)
+            memo.misses += 1
+            if before is None:
+                before = _handles_of(order, memory)
+        first_new = memory.next_buffer
+        run = _Step.__new__(_Step)
+        if context.fused is None:  # one per execution: its fused steps share the segment
+            context.fused = context_of(context.segment(), context.g2r_map(),
+                                       context.shapes_map(), context.scalar_values())
+        run.context = context.fused
+        _check_extents(run.context, memory)
+        run.device, run.memory, run.main, run.path = device, memory, None, "fused"
+        run.ops = [items[i] for i in step.ops]
+        run.launches = []
+        _run_fused(run, step.fuser, item.optimization)
+        aliases = [pair for launch in run.launches for pair in (<_WalkLaunch>launch).aliases]
+        widths = None if run.main is None else (<_WalkLaunch>run.main).widths
+        step_blocks = _step_blocks(step)
+        blocks = _widened(step_blocks, widths)
+        list_append_long(results, _filled(step, blocks, aliases))
+        if key is not None:
+            if len(table) >= MEMO_CAPACITY or len(memo.layout_ids) >= LAYOUT_CAPACITY:
+                memo.restart(memory)  # the key just made is stale too: not stored
+                return (widths, aliases, step_blocks, blocks)
+            found = _record(item.optimization, order, context.position_map(), before, memory,
+                            first_new, widths, aliases)
+            if found is not None:
+                (<_Outcome>found).blocks_from, (<_Outcome>found).blocks = step_blocks, blocks
+                table[key] = found
+        return (widths, aliases, step_blocks, blocks)
+    finally:
+        buf_free(&own)
 
 
 cdef bint _execution_key(KeyBuf* b, list records, Py_ssize_t i, Py_ssize_t j,
