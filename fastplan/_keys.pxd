@@ -182,6 +182,42 @@ cdef extern from *:
     PyObject* field_cached "fastplan_field_cached"(object obj, FieldRead* f) noexcept
 
 
+cdef extern from *:
+    """
+    #if PY_VERSION_HEX >= 0x030C0000
+    static inline int fastplan_compact_int(PyObject* o, long long* v) {
+        if (_PyLong_IsCompact((PyLongObject*)o)) {
+            *v = (long long)_PyLong_CompactValue((PyLongObject*)o);
+            return 1;
+        }
+        return 0;
+    }
+    #else
+    static inline int fastplan_compact_int(PyObject* o, long long* v) {
+        Py_ssize_t size = Py_SIZE(o);
+        if (size == 0) { *v = 0; return 1; }
+        if (size == 1) { *v = (long long)((PyLongObject*)o)->ob_digit[0]; return 1; }
+        if (size == -1) { *v = -(long long)((PyLongObject*)o)->ob_digit[0]; return 1; }
+        return 0;
+    }
+    #endif
+    """
+    # The value of an exact ``int`` of one digit or none (|v| < 2**30), read where CPython keeps
+    # it (1: read; 0: a longer int, for ``PyLong_AsLongLongAndOverflow``). Only for an object
+    # whose type is exactly ``int``.
+    int compact_int "fastplan_compact_int"(object o, long long* v) noexcept
+
+
+cdef inline long long exact_int_value(object o, int* overflow) except? -1:
+    """``PyLong_AsLongLongAndOverflow`` for an exact ``int`` (``overflow`` set as it sets it):
+    a one-digit int read in place."""
+    cdef long long v
+    if compact_int(o, &v):
+        overflow[0] = 0
+        return v
+    return PyLong_AsLongLongAndOverflow(o, overflow)
+
+
 cdef FieldRead field_read(str name) except *
 cdef object field_slow(object obj, FieldRead* f)
 

@@ -62,6 +62,19 @@ cdef list _INTERNED = []  # n -> value
 
 cdef tuple _DTYPES = tuple(DType)
 cdef tuple _STATUSES = tuple(TensorStatus)
+# The same members by address, for dtype_slot and status_slot (_DTYPES and _STATUSES hold them
+# for good). Enums have a few members each: more than 16 would be a new refimpl.
+cdef PyObject* _DTYPE_PTRS[16]
+cdef PyObject* _STATUS_PTRS[16]
+cdef int64_t _N_DTYPES = len(_DTYPES)
+cdef int64_t _N_STATUSES = len(_STATUSES)
+if _N_DTYPES > 16 or _N_STATUSES > 16:
+    raise ImportError("fastplan._keys holds at most 16 dtypes and 16 tensor statuses")
+for _i in range(_N_DTYPES):
+    _DTYPE_PTRS[_i] = <PyObject*>_DTYPES[_i]
+for _i in range(_N_STATUSES):
+    _STATUS_PTRS[_i] = <PyObject*>_STATUSES[_i]
+del _i
 
 cdef object _TensorIr = TensorIr
 cdef object _OperationIr = OperationIr
@@ -484,18 +497,18 @@ cdef object interned(int64_t slot):
 
 cdef int64_t dtype_slot(object dtype) except -1:
     """The position of a ``DType`` member (``BoundaryError`` for anything else)."""
-    cdef Py_ssize_t i
-    for i in range(len(_DTYPES)):
-        if _DTYPES[i] is dtype:
+    cdef int64_t i
+    for i in range(_N_DTYPES):  # the members' addresses: no tuple reads
+        if _DTYPE_PTRS[i] == <PyObject*>dtype:
             return i
     raise BoundaryError(f"a tensor dtype must be a refimpl.dtypes.DType, not {dtype!r}")
 
 
 cdef int64_t status_slot(object status) except -1:
     """The position of a ``TensorStatus`` member (``BoundaryError`` for anything else)."""
-    cdef Py_ssize_t i
-    for i in range(len(_STATUSES)):
-        if _STATUSES[i] is status:
+    cdef int64_t i
+    for i in range(_N_STATUSES):
+        if _STATUS_PTRS[i] == <PyObject*>status:
             return i
     raise BoundaryError(f"a tensor status must be a refimpl.ir.TensorStatus, not {status!r}")
 

@@ -22,6 +22,7 @@ cimport cython
 
 from cpython.long cimport PyLong_Check, PyLong_CheckExact
 
+from fastplan._keys cimport exact_int_value
 from fastplan._vec cimport mem_calloc, mem_free
 
 from refimpl.planner.graph import GraphNode, TestNode
@@ -265,10 +266,6 @@ cdef bint valid_order(object order) except -1:
     return valid_flows([_flow_of(node) for node in order])
 
 
-cdef extern from "Python.h":
-    long long PyLong_AsLongLongAndOverflow(object obj, int* overflow) except? -1
-
-
 # Per-id state of the array walk in ``valid_flows``.
 cdef enum:
     _PRODUCED_HERE = 1
@@ -288,7 +285,7 @@ cdef long long _top_id(tuple ids, long long top) except -3:
         item = ids[i]
         if not PyLong_CheckExact(item):
             return -2
-        value = PyLong_AsLongLongAndOverflow(item, &overflow)
+        value = exact_int_value(item, &overflow)
         if overflow or value < 0 or value >= _ID_LIMIT:
             return -2
         if value > top:

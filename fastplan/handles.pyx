@@ -30,7 +30,7 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLongLong
+from cpython.long cimport PyLong_AsUnsignedLongLong
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
@@ -38,8 +38,8 @@ from libc.string cimport memcpy, memset
 cimport cython
 
 from fastplan._keys cimport (
-    F_RANGES, F_TENSOR, F_TENSORS, StructInfo, exact_codes, field_offset, op_code_of, slot,
-    slots, struct_info, tensor_id as tensor_id_of, untrack_atomic,
+    F_RANGES, F_TENSOR, F_TENSORS, StructInfo, exact_codes, exact_int_value, field_offset,
+    op_code_of, slot, slots, struct_info, tensor_id as tensor_id_of, untrack_atomic,
 )
 from fastplan._vec cimport mem_calloc, mem_free, mem_malloc, mem_realloc
 from fastplan.relative cimport make_frozen
@@ -218,7 +218,7 @@ cdef bint _small_ints(tuple values):
         value = values[i]
         if type(value) is not int:
             return False
-        c_value = PyLong_AsLongLongAndOverflow(value, &overflow)
+        c_value = exact_int_value(value, &overflow)
         if overflow or not -_C_BOUND < c_value < _C_BOUND:
             return False
     return True
@@ -281,7 +281,7 @@ cdef bint _push_ints(int64_t* out, Py_ssize_t* at, object values) except -1:
         value = (<tuple>values)[i]
         if type(value) is not int:
             return False
-        out[at[0] + 1 + i] = PyLong_AsLongLongAndOverflow(value, &overflow)
+        out[at[0] + 1 + i] = exact_int_value(value, &overflow)
         if overflow:
             return False
     at[0] += n + 1
@@ -301,7 +301,7 @@ cdef object _layout_key(object shape, object strides, object offset, object dtyp
     cdef int overflow = 0
     if (_push_ints(words, &at, shape) and _push_ints(words, &at, strides)
             and type(offset) is int):
-        words[at] = PyLong_AsLongLongAndOverflow(offset, &overflow)
+        words[at] = exact_int_value(offset, &overflow)
         if not overflow:
             words[at + 1] = <int64_t><Py_ssize_t><PyObject*>dtype  # the dtype's id()
             return PyBytes_FromStringAndSize(<char*>words, (at + 2) * sizeof(int64_t))
@@ -349,7 +349,7 @@ cdef long long tensor_key(object tensor_id) except? -1:
     if type(tensor_id) is not int:
         raise BoundaryError(f"fastplan's Memory takes int tensor ids, not "
                             f"{type(tensor_id).__name__}")
-    key = PyLong_AsLongLongAndOverflow(tensor_id, &overflow)
+    key = exact_int_value(tensor_id, &overflow)
     if overflow == 0 and key >= 0:
         return key
     if overflow > 0 and tensor_id < _U64_END:  # [2**63, 2**64): the int64 of its bits
@@ -597,9 +597,9 @@ cdef class Memory:
         cdef Py_ssize_t* grown
         cdef int overflow = 0
         if type(number) is int and type(self.next_buffer) is int:
-            buffer = PyLong_AsLongLongAndOverflow(number, &overflow)
+            buffer = exact_int_value(number, &overflow)
             if not overflow:
-                end = PyLong_AsLongLongAndOverflow(self.next_buffer, &overflow)
+                end = exact_int_value(self.next_buffer, &overflow)
         if overflow or not 0 <= buffer < end or buffer >= (1LL << 40):
             raise BoundaryError(f"buffer {number!r} was not allocated by this fastplan Memory "
                                 f"(next_buffer {self.next_buffer!r})")
@@ -691,7 +691,7 @@ cdef class Memory:
         cdef long long at
         if type(buffer) is not int:  # refimpl's rule, for a number equal to an int (True, 1.0)
             return sum([1 for _, entry in self._entries() if (<_Live>entry).buffer == buffer])
-        at = PyLong_AsLongLongAndOverflow(buffer, &overflow)
+        at = exact_int_value(buffer, &overflow)
         return self._users[at] if not overflow and 0 <= at < self._users_cap else 0
 
     def load_inputs(self, stream):

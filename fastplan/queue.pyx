@@ -28,7 +28,6 @@ cimport cython
 
 from cpython.bytes cimport PyBytes_AS_STRING
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
-from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF, PyObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
@@ -37,10 +36,10 @@ from libc.string cimport memset
 
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
-    buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot, exact_codes, field_offset,
-    int_slot, interned, list_append_long, list_empty, list_push, list_set_slice, new_operation,
-    new_struct, new_tensor, op_code_of, op_codes, slot, slots, status_of, status_slot,
-    struct_info, untrack_atomic, value_slot,
+    buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot, exact_codes, exact_int_value,
+    field_offset, int_slot, interned, list_append_long, list_empty, list_push, list_set_slice,
+    new_operation, new_struct, new_tensor, op_code_of, op_codes, slot, slots, status_of,
+    status_slot, struct_info, untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
@@ -462,7 +461,7 @@ cdef class OperationQueue:
         cdef int overflow = 0
         if self._id_table:
             if type(tid) is int:
-                key = PyLong_AsLongLongAndOverflow(tid, &overflow)
+                key = exact_int_value(tid, &overflow)
                 if overflow == 0:
                     if 2 * (len(self.r2g_ids) + 1) > self._id_cap:
                         self._id_grow()
@@ -516,7 +515,7 @@ cdef class OperationQueue:
             dim = shape[i]
             if self._n_dim_keys >= 0:
                 if type(dim) is int:
-                    c_dim = PyLong_AsLongLongAndOverflow(dim, &overflow)
+                    c_dim = exact_int_value(dim, &overflow)
                     if overflow == 0:
                         for k in range(self._n_dim_keys):
                             if self._dim_keys[k] == c_dim:
