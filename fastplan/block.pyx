@@ -29,6 +29,8 @@ cimport cython
 
 import sys
 
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
 from fastplan.graph cimport _Flow, flow_new, valid_flows
@@ -219,30 +221,41 @@ cdef tuple _AFTER_OUT = tuple(_after_out(s) for s in OP_IR_STRUCTS)
 cdef _Flow op_flow(object operation):
     """The data flow of one relative op: ``(outputs, inputs, ReadWrite inputs)`` ids."""
     cdef EncodedOp encoded = encode_cached(operation)
-    cdef Py_ssize_t i, out = -1
+    cdef Py_ssize_t i, k = 0, j = 0, n_read, n_freed = 0, out = -1
     cdef int after = _AFTER_OUT[encoded.c.struct_code]
-    cdef list read = []
-    cdef list freed = []
-    cdef list rw = []
+    cdef tuple read, freed, rw
     cdef tuple produced = ()
     cdef _Flow flow
     if after >= 0:
         out = encoded.c.n_tensors - 1 - after
+    n_read = encoded.c.n_tensors - (1 if out >= 0 else 0)
     for i in range(encoded.c.n_tensors):
+        if i != out and encoded.c.tensors[i].status == READ_WRITE:
+            n_freed += 1
+    # the tuples filled in place (a list per field, then a copy, cost twice as many objects)
+    read, freed, rw = PyTuple_New(n_read), PyTuple_New(n_freed), PyTuple_New(n_read)
+    for i in range(encoded.c.n_tensors):
+        tid = encoded.c.tensors[i].id
         if i == out:
-            produced = (encoded.c.tensors[i].id,)
+            produced = (tid,)
             continue
-        read.append(encoded.c.tensors[i].id)
+        Py_INCREF(tid)
+        PyTuple_SET_ITEM(read, k, tid)
         if encoded.c.tensors[i].status == READ_WRITE:
-            freed.append(encoded.c.tensors[i].id)
-            rw.append(True)
+            Py_INCREF(tid)
+            PyTuple_SET_ITEM(freed, j, tid)
+            j += 1
+            Py_INCREF(True)
+            PyTuple_SET_ITEM(rw, k, True)
         else:
-            rw.append(False)
+            Py_INCREF(False)
+            PyTuple_SET_ITEM(rw, k, False)
+        k += 1
     flow = _Flow.__new__(_Flow)  # no membership sets: op flows are only walked in order
     flow.produced = produced
-    flow.read = tuple(read)
-    flow.freed = tuple(freed)
-    flow.read_rw = tuple(rw)
+    flow.read = read
+    flow.freed = freed
+    flow.read_rw = rw
     flow.encoded = encoded
     return flow
 

@@ -16,6 +16,7 @@ cdef class Explorer:
     cdef public object log  # a refimpl.planner.log.FusionLog
     cdef void reset_to(self, Py_ssize_t count) except *
     cdef object explored(self, object operations, bint lazy, bint consume)
+    cdef int _update_c(self, object operations) except -1
 
 
 cdef class Processor:

@@ -125,7 +125,7 @@ cdef class Explorer:
             self.is_still_optimizing = False
             ordering = tuple(range(len(operations)))
             return new_frozen(_Exploration, ("Unfused", unfused_block(ordering)))
-        self._update(operations)
+        self._update_c(operations)
         if lazy and self.is_still_optimizing:
             return _CONTINUE
         optimization = self.optimizer.optimized(operations, consume)
@@ -137,14 +137,26 @@ cdef class Explorer:
     def _update(self, operations):
         """Register the deferred ops (the last ``num_deferred``) until the optimizer stops
         optimizing; the rest stay unregistered."""
-        cdef Py_ssize_t back, n = len(operations)
+        self._update_c(operations)
+
+    cdef int _update_c(self, object operations) except -1:
+        """``_update``; the relative ops of fastplan's queue are read from it directly."""
+        cdef Py_ssize_t back, i, n = len(operations)
+        cdef OperationQueue queue = None
+        if type(operations) is _QueueOps:
+            queue = (<_QueueOps>operations).queue
         for back in range(self.num_deferred - 1, -1, -1):
             if not self.is_still_optimizing:
                 break
-            self.optimizer.register_op(operations[n - 1 - back], None)
+            i = n - 1 - back
+            if queue is not None and i >= 0:
+                self.optimizer.register_op(queue.rel_at(i), None)
+            else:  # any sequence, or a position before its start (counted from its end)
+                self.optimizer.register_op(operations[i], None)
             self.num_explored += 1
             self.is_still_optimizing = self.optimizer.optimizing()
         self.num_deferred = 0
+        return 0
 
 
 cdef class Processor:

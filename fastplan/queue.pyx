@@ -37,9 +37,9 @@ from libc.string cimport memset
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
     buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot, exact_codes, exact_int_value,
-    field_offset, int_slot, interned, list_append_long, list_empty, list_push, list_set_slice,
-    new_operation, new_struct, new_tensor, op_code_of, op_codes, slot, slots, status_of,
-    status_slot, struct_info, untrack_atomic, value_slot,
+    field_offset, int_slot, interned, list_append_long, list_empty, list_push, list_reserved,
+    list_set_slice, new_operation, new_struct, new_tensor, op_code_of, op_codes, slot, slots,
+    status_of, status_slot, struct_info, untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
@@ -298,9 +298,13 @@ cdef class OperationQueue:
                 untrack_atomic(self.g2r_keys)
                 untrack_atomic(self.dim_values)
                 untrack_atomic(self.scalars)
-            self.g2r_keys = []
-            self.dim_values = []
-            self.scalars = []
+                # the new ones fill to about the old lengths (at most _RESERVE each: the
+                # contexts keep what they took, spare room included)
+                self.g2r_keys = list_reserved(min(len(self.g2r_keys), _RESERVE))
+                self.dim_values = list_reserved(min(len(self.dim_values), _RESERVE))
+                self.scalars = list_reserved(min(len(self.scalars), _RESERVE))
+            else:
+                self.g2r_keys, self.dim_values, self.scalars = [], [], []
             self._taken = False
         else:
             list_empty(self.g2r_keys)
@@ -869,6 +873,7 @@ cdef class OperationQueue:
 
 cdef enum:
     _MADE_LIMIT = 4096  # relative ops an OperationQueue keeps by key (emptied when full)
+    _RESERVE = 64  # most items a new map list (_clear) is made to hold before it grows
 
 
 cdef bint _same_values(object relative, object operation) except -1:
@@ -903,7 +908,11 @@ cdef object _tensor_at(const int64_t* p, Py_ssize_t* pos):
     cdef Py_ssize_t rank = p[pos[0] + 1]
     cdef Py_ssize_t at = pos[0] + 2
     cdef Py_ssize_t i
-    cdef tuple shape = tuple([p[at + i] for i in range(rank)])
+    cdef tuple shape = PyTuple_New(rank)
+    for i in range(rank):
+        dim = p[at + i]
+        Py_INCREF(dim)
+        PyTuple_SET_ITEM(shape, i, dim)
     result = new_tensor(p[pos[0]], shape, dtype_of(p[at + rank]), status_of(p[at + rank + 1]))
     pos[0] = at + rank + 2
     return result
