@@ -64,6 +64,10 @@ ctypedef struct Slots:
     Py_ssize_t shape  # TensorIr.shape
     Py_ssize_t dtype  # TensorIr.dtype
     Py_ssize_t status  # TensorIr.status
+    PyObject* dtypes[16]  # the DType members, in order (held by _keys for good)
+    Py_ssize_t n_dtypes
+    PyObject* statuses[16]  # the TensorStatus members, in order
+    Py_ssize_t n_statuses
 
 
 ctypedef struct KeyBuf:
@@ -217,6 +221,24 @@ cdef inline long long exact_int_value(object o, int* overflow) except? -1:
         overflow[0] = 0
         return v
     return PyLong_AsLongLongAndOverflow(o, overflow)
+
+
+cdef inline int64_t dtype_slot_at(const Slots* at, object dtype) except -1:
+    """``dtype_slot`` inline, with the members ``at`` holds (``slots()``)."""
+    cdef Py_ssize_t i
+    for i in range(at.n_dtypes):
+        if at.dtypes[i] == <PyObject*>dtype:
+            return i
+    return dtype_slot(dtype)  # raises BoundaryError
+
+
+cdef inline int64_t status_slot_at(const Slots* at, object status) except -1:
+    """``status_slot`` inline, with the members ``at`` holds (``slots()``)."""
+    cdef Py_ssize_t i
+    for i in range(at.n_statuses):
+        if at.statuses[i] == <PyObject*>status:
+            return i
+    return status_slot(status)  # raises BoundaryError
 
 
 cdef FieldRead field_read(str name) except *

@@ -62,19 +62,6 @@ cdef list _INTERNED = []  # n -> value
 
 cdef tuple _DTYPES = tuple(DType)
 cdef tuple _STATUSES = tuple(TensorStatus)
-# The same members by address, for dtype_slot and status_slot (_DTYPES and _STATUSES hold them
-# for good). Enums have a few members each: more than 16 would be a new refimpl.
-cdef PyObject* _DTYPE_PTRS[16]
-cdef PyObject* _STATUS_PTRS[16]
-cdef int64_t _N_DTYPES = len(_DTYPES)
-cdef int64_t _N_STATUSES = len(_STATUSES)
-if _N_DTYPES > 16 or _N_STATUSES > 16:
-    raise ImportError("fastplan._keys holds at most 16 dtypes and 16 tensor statuses")
-for _i in range(_N_DTYPES):
-    _DTYPE_PTRS[_i] = <PyObject*>_DTYPES[_i]
-for _i in range(_N_STATUSES):
-    _STATUS_PTRS[_i] = <PyObject*>_STATUSES[_i]
-del _i
 
 cdef object _TensorIr = TensorIr
 cdef object _OperationIr = OperationIr
@@ -197,6 +184,17 @@ _SLOTS.tid = _offset(TensorIr, "id")
 _SLOTS.shape = _offset(TensorIr, "shape")
 _SLOTS.dtype = _offset(TensorIr, "dtype")
 _SLOTS.status = _offset(TensorIr, "status")
+# The members by address, for dtype_slot and status_slot and their inline forms
+# (_DTYPES and _STATUSES hold them for good). Enums with more than 16 members would be a new
+# refimpl.
+if len(_DTYPES) > 16 or len(_STATUSES) > 16:
+    raise ImportError("fastplan._keys holds at most 16 dtypes and 16 tensor statuses")
+_SLOTS.n_dtypes, _SLOTS.n_statuses = len(_DTYPES), len(_STATUSES)
+for _i in range(_SLOTS.n_dtypes):
+    _SLOTS.dtypes[_i] = <PyObject*>_DTYPES[_i]
+for _i in range(_SLOTS.n_statuses):
+    _SLOTS.statuses[_i] = <PyObject*>_STATUSES[_i]
+del _i
 cdef object _Op = type(OPS[0])
 assert all(type(op) is _Op for op in OPS)
 
@@ -498,8 +496,8 @@ cdef object interned(int64_t slot):
 cdef int64_t dtype_slot(object dtype) except -1:
     """The position of a ``DType`` member (``BoundaryError`` for anything else)."""
     cdef int64_t i
-    for i in range(_N_DTYPES):  # the members' addresses: no tuple reads
-        if _DTYPE_PTRS[i] == <PyObject*>dtype:
+    for i in range(_SLOTS.n_dtypes):  # the members' addresses: no tuple reads
+        if _SLOTS.dtypes[i] == <PyObject*>dtype:
             return i
     raise BoundaryError(f"a tensor dtype must be a refimpl.dtypes.DType, not {dtype!r}")
 
@@ -507,8 +505,8 @@ cdef int64_t dtype_slot(object dtype) except -1:
 cdef int64_t status_slot(object status) except -1:
     """The position of a ``TensorStatus`` member (``BoundaryError`` for anything else)."""
     cdef int64_t i
-    for i in range(_N_STATUSES):
-        if _STATUS_PTRS[i] == <PyObject*>status:
+    for i in range(_SLOTS.n_statuses):
+        if _SLOTS.statuses[i] == <PyObject*>status:
             return i
     raise BoundaryError(f"a tensor status must be a refimpl.ir.TensorStatus, not {status!r}")
 

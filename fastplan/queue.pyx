@@ -36,10 +36,10 @@ from libc.string cimport memset
 
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
-    buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot, exact_codes, exact_int_value,
+    buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot_at, exact_codes, exact_int_value,
     field_offset, int_slot, interned, list_append_long, list_empty, list_push, list_reserved,
     list_set_slice, new_operation, new_struct, new_tensor, op_code_of, op_codes, slot, slots,
-    status_of, status_slot, struct_info, untrack_atomic, value_slot,
+    status_of, status_slot_at, struct_info, untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
@@ -470,9 +470,8 @@ cdef class OperationQueue:
                     if 2 * (len(self.r2g_ids) + 1) > self._id_cap:
                         self._id_grow()
                     rel = self._id_find(key, &at)
-                    if rel >= 0:  # as below: the latest snapshot and id (equal ints)
+                    if rel >= 0:  # as below: the latest snapshot (the id is an equal int)
                         self.r2g_tensors[rel] = tensor
-                        self.r2g_ids[rel] = tid
                         return rel
                     rel = len(self.r2g_ids)
                     self._ids[at].key = key
@@ -543,8 +542,8 @@ cdef class OperationQueue:
                 PyDict_SetItem(self.dims, shape[i], sid)
                 list_push(self.dim_values, shape[i])
                 buf_push(b, sid)
-        buf_push(b, dtype_slot(slot(tensor, at.dtype)))
-        buf_push(b, status_slot(slot(tensor, at.status)))
+        buf_push(b, dtype_slot_at(at, slot(tensor, at.dtype)))
+        buf_push(b, status_slot_at(at, slot(tensor, at.status)))
         return tid
 
     cdef bytes _encode(self, object operation):
