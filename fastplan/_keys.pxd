@@ -213,16 +213,6 @@ cdef extern from *:
     int compact_int "fastplan_compact_int"(object o, long long* v) noexcept
 
 
-cdef inline long long exact_int_value(object o, int* overflow) except? -1:
-    """``PyLong_AsLongLongAndOverflow`` for an exact ``int`` (``overflow`` set as it sets it):
-    a one-digit int read in place."""
-    cdef long long v
-    if compact_int(o, &v):
-        overflow[0] = 0
-        return v
-    return PyLong_AsLongLongAndOverflow(o, overflow)
-
-
 cdef inline int64_t dtype_slot_at(const Slots* at, object dtype) except -1:
     """``dtype_slot`` inline, with the members ``at`` holds (``slots()``)."""
     cdef Py_ssize_t i
@@ -370,5 +360,17 @@ cdef inline bint exact_long_long(object value, long long* out) noexcept:
     cdef int overflow = 0
     if type(value) is not int:
         return False
+    if compact_int(value, out):
+        return True
     out[0] = PyLong_AsLongLongAndOverflow(value, &overflow)
     return overflow == 0
+
+
+cdef inline long long exact_int_value(object o, int* overflow) except? -1:
+    """``PyLong_AsLongLongAndOverflow`` for an object known to be an exact ``int`` (``overflow``
+    set as it sets it): a one-digit int read in place."""
+    cdef long long v
+    if compact_int(o, &v):
+        overflow[0] = 0
+        return v
+    return PyLong_AsLongLongAndOverflow(o, overflow)
