@@ -213,22 +213,26 @@ cdef extern from *:
     int compact_int "fastplan_compact_int"(object o, long long* v) noexcept
 
 
+cdef inline Py_ssize_t member_at(const Slots* at, bint status, object value) noexcept:
+    """The position of ``value`` among the ``DType`` members (``status`` false) or the
+    ``TensorStatus`` members (true) that ``at`` holds, by address; -1 if it is none of them."""
+    cdef Py_ssize_t i, n = at.n_statuses if status else at.n_dtypes
+    for i in range(n):
+        if (at.statuses[i] if status else at.dtypes[i]) == <PyObject*>value:
+            return i
+    return -1
+
+
 cdef inline int64_t dtype_slot_at(const Slots* at, object dtype) except -1:
     """``dtype_slot`` inline, with the members ``at`` holds (``slots()``)."""
-    cdef Py_ssize_t i
-    for i in range(at.n_dtypes):
-        if at.dtypes[i] == <PyObject*>dtype:
-            return i
-    return dtype_slot(dtype)  # raises BoundaryError
+    cdef Py_ssize_t i = member_at(at, False, dtype)
+    return i if i >= 0 else dtype_slot(dtype)  # dtype_slot raises the BoundaryError
 
 
 cdef inline int64_t status_slot_at(const Slots* at, object status) except -1:
     """``status_slot`` inline, with the members ``at`` holds (``slots()``)."""
-    cdef Py_ssize_t i
-    for i in range(at.n_statuses):
-        if at.statuses[i] == <PyObject*>status:
-            return i
-    return status_slot(status)  # raises BoundaryError
+    cdef Py_ssize_t i = member_at(at, True, status)
+    return i if i >= 0 else status_slot(status)  # status_slot raises the BoundaryError
 
 
 cdef FieldRead field_read(str name) except *

@@ -495,19 +495,17 @@ cdef object interned(int64_t slot):
 
 cdef int64_t dtype_slot(object dtype) except -1:
     """The position of a ``DType`` member (``BoundaryError`` for anything else)."""
-    cdef int64_t i
-    for i in range(_SLOTS.n_dtypes):  # the members' addresses: no tuple reads
-        if _SLOTS.dtypes[i] == <PyObject*>dtype:
-            return i
+    cdef Py_ssize_t i = member_at(&_SLOTS, False, dtype)
+    if i >= 0:
+        return i
     raise BoundaryError(f"a tensor dtype must be a refimpl.dtypes.DType, not {dtype!r}")
 
 
 cdef int64_t status_slot(object status) except -1:
     """The position of a ``TensorStatus`` member (``BoundaryError`` for anything else)."""
-    cdef int64_t i
-    for i in range(_SLOTS.n_statuses):
-        if _SLOTS.statuses[i] == <PyObject*>status:
-            return i
+    cdef Py_ssize_t i = member_at(&_SLOTS, True, status)
+    if i >= 0:
+        return i
     raise BoundaryError(f"a tensor status must be a refimpl.ir.TensorStatus, not {status!r}")
 
 

@@ -179,6 +179,8 @@ def _converter_state(queue) -> tuple:
     [1, 2, True, 3, False, 0, 2, 5],  # bools equal to ints: the converter compares as Python
     [2**63 - 1, -(2**63), 2**70, 2**70, 7, -1, 7],  # int64's ends, and past them
     [3, 3.0, 4, 4, 5],  # a float equal to an int
+    # around CPython's one-digit ints (|v| < 2**30), which fastplan reads in place
+    [2**30 - 1, 2**30, 2**30 - 1, -(2**30) + 1, -(2**30), 2**31, 2**30, 0, -(2**30) + 1],
 ])
 def test_queue_ids_map_as_refimpls_converter_does(ids):
     """fastplan's queue maps global tensor ids with a C table while they are exact int64
@@ -200,6 +202,39 @@ def test_queue_ids_map_as_refimpls_converter_does(ids):
             ref.execute_unfused(drained)
             assert _converter_state(fast) == _converter_state(ref)
     assert [s.ops for s in fast.steps] == [s.ops for s in ref.steps]
+
+
+_DIGIT_EDGE_DIMS = [2**30 - 1, 2**30, 1, 2**31, 2**30 - 1, 0, 2**62, 2**30]
+
+
+def test_queue_shapes_map_as_refimpls_converter_does_around_one_digit():
+    """Dims on both sides of CPython's one-digit ints (read in place below 2**30, through
+    ``PyLong_AsLongLongAndOverflow`` from there) get refimpl's relative shape ids, an equal
+    dim met again the id it had, segment after segment."""
+    from fastplan.queue import OperationQueue
+    from refimpl.dtypes import DType
+    from refimpl.ir import BinaryOpIr, TensorIr, TensorStatus
+    from refimpl.ops import op_named
+    from refimpl.planner.queue import OperationQueue as ReferenceQueue
+
+    def shaped(tid, k, status=TensorStatus.ReadOnly):
+        dims = _DIGIT_EDGE_DIMS
+        return TensorIr(tid, (dims[k % len(dims)], dims[(k + 3) % len(dims)]), DType.F32,
+                        status)
+
+    ops = [OperationIr(op_named("NumericFloat.Add"), BinaryOpIr(
+        shaped(3 * i, i), shaped(3 * i + 1, i + 1), shaped(3 * i + 2, i, TensorStatus.NotInit)))
+        for i in range(12)]
+    fast, ref = OperationQueue(), ReferenceQueue()
+    for index, op in enumerate(ops):
+        fast.add(index, op)
+        ref.add(index, op)
+        assert _converter_state(fast) == _converter_state(ref)
+        if index % 5 == 4:
+            drained = BlockOptimization(Operations((0, 1)), (0, 1))
+            fast.execute_unfused(drained)
+            ref.execute_unfused(drained)
+            assert _converter_state(fast) == _converter_state(ref)
 
 
 # --- field reads cached by exact type (``_keys.field``) -------------------------------------------
