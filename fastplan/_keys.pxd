@@ -314,6 +314,16 @@ cdef inline int list_empty(list lst) except -1:
     return 0
 
 
+cdef inline int list_replace(list lst, Py_ssize_t i, object item) except -1:
+    """``lst[i] = item`` for ``0 <= i < len(lst)`` (the caller's invariant): the new item in,
+    then the old one's reference dropped, as ``list_ass_item`` does without its checks."""
+    cdef PyObject* old = (<PyListObject*>lst).ob_item[i]
+    _incref(<PyObject*>item)
+    (<PyListObject*>lst).ob_item[i] = <PyObject*>item
+    _decref(old)
+    return 0
+
+
 cdef inline list list_reserved(Py_ssize_t capacity):
     """An empty list whose item array already holds ``capacity`` items: a list that replaces
     one handed over (the queue's maps, taken by a step's context) fills again to about the

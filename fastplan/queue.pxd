@@ -3,7 +3,7 @@
 
 from libc.stdint cimport int64_t, uint32_t
 
-from fastplan._keys cimport KeyBuf
+from fastplan._keys cimport KeyBuf, Slots
 
 
 cdef class _StepContext:
@@ -97,7 +97,7 @@ cdef class OperationQueue:
     cdef int _id_grow(self) except -1
     cdef int _ids_to_dict(self) except -1
     cdef dict _g2r_map(self)
-    cdef object _push_tensor(self, KeyBuf* b, object tensor)
+    cdef object _push_tensor(self, KeyBuf* b, object tensor, const Slots* at)
     cdef bytes _encode(self, object operation)
     cdef object rel_at(self, Py_ssize_t i)
     cdef bytes key_at(self, Py_ssize_t i)

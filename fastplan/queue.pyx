@@ -37,9 +37,9 @@ from libc.string cimport memset
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
     buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot_at, exact_codes, exact_int_value,
-    field_offset, int_slot, interned, list_append_long, list_empty, list_push, list_reserved,
-    list_set_slice, new_operation, new_struct, new_tensor, op_code_of, op_codes, slot, slots,
-    status_of, status_slot_at, struct_info, untrack_atomic, value_slot,
+    field_offset, int_slot, interned, list_append_long, list_empty, list_push, list_replace,
+    list_reserved, list_set_slice, new_operation, new_struct, new_tensor, op_code_of, op_codes,
+    slot, slots, status_of, status_slot_at, struct_info, untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
@@ -471,7 +471,7 @@ cdef class OperationQueue:
                         self._id_grow()
                     rel = self._id_find(key, &at)
                     if rel >= 0:  # as below: the latest snapshot (the id is an equal int)
-                        self.r2g_tensors[rel] = tensor
+                        list_replace(self.r2g_tensors, rel, tensor)
                         return rel
                     rel = len(self.r2g_ids)
                     self._ids[at].key = key
@@ -497,12 +497,11 @@ cdef class OperationQueue:
         list_push(self.r2g_tensors, tensor)
         return rel
 
-    cdef object _push_tensor(self, KeyBuf* b, object tensor):
-        """Push one tensor use; its global id."""
+    cdef object _push_tensor(self, KeyBuf* b, object tensor, const Slots* at):
+        """Push one tensor use (``at``: ``slots()``); its global id."""
         cdef PyObject* found
         cdef Py_ssize_t i, k, sid
         cdef tuple shape
-        cdef const Slots* at = slots()
         cdef long long c_dim
         cdef int overflow = 0
         if type(tensor) is not _TensorIr:
@@ -567,14 +566,14 @@ cdef class OperationQueue:
                 value = slot(desc, info.offsets[f])
                 kind = info.kinds[f]
                 if kind == F_TENSOR:
-                    tid = self._push_tensor(&b, value)
+                    tid = self._push_tensor(&b, value, at)
                     if f == info.out_field:
                         self._out = tid
                 elif kind == F_TENSORS:
                     tensors = tuple(value)
                     buf_push(&b, len(tensors))
                     for tensor in tensors:
-                        self._push_tensor(&b, tensor)
+                        self._push_tensor(&b, tensor, at)
                 elif kind == F_SCALAR:
                     list_push(self.scalars, value)
                     buf_push(&b, len(self.scalars) - 1)
