@@ -378,13 +378,3 @@ cdef inline bint exact_long_long(object value, long long* out) noexcept:
         return True
     out[0] = PyLong_AsLongLongAndOverflow(value, &overflow)
     return overflow == 0
-
-
-cdef inline long long exact_int_value(object o, int* overflow) except? -1:
-    """``PyLong_AsLongLongAndOverflow`` for an object known to be an exact ``int`` (``overflow``
-    set as it sets it): a one-digit int read in place."""
-    cdef long long v
-    if compact_int(o, &v):
-        overflow[0] = 0
-        return v
-    return PyLong_AsLongLongAndOverflow(o, overflow)

@@ -20,9 +20,9 @@ import heapq
 
 cimport cython
 
-from cpython.long cimport PyLong_Check, PyLong_CheckExact
+from cpython.long cimport PyLong_Check
 
-from fastplan._keys cimport exact_int_value
+from fastplan._keys cimport exact_long_long
 from fastplan._vec cimport mem_calloc, mem_free
 
 from refimpl.planner.graph import GraphNode, TestNode
@@ -280,13 +280,8 @@ cdef long long _top_id(tuple ids, long long top) except -3:
     """The largest of ``top`` and ``ids``; -2 if an id is not a small non-negative int."""
     cdef Py_ssize_t i
     cdef long long value
-    cdef int overflow
     for i in range(len(ids)):
-        item = ids[i]
-        if not PyLong_CheckExact(item):
-            return -2
-        value = exact_int_value(item, &overflow)
-        if overflow or value < 0 or value >= _ID_LIMIT:
+        if not exact_long_long(ids[i], &value) or value < 0 or value >= _ID_LIMIT:
             return -2
         if value > top:
             top = value

@@ -38,7 +38,7 @@ from libc.string cimport memcpy, memset
 cimport cython
 
 from fastplan._keys cimport (
-    F_RANGES, F_TENSOR, F_TENSORS, StructInfo, exact_codes, exact_int_value, field_offset,
+    F_RANGES, F_TENSOR, F_TENSORS, StructInfo, exact_codes, exact_long_long, field_offset,
     op_code_of, slot, slots, struct_info, tensor_id as tensor_id_of, untrack_atomic,
 )
 from fastplan._vec cimport mem_calloc, mem_free, mem_malloc, mem_realloc
@@ -211,15 +211,10 @@ cdef bint _small_ints(tuple values):
     stay exact in C's 64-bit arithmetic."""
     cdef Py_ssize_t i, n = len(values)
     cdef long long c_value
-    cdef int overflow = 0
     if n > 8:
         return False
     for i in range(n):
-        value = values[i]
-        if type(value) is not int:
-            return False
-        c_value = exact_int_value(value, &overflow)
-        if overflow or not -_C_BOUND < c_value < _C_BOUND:
+        if not exact_long_long(values[i], &c_value) or not -_C_BOUND < c_value < _C_BOUND:
             return False
     return True
 
@@ -270,7 +265,7 @@ cdef bint _push_ints(int64_t* out, Py_ssize_t* at, object values) except -1:
     """Write ``len(values)`` then the values of a tuple of at most 8 exact ints that fit in 64
     bits at ``out[at]``, moving ``at``; false (nothing meaningful written) for anything else."""
     cdef Py_ssize_t i, n
-    cdef int overflow = 0
+    cdef long long value
     if type(values) is not tuple:
         return False
     n = len(<tuple>values)
@@ -278,12 +273,9 @@ cdef bint _push_ints(int64_t* out, Py_ssize_t* at, object values) except -1:
         return False
     out[at[0]] = n
     for i in range(n):
-        value = (<tuple>values)[i]
-        if type(value) is not int:
+        if not exact_long_long((<tuple>values)[i], &value):
             return False
-        out[at[0] + 1 + i] = exact_int_value(value, &overflow)
-        if overflow:
-            return False
+        out[at[0] + 1 + i] = value
     at[0] += n + 1
     return True
 
@@ -298,13 +290,12 @@ cdef object _layout_key(object shape, object strides, object offset, object dtyp
     wrong hit."""
     cdef int64_t words[20]
     cdef Py_ssize_t at = 0
-    cdef int overflow = 0
+    cdef long long c_offset
     if (_push_ints(words, &at, shape) and _push_ints(words, &at, strides)
-            and type(offset) is int):
-        words[at] = exact_int_value(offset, &overflow)
-        if not overflow:
-            words[at + 1] = <int64_t><Py_ssize_t><PyObject*>dtype  # the dtype's id()
-            return PyBytes_FromStringAndSize(<char*>words, (at + 2) * sizeof(int64_t))
+            and exact_long_long(offset, &c_offset)):
+        words[at] = c_offset
+        words[at + 1] = <int64_t><Py_ssize_t><PyObject*>dtype  # the dtype's id()
+        return PyBytes_FromStringAndSize(<char*>words, (at + 2) * sizeof(int64_t))
     return (shape, strides, offset, <Py_ssize_t><PyObject*>dtype)
 
 
@@ -344,15 +335,14 @@ cdef long long tensor_key(object tensor_id) except? -1:
     ``TensorId`` is a u64; the stream loader builds such ids), kept as the int64 of the same 64
     bits. Any other id is outside fastplan's boundary (``BoundaryError``; the planner then
     plans the launch with refimpl, as for the search)."""
-    cdef int overflow = 0
     cdef long long key
     if type(tensor_id) is not int:
         raise BoundaryError(f"fastplan's Memory takes int tensor ids, not "
                             f"{type(tensor_id).__name__}")
-    key = exact_int_value(tensor_id, &overflow)
-    if overflow == 0 and key >= 0:
-        return key
-    if overflow > 0 and tensor_id < _U64_END:  # [2**63, 2**64): the int64 of its bits
+    if exact_long_long(tensor_id, &key):
+        if key >= 0:
+            return key
+    elif 0 < tensor_id < _U64_END:  # past int64, so [2**63, 2**64): the int64 of its bits
         return <long long>PyLong_AsUnsignedLongLong(tensor_id)
     raise BoundaryError(f"tensor id {tensor_id} is outside [0, 2**64) (burn's u64 TensorId)")
 
@@ -595,12 +585,8 @@ cdef class Memory:
         cdef long long buffer = -1, end = 0
         cdef Py_ssize_t cap
         cdef Py_ssize_t* grown
-        cdef int overflow = 0
-        if type(number) is int and type(self.next_buffer) is int:
-            buffer = exact_int_value(number, &overflow)
-            if not overflow:
-                end = exact_int_value(self.next_buffer, &overflow)
-        if overflow or not 0 <= buffer < end or buffer >= (1LL << 40):
+        if (not exact_long_long(number, &buffer) or not exact_long_long(self.next_buffer, &end)
+                or not 0 <= buffer < end or buffer >= (1LL << 40)):
             raise BoundaryError(f"buffer {number!r} was not allocated by this fastplan Memory "
                                 f"(next_buffer {self.next_buffer!r})")
         if buffer >= self._users_cap:
@@ -687,12 +673,12 @@ cdef class Memory:
 
     cpdef Py_ssize_t users(self, object buffer):
         """How many live handles use ``buffer``."""
-        cdef int overflow = 0
         cdef long long at
         if type(buffer) is not int:  # refimpl's rule, for a number equal to an int (True, 1.0)
             return sum([1 for _, entry in self._entries() if (<_Live>entry).buffer == buffer])
-        at = exact_int_value(buffer, &overflow)
-        return self._users[at] if not overflow and 0 <= at < self._users_cap else 0
+        if exact_long_long(buffer, &at) and 0 <= at < self._users_cap:
+            return self._users[at]
+        return 0
 
     def load_inputs(self, stream):
         """A buffer per stream input, laid out with its strides; ``Init`` targets wait."""

@@ -36,7 +36,7 @@ from libc.string cimport memset
 
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
-    buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot_at, exact_codes, exact_int_value,
+    buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot_at, exact_codes, exact_long_long,
     field_offset, int_slot, interned, list_append_long, list_empty, list_push, list_replace,
     list_reserved, list_set_slice, new_operation, new_struct, new_tensor, op_code_of, op_codes,
     slot, slots, status_of, status_slot_at, struct_info, untrack_atomic, value_slot,
@@ -462,25 +462,22 @@ cdef class OperationQueue:
         cdef PyObject* found
         cdef Py_ssize_t rel, at
         cdef long long key
-        cdef int overflow = 0
         if self._id_table:
-            if type(tid) is int:
-                key = exact_int_value(tid, &overflow)
-                if overflow == 0:
-                    if 2 * (len(self.r2g_ids) + 1) > self._id_cap:
-                        self._id_grow()
-                    rel = self._id_find(key, &at)
-                    if rel >= 0:  # as below: the latest snapshot (the id is an equal int)
-                        list_replace(self.r2g_tensors, rel, tensor)
-                        return rel
-                    rel = len(self.r2g_ids)
-                    self._ids[at].key = key
-                    self._ids[at].rel = rel
-                    self._ids[at].gen = self._id_gen
-                    list_push(self.g2r_keys, tid)
-                    list_push(self.r2g_ids, tid)
-                    list_push(self.r2g_tensors, tensor)
+            if exact_long_long(tid, &key):
+                if 2 * (len(self.r2g_ids) + 1) > self._id_cap:
+                    self._id_grow()
+                rel = self._id_find(key, &at)
+                if rel >= 0:  # as below: the latest snapshot (the id is an equal int)
+                    list_replace(self.r2g_tensors, rel, tensor)
                     return rel
+                rel = len(self.r2g_ids)
+                self._ids[at].key = key
+                self._ids[at].rel = rel
+                self._ids[at].gen = self._id_gen
+                list_push(self.g2r_keys, tid)
+                list_push(self.r2g_ids, tid)
+                list_push(self.r2g_tensors, tensor)
+                return rel
             self._ids_to_dict()
         found = PyDict_GetItem(self.g2r, tid)
         if found != NULL:
@@ -503,7 +500,6 @@ cdef class OperationQueue:
         cdef Py_ssize_t i, k, sid
         cdef tuple shape
         cdef long long c_dim
-        cdef int overflow = 0
         if type(tensor) is not _TensorIr:
             raise BoundaryError(f"fastplan takes TensorIr operands, not {type(tensor).__name__}")
         value = slot(tensor, at.shape)
@@ -516,22 +512,20 @@ cdef class OperationQueue:
         for i in range(len(shape)):
             dim = shape[i]
             if self._n_dim_keys >= 0:
-                if type(dim) is int:
-                    c_dim = exact_int_value(dim, &overflow)
-                    if overflow == 0:
-                        for k in range(self._n_dim_keys):
-                            if self._dim_keys[k] == c_dim:
-                                break
-                        else:
-                            k = -1
-                            if self._n_dim_keys < 64:
-                                k = self._n_dim_keys
-                                self._dim_keys[k] = c_dim
-                                self._n_dim_keys += 1
-                                list_push(self.dim_values, dim)
-                        if k >= 0:
-                            buf_push(b, k)
-                            continue
+                if exact_long_long(dim, &c_dim):
+                    for k in range(self._n_dim_keys):
+                        if self._dim_keys[k] == c_dim:
+                            break
+                    else:
+                        k = -1
+                        if self._n_dim_keys < 64:
+                            k = self._n_dim_keys
+                            self._dim_keys[k] = c_dim
+                            self._n_dim_keys += 1
+                            list_push(self.dim_values, dim)
+                    if k >= 0:
+                        buf_push(b, k)
+                        continue
                 self._dims_to_dict()
             found = PyDict_GetItem(self.dims, shape[i])
             if found != NULL:
