@@ -10,7 +10,7 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
 cdef extern from "Python.h":
     # The slot descriptors of a ``__slots__`` class (what ``TensorIr.id`` is): fastplan reads
@@ -311,6 +311,27 @@ cdef inline int list_empty(list lst) except -1:
         _set_var_size(<PyObject*>lst, n)
         _decref(item)
         n = len(lst)
+    return 0
+
+
+cdef inline int list_drop_front(list lst, Py_ssize_t count) except -1:
+    """``del lst[:count]`` for ``0 <= count <= len(lst)``, keeping the item array: the queue
+    drops the executed head of its lists at a drain and fills them again at once
+    (``PyList_SetSlice`` shrinks an array left less than half used, and the refill regrows
+    it). The rest move down before the dropped references go, so a destructor that reached
+    the list would see it consistent. Past 64 dropped items or 4096 in all, the ordinary
+    slice deletion."""
+    cdef Py_ssize_t i, n = len(lst)
+    cdef PyObject* dropped[64]
+    cdef PyObject** items = (<PyListObject*>lst).ob_item
+    if count > 64 or n > 4096:
+        return list_set_slice(lst, 0, count, NULL)
+    for i in range(count):
+        dropped[i] = items[i]
+    memmove(items, items + count, <size_t>(n - count) * sizeof(PyObject*))
+    _set_var_size(<PyObject*>lst, n - count)
+    for i in range(count):
+        _decref(dropped[i])
     return 0
 
 

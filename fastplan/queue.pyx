@@ -37,8 +37,8 @@ from libc.string cimport memset
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
     buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot_at, exact_codes, exact_long_long,
-    field_offset, int_slot, interned, list_append_long, list_empty, list_push, list_replace,
-    list_reserved, list_set_slice, new_operation, new_struct, new_tensor, op_code_of, op_codes,
+    field_offset, int_slot, interned, list_append_long, list_drop_front, list_empty, list_push,
+    list_replace, list_reserved, new_operation, new_struct, new_tensor, op_code_of, op_codes,
     slot, slots, status_of, status_slot_at, struct_info, untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
@@ -847,9 +847,9 @@ cdef class OperationQueue:
             list_empty(self.indices)
             list_empty(self._outs)
         else:
-            list_set_slice(self.global_ops, 0, count, NULL)
-            list_set_slice(self.indices, 0, count, NULL)
-            list_set_slice(self._outs, 0, count, NULL)
+            list_drop_front(self.global_ops, count)
+            list_drop_front(self.indices, count)
+            list_drop_front(self._outs, count)
         self._first += count
         n = len(self.global_ops)
         self._clear()
