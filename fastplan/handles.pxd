@@ -18,6 +18,12 @@ cdef class _Live:
     cdef Py_ssize_t layout  # its layout id (Memory.layout_ids)
 
 
+cdef class _InputsMemo:
+    cdef list specs  # per input in load order: (shape, strides, dtype) as its spec gave them
+    cdef list made  # per input in load order: (handle, buffer length, layout id)
+    cdef dict layout_ids  # the table the layout ids are from
+
+
 ctypedef struct LiveSlot:
     long long key  # a tensor id's 64 bits (handles.tensor_key)
     PyObject* entry  # its _Live (a reference held by the table); NULL: the slot is free
@@ -53,6 +59,7 @@ cdef class Memory:
     cdef Py_ssize_t _buffer(self, object number) except -1
     cdef object _alloc(self, tuple shape, object dtype, tuple strides)
     cdef object _alloc_as(self, object shape, object dtype, object strides)
+    cdef int load_inputs_with(self, object stream, _InputsMemo memo) except -1
     cpdef register(self, object tensor_id, object handle)
     cdef int register_layout(self, object tensor_id, object handle, Py_ssize_t layout) except -1
     cdef int _count(self, Py_ssize_t buffer, Py_ssize_t change) except -1

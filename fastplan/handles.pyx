@@ -313,6 +313,49 @@ cdef Py_ssize_t layout_id(dict table, object handle) except -1:
     return <Py_ssize_t>found
 
 
+cdef bint _same_ints(object a, object b) noexcept:
+    """``a`` and ``b`` are tuples of the same exact ints (what equal tuples of ``int`` are,
+    without ``True == 1``)."""
+    cdef Py_ssize_t i
+    cdef long long x, y
+    if type(a) is not tuple or type(b) is not tuple or len(<tuple>a) != len(<tuple>b):
+        return False
+    for i in range(len(<tuple>a)):
+        if not (exact_long_long((<tuple>a)[i], &x) and exact_long_long((<tuple>b)[i], &y)
+                and x == y):
+            return False
+    return True
+
+
+cdef bint _same_spec(tuple known, object shape, object strides, object dtype) noexcept:
+    """An input spec's layout is the one ``known`` (shape, strides, dtype) recorded."""
+    if dtype is not known[2] or not _same_ints(shape, known[0]):
+        return False
+    if strides is None or known[1] is None:
+        return strides is None and known[1] is None
+    return _same_ints(strides, known[1])
+
+
+@cython.final
+cdef class _InputsMemo:
+    """The layouts of the stream inputs a fresh ``Memory`` loaded last, and the handles it
+    made of them (``Memory.load_inputs_with``): a runtime's next iteration loads inputs of
+    the same layouts under new tensor ids. fastplan.launch_stream keeps one per
+    ``LaunchMemo``."""
+
+    def __init__(self):
+        self.specs, self.made, self.layout_ids = [], [], None
+
+
+def _load_inputs_memoized(stream, _InputsMemo memo, dict layout_ids):
+    """A fresh ``Memory`` taking its layout ids from ``layout_ids`` that loaded ``stream``'s
+    inputs through ``memo``, as fastplan.launch_stream loads them (for the tests)."""
+    cdef Memory memory = Memory()
+    memory.use_layout_ids(layout_ids)
+    memory.load_inputs_with(stream, memo)
+    return memory
+
+
 @cython.no_gc
 @cython.freelist(256)
 cdef class _Live:
@@ -682,6 +725,20 @@ cdef class Memory:
 
     def load_inputs(self, stream):
         """A buffer per stream input, laid out with its strides; ``Init`` targets wait."""
+        self.load_inputs_with(stream, None)
+
+    cdef int load_inputs_with(self, object stream, _InputsMemo memo) except -1:
+        """``load_inputs``, taking the handles ``memo`` holds where it can: a memory that
+        starts empty gives the input it loads k-th the buffer number k, so an input whose
+        spec has the layout of the k-th one loaded last time (equal exact-int shape and
+        strides, the same dtype) gets that handle, buffer length and layout id again,
+        whatever its tensor id. ``memo`` (may be None) then holds this stream's."""
+        cdef Py_ssize_t k = 0
+        cdef bint reuse = (memo is not None and self._live_n == 0 and not self.sizes
+                           and type(self.next_buffer) is int and self.next_buffer == 0)
+        cdef tuple made
+        if reuse and memo.layout_ids is not self.layout_ids:  # its layout ids are not ours
+            memo.specs, memo.made, memo.layout_ids = [], [], self.layout_ids
         self.inputs = dict(stream.inputs)
         deferred = init_targets(stream)
         for tensor_id in sorted(stream.inputs):
@@ -693,7 +750,25 @@ cdef class Memory:
                 strides = slot(spec, _I_STRIDES)
             else:
                 shape, dtype, strides = spec.shape, spec.dtype, spec.strides
-            self.register(tensor_id, self._alloc_as(shape, dtype, strides))
+            if not reuse:
+                self.register(tensor_id, self._alloc_as(shape, dtype, strides))
+                continue
+            if k < len(memo.specs) and _same_spec(<tuple>memo.specs[k], shape, strides, dtype):
+                made = memo.made[k]
+                self.next_buffer = k + 1
+                self.sizes[k] = made[1]
+                self.register_layout(tensor_id, made[0], <Py_ssize_t>made[2])
+            else:
+                handle = self._alloc_as(shape, dtype, strides)
+                made = (handle, self.sizes[k], layout_id(self.layout_ids, handle))
+                self.register_layout(tensor_id, handle, <Py_ssize_t>made[2])
+                if k < len(memo.specs):
+                    memo.specs[k], memo.made[k] = (shape, strides, dtype), made
+                else:
+                    memo.specs.append((shape, strides, dtype))
+                    memo.made.append(made)
+            k += 1
+        return 0
 
     # --- unfused ops ----------------------------------------------------------------------
 

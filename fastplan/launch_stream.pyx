@@ -32,6 +32,11 @@ fused step's widths and aliases. A hit replays the execution in one go. Unfused 
 nothing else of a stream, except two: ``Slice`` ranges (stashed values) and the input specs
 an ``Init`` reads; an execution with either is not stored.
 
+**The stream inputs.** Each walk starts from a fresh memory holding the stream's inputs,
+buffer k for the k-th input loaded. The memo keeps the handles it made last time
+(``fastplan.handles.Memory.load_inputs_with``): an input whose layout is the k-th one's
+takes its handle, buffer length and layout id again, whatever its tensor id.
+
 A repeated iteration (the plan cache serving the same optimizations on the same shapes) is
 planned from the memo; ``tests/fastplan/test_launch_stream.py`` checks the outcome equals
 refimpl's with and without the memo.
@@ -55,7 +60,9 @@ from fastplan._keys cimport (
     KeyBuf, KeyTable, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset,
     key_hash, list_append_long, new_instance, set_slot, slot,
 )
-from fastplan.handles cimport Memory, _Live, handle_buffer, handle_layout, replayable_op
+from fastplan.handles cimport (
+    Memory, _InputsMemo, _Live, handle_buffer, handle_layout, replayable_op,
+)
 from fastplan.launch cimport _WalkLaunch, plan_launch_walk, walk_matmul_refused
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
@@ -102,10 +109,12 @@ cdef class LaunchMemo:
     cdef dict _by_device
     cdef dict _executions_by_device
     cdef dict layout_ids  # a layout key (fastplan.handles._layout_key) -> layout id
+    cdef _InputsMemo inputs  # the handles of the stream inputs loaded last
     cdef public Py_ssize_t hits, misses
 
     def __init__(self):
         self._by_device, self._executions_by_device, self.layout_ids = {}, {}, {}
+        self.inputs = _InputsMemo()
         self.hits = self.misses = 0
 
     cdef dict table(self, object device):
@@ -616,7 +625,7 @@ def launch_records(stream, list records, device, LaunchMemo memo=None):
         if memo is not None:
             table = memo.table(device)
             memory.use_layout_ids(memo.layout_ids)
-        memory.load_inputs(stream)
+        memory.load_inputs_with(stream, None if memo is None else memo.inputs)
         _walk(stream.items, records, device, memory, memo, table, results)
     finally:
         if paused:

@@ -26,6 +26,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 import fastplan
+from refimpl.data import contiguous_strides
 from refimpl.dtypes import DType
 from refimpl.errors import TensorIdError
 from refimpl.frontend import Session
@@ -43,7 +44,6 @@ if fastplan.COMPILED:
     from fastplan.handles import Memory as FastMemory
     from fastplan.handles import init_targets as fast_init_targets
     from fastplan.handles import unfused_view
-
     from refimpl.handles import unfused_view as ref_unfused_view
 
 
@@ -450,6 +450,54 @@ def test_memory_load_inputs_takes_any_sequence_like_refimpl() -> None:
     fast, ref = both(Stream(inputs, ()))
     assert_same_state(fast, ref)
     assert fast.layouts[5] == fast.layouts[1] != fast.layouts[2] == fast.layouts[3]
+
+
+def _relaid_inputs(stream: Stream, how: str, offset: int) -> Stream:
+    """``stream``'s inputs under ids moved by ``offset`` (a runtime's next iteration), their
+    layouts changed the way ``how`` names."""
+    inputs = {}
+    for tid, spec in stream.inputs.items():
+        if how == "dtype":
+            spec = dataclasses.replace(spec, dtype=DType.F16)
+        elif how == "strides" and len(spec.shape) == 2:
+            spec = dataclasses.replace(spec, strides=(1, spec.shape[0]))
+        elif how == "explicit":
+            spec = dataclasses.replace(spec, strides=contiguous_strides(spec.shape))
+        elif how == "bool" and spec.shape and spec.shape[0] == 1:
+            spec = dataclasses.replace(spec, shape=(True,) + tuple(spec.shape[1:]))
+        elif how == "list":
+            spec = dataclasses.replace(spec, shape=list(spec.shape))
+        inputs[tid + offset] = spec
+    if how == "fewer":
+        inputs = dict(list(inputs.items())[::2])
+    return Stream(inputs, ())
+
+
+@pytest.mark.parametrize("how", ["same", "dtype", "strides", "explicit", "bool", "list",
+                                 "fewer"])
+def test_memory_load_inputs_through_a_memo_is_refimpls(how: str) -> None:
+    """fastplan.launch_stream loads each stream's inputs into a fresh memory through its
+    memo's handles (``Memory.load_inputs_with``): an input takes the handle the memo made for
+    its position only where its layout is that handle's. Streams of the same inputs, then
+    changed (``how``), then the same again, under new ids every time: the memory holds
+    refimpl's handles, buffers and sizes, and one layout table gives equal layouts equal ids
+    across the memories."""
+    from fastplan.handles import _InputsMemo, _load_inputs_memoized
+
+    inputs = {3: InputSpec((1, 8), DType.F32), 1: InputSpec((4, 8), DType.F32),
+              7: InputSpec((8, 4), DType.F32, strides=(1, 8)), 2: InputSpec((), DType.I32),
+              5: InputSpec((4, 8), DType.F32), 9: InputSpec((1,), DType.F32)}
+    base = Stream(inputs, ())
+    memo, table, by_layout = _InputsMemo(), {}, {}
+    for k, variant in enumerate(("same", how, "same", how)):
+        stream = _relaid_inputs(base, variant, 100 * k)
+        fast = _load_inputs_memoized(stream, memo, table)
+        ref = RefMemory(with_values=False)
+        ref.load_inputs(stream)
+        assert_same_state(fast, ref)
+        for tid, handle in fast.handles.items():
+            layout = (handle.shape, handle.strides, handle.offset, handle.dtype)
+            assert by_layout.setdefault(fast.layouts[tid], layout) == layout
 
 
 def _same_home(count: int, cap: int = 64) -> list[int]:

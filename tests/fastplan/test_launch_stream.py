@@ -28,14 +28,16 @@ from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 import fastplan
+from refimpl.data import contiguous_strides
 from refimpl.devices import PRESETS
+from refimpl.dtypes import DType
 from refimpl.frontend import Session
 from refimpl.interpreter import executed_steps
 from refimpl.interpreter import launch_plan_stream as reference_launch_plan_stream
 from refimpl.planner import StreamPlanner as RefStreamPlanner
 from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
 from refimpl.strategies import elementwise_streams, streams, strides_for_layout
-from refimpl.stream import Stream, load_stream, stream_to_json
+from refimpl.stream import Stream, Sync, load_stream, stream_to_json
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
@@ -466,6 +468,51 @@ def test_launch_memo_executions_tell_the_layouts_apart(device: str, build_stream
     assert memo.hits == hits + fused_count(expected[1])
 
 
+# --- the stream inputs a memo loads again ---------------------------------------------------
+
+
+def _inputs_changed(stream: Stream, how: str) -> Stream:
+    """``stream`` with its inputs' layouts changed the way ``how`` names (tensor ids kept)."""
+    if how == "f16":  # every tensor and input spec another dtype: other handles, other plans
+        items = with_tensors(stream.items, lambda t: dataclasses.replace(t, dtype=DType.F16))
+        inputs = {tid: dataclasses.replace(spec, dtype=DType.F16)
+                  for tid, spec in stream.inputs.items()}
+        return Stream(inputs, items)
+    if how == "swapped":  # every 2-d input laid out column-major: same shapes, other strides
+        inputs = {tid: dataclasses.replace(spec, strides=(1, spec.shape[0]))
+                  if len(spec.shape) == 2 else spec for tid, spec in stream.inputs.items()}
+        return Stream(inputs, stream.items)
+    if how == "explicit":  # contiguous strides spelled out instead of None: the same layouts
+        inputs = {tid: dataclasses.replace(spec, strides=contiguous_strides(spec.shape))
+                  for tid, spec in stream.inputs.items()}
+        return Stream(inputs, stream.items)
+    assert how == "fewer"  # the stream cut at its first sync: a prefix of the inputs
+    cut = next(i for i, item in enumerate(stream.items) if isinstance(item, Sync))
+    items = stream.items[:cut + 1]
+    used = {t.id for op in items if not isinstance(op, Sync) for t in op.nodes()}
+    return Stream({tid: spec for tid, spec in stream.inputs.items() if tid in used}, items)
+
+
+@pytest.mark.parametrize("how", ["f16", "swapped", "explicit", "fewer"])
+def test_launch_memo_loads_inputs_again_only_on_their_layouts(how: str) -> None:
+    """One planner and memo per twin run an iteration, a variant of it whose inputs have
+    other layouts (or fewer inputs), then the iteration again, every time under new tensor
+    ids: fastplan takes an input's handle from the memo only for the layout it was made for,
+    so every launch plan is refimpl's."""
+    profile = PRESETS["metal"]
+    first = build("elementwise", 300)
+    streams = [first]
+    for variant in (_inputs_changed(first, how), first):
+        streams.append(shift_past(streams[-1], variant))
+    ref = RefStreamPlanner(RefFusionRegistry().fusers(profile))
+    fast = FastStreamPlanner(FastFusionRegistry().fusers(profile))
+    memo = LaunchMemo()
+    for stream in streams:
+        expected = outcome(partial(ref_next, ref, stream, profile))
+        assert expected[0] == "ok"
+        assert outcome(partial(fast_next, fast, stream, profile, memo)) == expected
+
+
 # --- the repeated iteration ------------------------------------------------------------------
 
 
@@ -540,7 +587,6 @@ _ANY = st.lists(_EDGE | st.sampled_from((True, 2.0)), max_size=4).map(tuple)
 def _extents_case(shape, handle=None):
     """A one-tensor context and a memory whose handle of it is ``(shape, strides, offset)``."""
     from fastplan.launch import FusedContext
-    from refimpl.dtypes import DType
     from refimpl.handles import Handle
     from refimpl.ir import TensorIr, TensorStatus
 
@@ -578,7 +624,6 @@ def test_extents_fit_follows_the_rule_in_python_ints(data):
     to Python ints where it cannot (a product or sum past a long long, a value that is no
     exact int, a tensor or handle of another class): the answer is the rule's either way."""
     from fastplan.launch import FusedContext, _extents_fit
-    from refimpl.dtypes import DType
     from refimpl.handles import Handle
     from refimpl.ir import TensorIr, TensorStatus
 
