@@ -733,7 +733,7 @@ cdef class Memory:
         spec has the layout of the k-th one loaded last time (equal exact-int shape and
         strides, the same dtype) gets that handle, buffer length and layout id again,
         whatever its tensor id. ``memo`` (may be None) then holds this stream's."""
-        cdef Py_ssize_t k = 0
+        cdef Py_ssize_t k = 0, layout
         cdef bint reuse = (memo is not None and self._live_n == 0 and not self.sizes
                            and type(self.next_buffer) is int and self.next_buffer == 0)
         cdef tuple made
@@ -750,23 +750,23 @@ cdef class Memory:
                 strides = slot(spec, _I_STRIDES)
             else:
                 shape, dtype, strides = spec.shape, spec.dtype, spec.strides
-            if not reuse:
-                self.register(tensor_id, self._alloc_as(shape, dtype, strides))
-                continue
-            if k < len(memo.specs) and _same_spec(<tuple>memo.specs[k], shape, strides, dtype):
+            if reuse and k < len(memo.specs) and _same_spec(<tuple>memo.specs[k], shape,
+                                                            strides, dtype):
                 made = memo.made[k]
                 self.next_buffer = k + 1
                 self.sizes[k] = made[1]
                 self.register_layout(tensor_id, made[0], <Py_ssize_t>made[2])
-            else:
+            else:  # ``register``, its layout id kept for the memo
                 handle = self._alloc_as(shape, dtype, strides)
-                made = (handle, self.sizes[k], layout_id(self.layout_ids, handle))
-                self.register_layout(tensor_id, handle, <Py_ssize_t>made[2])
-                if k < len(memo.specs):
-                    memo.specs[k], memo.made[k] = (shape, strides, dtype), made
-                else:
-                    memo.specs.append((shape, strides, dtype))
-                    memo.made.append(made)
+                layout = layout_id(self.layout_ids, handle)
+                self.register_layout(tensor_id, handle, layout)
+                if reuse:
+                    made = (handle, self.sizes[k], layout)
+                    if k < len(memo.specs):
+                        memo.specs[k], memo.made[k] = (shape, strides, dtype), made
+                    else:
+                        memo.specs.append((shape, strides, dtype))
+                        memo.made.append(made)
             k += 1
         return 0
 
