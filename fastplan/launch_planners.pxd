@@ -31,6 +31,8 @@ cdef class BlockPlan:
     cdef public Py_ssize_t width
     cdef public list inplaces
     cdef public object potential_ref
+    cdef object permute_of  # the FuseBlock whose may_permute_layout ``permute`` holds
+    cdef bint permute
 
 
 cdef class PlanningState:

@@ -47,6 +47,9 @@ cdef FieldRead _STRIDES = field_read("strides")
 cdef FieldRead _TENSOR = field_read("tensor")
 cdef FieldRead _TY = field_read("ty")
 cdef FieldRead _SHAPE_REF = field_read("shape_ref")
+cdef FieldRead _NAME = field_read("name")
+cdef FieldRead _SETTINGS = field_read("settings")
+cdef FieldRead _OPS = field_read("ops")
 cdef object _READ_WRITE = TensorStatus.ReadWrite
 cdef object _ANY = RefLayoutMode.Any
 cdef object _SAME_AS_BLOCK = RefLayoutMode.SameAsBlock
@@ -388,12 +391,27 @@ def may_permute_layout(settings, ops):
 
     Mirrors refimpl.planner.launch_planners.may_permute_layout.
     """
+    return _may_permute(settings, ops)
+
+
+cdef bint _may_permute(object settings, object ops) except -1:
     if settings.ref_layout.mode is not _ANY or not settings.choose_output_layout:
         return False
     for op in ops:
-        if op.name in _INDEXING:
+        if field(op, &_NAME) in _INDEXING:
             return False
     return True
+
+
+cdef bint _block_may_permute(BlockPlan block, object fuse_block) except -1:
+    """``may_permute_layout`` of ``fuse_block`` (the trace's block planned by ``block``), kept
+    on ``block`` for the rest of the launch: the output planner asks it once per output, and
+    a ``FuseBlock`` (frozen, its ops a tuple of frozen ``FuseOp``s) gives the same answer
+    every time."""
+    if block.permute_of is not fuse_block:
+        block.permute = _may_permute(field(fuse_block, &_SETTINGS), field(fuse_block, &_OPS))
+        block.permute_of = fuse_block
+    return block.permute
 
 
 cdef object _view_of(PlanningState state, object relative_id):
@@ -419,7 +437,7 @@ cdef Py_ssize_t _inplace_candidate(PlanningState state, Py_ssize_t idx, object g
     cdef BlockPlan block = block_at(state.blocks, idx)
     cdef ReferenceSelection reference = block.reference
     fuse_block = state.trace.blocks[idx]
-    permute = may_permute_layout(fuse_block.settings, fuse_block.ops)
+    permute = _block_may_permute(block, fuse_block)
     k = 0
     for _, candidate, strides in block.inplaces:
         if field(candidate, &_DTYPE) != field(glob, &_DTYPE) or \
@@ -538,7 +556,7 @@ cdef object _preferred_dim_order(PlanningState state, Py_ssize_t idx, tuple shap
     cdef HandleInput item
     fuse_block = state.trace.blocks[idx]
     cdef BlockPlan block = block_at(state.blocks, idx)
-    if not may_permute_layout(fuse_block.settings, fuse_block.ops):
+    if not _block_may_permute(block, fuse_block):
         return None
     resources = state.trace.resources
     indexed = {rid for rid, _ in resources.indexed}

@@ -40,7 +40,7 @@ def test_cli_bench_planner_prints_a_table(capsys):
                      "--repeats", "1"]) == 0
     out = capsys.readouterr().out
     assert "| workload | ops | path | refimpl µs/op | fastplan µs/op | ratio | searches |" in out
-    assert out.count("| transformer |") == 4  # plan(), search only, cache hit, + launch
+    assert out.count("| transformer |") == 5  # plan(), search, launch, cache hit, + launch
 
 
 def test_cli_bench_planner_json(capsys):
@@ -49,7 +49,8 @@ def test_cli_bench_planner_json(capsys):
     assert cli.main(["bench", "planner", "--workload", "elementwise", "--sizes", "120",
                      "--repeats", "1", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {row["path"] for row in rows} == {"plan", "search", "cache", "cache+launch"}
+    assert {row["path"] for row in rows} == {"plan", "search", "launch", "cache",
+                                                 "cache+launch"}
     assert all(row["refimpl_us"] > 0 and row["fastplan_us"] > 0 for row in rows)
 
 
