@@ -13,7 +13,7 @@
 # `bench`: the three workloads of bench/planner.py one after another (one process at a time:
 # three side by side moved the same row by up to 1.9x between runs on these machines, while
 # the split, run alone, stayed within 10%), then bench/planner_split.py. refimpl is skipped where
-# one run of its four paths would take over 100 s (elementwise and mixed at 100k); `bench-100k`
+# one run of its five paths would take over 100 s (elementwise and mixed at 100k); `bench-100k`
 # runs it there, one run (mixed alone takes about 5 minutes of one device call: give the
 # workloads as two calls, PLANNER_WORKLOADS=mixed, then elementwise,transformer).
 # `check`: the plan-equality property at the thorough

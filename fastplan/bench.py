@@ -28,8 +28,8 @@ turns, one run of every path each), the same for refimpl and fastplan:
 * ``launch`` — that planner's launch planning of the steps it just executed (iteration 1):
   every fused step is planned in full the first time it is met; fastplan's ``LaunchMemo``
   starts empty, as in ``plan``, and serves the steps repeated inside the stream. This is
-  ``plan`` less ``search``, timed on its own: the part of ``plan`` that a runtime pays once
-  per new step and not again (``cache+launch``);
+  ``plan`` less ``search``, timed on its own: what a runtime pays the first time it meets a
+  fused step (after that the memo serves it, as in ``cache+launch``);
 * ``cache`` — that planner, warm, planning the next iteration (every tensor id moved, as a
   runtime's next step allocates new ids): the plan-cache hit path;
 * ``cache+launch`` — the same plus launch planning of its steps: the steady state of a
