@@ -29,7 +29,7 @@ from fastplan._keys cimport (
     slot, slots, struct_info, tensor_id, tensor_type,
 )
 from fastplan.handles cimport Memory, _Live, op_nodes
-from fastplan.layout cimport permuted_innermost_axis_t
+from fastplan.layout cimport matrix_batch_layout_o, permuted_innermost_axis_t
 from fastplan.relative cimport new_frozen
 
 from fastplan.launch_planners cimport (
@@ -49,7 +49,7 @@ from refimpl.planner.launch import (
     LaunchOutput, LaunchPlan, RefLayout, ReshapedLayout, RuntimeLayout, ShapeLayout,
     SwapDimsLayout,
 )
-from refimpl.planner.layout import MatrixBatchLayout, matrix_batch_layout
+from refimpl.planner.layout import MatrixBatchLayout
 from refimpl.planner.trace import Input, ReshapeView
 
 __all__ = [
@@ -488,7 +488,7 @@ cdef bint walk_matmul_refused(_WalkLaunch launch, Py_ssize_t lhs, Py_ssize_t rhs
     vectorized."""
     sizes = (_item(launch.input_sizes, lhs), _item(launch.input_sizes, rhs))
     for pos in (lhs, rhs):
-        if matrix_batch_layout(_item(launch.input_strides, pos)) is _HIGHLY_PERMUTED:
+        if matrix_batch_layout_o(_item(launch.input_strides, pos)) is _HIGHLY_PERMUTED:
             return True
     out = 1
     arg = launch.ref_arg

@@ -62,13 +62,18 @@ cdef tuple _FUSE_OP_FIELDS = ("name", "args")
 # Input, Output, UnaryFuseArgs, Handle and TensorIr are frozen slots dataclasses whose
 # ``__init__`` only assigns: built with ``new_frozen`` (the same objects, several times faster
 # than the frozen ``__init__``'s ``object.__setattr__`` per field).
-# DType.storage_bytes by member identity (the property goes through numpy and enum hashing)
-cdef dict _STORAGE_BYTES = {id(d): d.storage_bytes for d in DType}
+# DType.storage_bytes by member identity (the property goes through numpy and enum hashing;
+# a scan of the few members by pointer makes no int object, as a dict keyed by id() would)
+cdef tuple _DTYPES = tuple(DType)
+cdef tuple _STORAGE_BYTES = tuple([d.storage_bytes for d in _DTYPES])
 
 
 cdef object storage_bytes(object dtype):
-    found = _STORAGE_BYTES.get(id(dtype))
-    return dtype.storage_bytes if found is None else found
+    cdef Py_ssize_t i
+    for i in range(len(_DTYPES)):
+        if (<tuple>_DTYPES)[i] is dtype:
+            return (<tuple>_STORAGE_BYTES)[i]
+    return dtype.storage_bytes
 
 
 # --- working state (burn LaunchPlan / BlockPlan / handles) --------------------------------------

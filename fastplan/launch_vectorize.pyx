@@ -13,7 +13,9 @@ launch.
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport FieldRead, field, field_read
-from fastplan.layout cimport Dims, dims_free, dims_load, permuted_innermost_axis_t
+from fastplan.layout cimport (
+    Dims, dims_free, dims_load, matrix_batch_layout_o, permuted_innermost_axis_t,
+)
 from fastplan.vectorization cimport (
     VECT_BROADCASTED, vectorization_input_c, vectorization_output_c, vectorization_reshape_c,
     vectorization_swapped_c,
@@ -25,7 +27,7 @@ from fastplan.launch_planners cimport (
 )
 
 from refimpl.devices import DeviceProfile
-from refimpl.planner.layout import MatrixBatchLayout, matrix_batch_layout
+from refimpl.planner.layout import MatrixBatchLayout
 from refimpl.planner.settings import VectorizationMode
 from refimpl.planner.trace import NhwcStridesView, ReshapeView, SwapDimsView
 from refimpl.planner.vectorization import (
@@ -67,7 +69,7 @@ cdef dict _runner_axes(PlanningState state, object matmul_operands):
     for i in range(len(state.inputs)):
         item = input_at(state.inputs, i)
         if item.relative.id in matmul_operands and \
-                matrix_batch_layout(item.strides) is _TRANSPOSED:
+                matrix_batch_layout_o(item.strides) is _TRANSPOSED:
             axes[item.glob.id] = len(item.strides) - 2
     return axes
 

@@ -34,6 +34,8 @@ cdef bint is_contiguous_order_c(const Py_ssize_t* order, Py_ssize_t rank) noexce
 # The axis, or -1 for ``None``.
 cdef Py_ssize_t permuted_innermost_axis_c(const int64_t* shape, const int64_t* strides,
                                           Py_ssize_t rank) noexcept nogil
+# 0 Contiguous, 1 MildlyPermuted, 2 MildlyPermutedTransposed, 3 HighlyPermuted.
+cdef int matrix_batch_layout_c(const int64_t* strides, Py_ssize_t rank) noexcept nogil
 cdef void strides_for_c(const int64_t* shape, const Py_ssize_t* order, Py_ssize_t rank,
                         int64_t* out) noexcept nogil
 
@@ -44,3 +46,5 @@ cdef bint is_dense_t(tuple shape, tuple strides) except -1
 cdef object dim_order_t(tuple shape, tuple strides)
 cdef object permuted_innermost_axis_t(tuple shape, tuple strides)
 cdef tuple strides_for_t(tuple shape, tuple order)
+# ``matrix_batch_layout``: a tuple of ints in C, anything else by refimpl's function.
+cdef object matrix_batch_layout_o(object strides)

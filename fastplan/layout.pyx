@@ -476,10 +476,55 @@ def relayout_strides(strides, shape, stride_relayout):
     return _ref.relayout_strides(strides, shape, stride_relayout)
 
 
+# MatrixBatchLayout's members by the core's code (matrix_batch_layout_c)
+cdef tuple _BATCH_LAYOUTS = (MatrixBatchLayout.Contiguous, MatrixBatchLayout.MildlyPermuted,
+                             MatrixBatchLayout.MildlyPermutedTransposed,
+                             MatrixBatchLayout.HighlyPermuted)
+
+
+cdef int matrix_batch_layout_c(const int64_t* strides, Py_ssize_t rank) noexcept nogil:
+    # 0 Contiguous, 1 MildlyPermuted, 2 MildlyPermutedTransposed, 3 HighlyPermuted
+    cdef Py_ssize_t d
+    cdef int64_t row, col, current, previous
+    cdef bint transposed, batch_swap = False
+    if rank <= 1:
+        return 0
+    row, col = strides[rank - 2], strides[rank - 1]
+    if row == 0 or col == 0:
+        return 3
+    transposed, previous = row < col, row
+    for d in range(rank - 2):
+        current = strides[rank - 3 - d]
+        if current < row or current < col:
+            if current != 0:
+                return 3
+            batch_swap = True
+        if current < previous:
+            batch_swap = True
+        previous = current
+    if transposed:
+        return 2
+    return 1 if batch_swap else 0
+
+
+cdef object matrix_batch_layout_o(object strides):
+    cdef Dims a
+    cdef int code
+    if type(strides) is tuple:
+        try:
+            dims_load(&a, strides)
+        except (TypeError, OverflowError):
+            pass
+        else:
+            code = matrix_batch_layout_c(a.v, a.n)
+            dims_free(&a)
+            return _BATCH_LAYOUTS[code]
+    return _ref.matrix_batch_layout(strides)  # other sequences and values: refimpl decides
+
+
 def matrix_batch_layout(strides):
     """How a batch of matrices is laid out (cubecl ``matrix_batch_layout``).
 
     Mirrors refimpl.planner.layout.matrix_batch_layout.
     """
-    # Matmul operands only (twice per matmul launch): refimpl's code, shared as is.
-    return _ref.matrix_batch_layout(strides)
+    return matrix_batch_layout_o(strides)

@@ -270,6 +270,8 @@ def test_launch_equivalence_layout_rules(layout):
     _same("contiguous_strides", ref_layout, shape)
     _same("strides_for", ref_layout, shape, tuple(range(len(shape)))[::-1])
     _same("is_contiguous_order", ref_layout, tuple(range(len(shape))))
+    _same("matrix_batch_layout", ref_layout, strides)
+    _same("matrix_batch_layout", ref_layout, list(strides))  # another sequence: refimpl's path
     _same("block_axis", ref_vect, shape, strides)
 
 
