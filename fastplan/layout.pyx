@@ -3,11 +3,12 @@
 
 Mirrors ``refimpl/planner/layout.py`` (burn ``engine/launch/layout.rs`` and burn-std's tensor
 helpers): same names, same order, same results. The per-tensor rules (``contiguous_strides``,
-``is_contiguous``, ``is_dense``, ``dim_order``, ``permuted_innermost_axis``, ``strides_for``)
-are ``noexcept nogil`` cores over ``int64_t`` arrays (``layout.pxd``); the ``def`` twins load
-their sequences into C arrays and call them. A sequence that does not load (a value that is
-not an int, or beyond 64 bits) is handed to refimpl's own function, so the result (or the
-error) is refimpl's. ``ReshapeAction`` and ``MatrixBatchLayout`` are refimpl's classes.
+``is_contiguous``, ``is_dense``, ``dim_order``, ``permuted_innermost_axis``, ``strides_for``,
+``matrix_batch_layout``) are ``noexcept nogil`` cores over ``int64_t`` arrays
+(``layout.pxd``); the ``def`` twins load their sequences into C arrays and call them. A
+sequence that does not load (a value that is not an int, or beyond 64 bits) is handed to
+refimpl's own function, so the result (or the error) is refimpl's. ``ReshapeAction`` and
+``MatrixBatchLayout`` are refimpl's classes.
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
