@@ -808,8 +808,13 @@ cdef class Memory:
         if action == _VIEW:
             handle = _view(op, _VARIANTS[code], source)
         if handle is None:
-            shape = tuple(out.shape)
-            handle = self._alloc(shape, out.dtype, _contiguous(shape))
+            if type(out) is TensorIr:
+                shape = tuple(slot(out, slots().shape))
+                dtype = slot(out, slots().dtype)
+            else:
+                shape = tuple(out.shape)
+                dtype = out.dtype
+            handle = self._alloc(shape, dtype, _contiguous(shape))
         for tensor in reads:
             if (slot(tensor, slots().status) if type(tensor) is TensorIr
                     else tensor.status) is _READ_WRITE:

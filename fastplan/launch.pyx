@@ -34,7 +34,7 @@ from fastplan.relative cimport new_frozen
 
 from fastplan.launch_planners cimport (
     BlockPlan, HandleInput, HandleOutput, PlanningState, ReferenceSelection, block_at, input_at,
-    output_at,
+    new_reference, output_at,
 )
 
 from fastplan.launch_planners import plan_inputs, plan_outputs
@@ -118,6 +118,13 @@ def context_of(segment, global2relative, shapes, scalars):
 
 
 cdef FieldRead _SHAPE = field_read("shape")
+cdef FieldRead _ID = field_read("id")  # a TensorIr's
+cdef FieldRead _RESOURCES = field_read("resources")  # a FuseTrace's
+cdef FieldRead _BLOCKS = field_read("blocks")
+cdef FieldRead _VIEWS = field_read("views")  # its resources'
+cdef FieldRead _READS = field_read("reads")  # a FuseBlock's
+cdef FieldRead _WRITES = field_read("writes")
+cdef FieldRead _SHAPE_REF = field_read("shape_ref")
 
 
 cdef inline int _note(object tensor, object global2relative, dict tensors) except -1:
@@ -168,7 +175,7 @@ cdef tuple _configs(PlanningState state):
     cdef ReferenceSelection reference
     cdef Py_ssize_t i
     cdef list blocks = state.blocks
-    fuse_blocks = state.trace.blocks
+    fuse_blocks = field(state.trace, &_BLOCKS)
     rank = state.rank
     for i in range(min(len(blocks), len(fuse_blocks))):  # zip's pairs
         block = block_at(blocks, i)
@@ -393,16 +400,16 @@ cdef PlanningState _planned(object trace, object context, object memory, object 
     cdef BlockPlan block
     cdef PlanningState state = PlanningState.__new__(PlanningState)
     cdef Py_ssize_t rank = 0
-    for b in trace.blocks:
+    for b in field(trace, &_BLOCKS):
         block = BlockPlan.__new__(BlockPlan)
-        block.reads = {rid: list(ops) for rid, ops in b.reads}
-        block.writes = {rid: list(ops) for rid, ops in b.writes}
-        block.reference = ReferenceSelection("Searching")
+        block.reads = {rid: list(ops) for rid, ops in field(b, &_READS)}
+        block.writes = {rid: list(ops) for rid, ops in field(b, &_WRITES)}
+        block.reference = new_reference("Searching", None, (), (), (0, 0), 0)
         block.width, block.inplaces, block.potential_ref = 0, [], None
         blocks.append(block)
-    for b in trace.blocks:
-        if len(b.shape_ref) > rank:
-            rank = len(b.shape_ref)
+    for b in field(trace, &_BLOCKS):
+        if len(field(b, &_SHAPE_REF)) > rank:
+            rank = len(field(b, &_SHAPE_REF))
     state.trace, state.context, state.memory, state.rank, state.blocks = (
         trace, context, memory, rank, blocks)
     state.inputs, state.outputs, state.runtime_layouts, state.vectorizations = [], [], [], {}
@@ -433,7 +440,7 @@ cdef _WalkLaunch _freeze_walk(PlanningState state):
             num_writes += len(ops)
     found.skipped = num_writes == 0
     if not found.skipped:
-        fuse_blocks = state.trace.blocks
+        fuse_blocks = field(state.trace, &_BLOCKS)
         for i in range(min(len(blocks), len(fuse_blocks))):  # _configs' pairs
             block = block_at(blocks, i)
             if block.reference.kind == "Concrete":  # _configs' vector axis, for its failures
@@ -454,11 +461,12 @@ cdef _WalkLaunch _freeze_walk(PlanningState state):
         else:
             output_sizes.append(input_at(state_inputs, out.input_pos).vector_size)
         if out.kind == "inplace":
-            aliases.append((out.glob.id, input_at(state_inputs, out.input_pos).glob.id))
+            aliases.append((field(out.glob, &_ID),
+                            field(input_at(state_inputs, out.input_pos).glob, &_ID)))
     found.input_sizes, found.input_strides = tuple(input_sizes), tuple(input_strides)
     found.output_sizes = tuple(output_sizes)
     found.aliases = tuple(sorted(aliases))
-    views = state.trace.resources.views
+    views = field(field(state.trace, &_RESOURCES), &_VIEWS)
     if views:  # _freeze's reshape dims, for their failures
         tensors = state.context.tensors
         for view in views:

@@ -2,7 +2,7 @@
 """C-level declarations of fastplan.launch_planners shared with the other launch twins: the
 working state of one launch, read and written at its struct offsets."""
 
-# ``dtype.storage_bytes`` from a table keyed by the DType member (refimpl's property otherwise).
+# ``dtype.storage_bytes`` from the DType members by pointer (refimpl's property otherwise).
 cdef object storage_bytes(object dtype)
 
 
@@ -47,3 +47,6 @@ cdef class PlanningState:
 cdef HandleInput input_at(list inputs, Py_ssize_t i)
 cdef HandleOutput output_at(list outputs, Py_ssize_t i)
 cdef BlockPlan block_at(list blocks, Py_ssize_t i)
+# ``ReferenceSelection(kind, arg, shape, strides, dims, pos)`` without the call.
+cdef ReferenceSelection new_reference(str kind, object arg, object shape, object strides,
+                                      object dims, object pos)

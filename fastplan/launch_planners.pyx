@@ -50,6 +50,20 @@ cdef FieldRead _SHAPE_REF = field_read("shape_ref")
 cdef FieldRead _NAME = field_read("name")
 cdef FieldRead _SETTINGS = field_read("settings")
 cdef FieldRead _OPS = field_read("ops")
+cdef FieldRead _OFFSET = field_read("offset")  # a Handle's
+cdef FieldRead _RESOURCES = field_read("resources")  # a FuseTrace's
+cdef FieldRead _BLOCKS = field_read("blocks")
+cdef FieldRead _INPUTS = field_read("inputs")  # its resources'
+cdef FieldRead _OUTPUTS = field_read("outputs")
+cdef FieldRead _VIEWS = field_read("views")
+cdef FieldRead _INDEXED = field_read("indexed")
+cdef FieldRead _UNHANDLED = field_read("inputs_unhandled")
+cdef FieldRead _DROPPED = field_read("dropped")
+cdef FieldRead _TENSORS = field_read("tensors")  # the launch context's
+cdef FieldRead _INPLACE = field_read("inplace")  # a FuseBlock's settings'
+cdef FieldRead _REF_LAYOUT = field_read("ref_layout")
+cdef FieldRead _REF_MODE = field_read("mode")  # the ref_layout setting's
+cdef FieldRead _REF_BLOCK_POS = field_read("block_pos")
 cdef object _READ_WRITE = TensorStatus.ReadWrite
 cdef object _ANY = RefLayoutMode.Any
 cdef object _SAME_AS_BLOCK = RefLayoutMode.SameAsBlock
@@ -127,8 +141,8 @@ cdef class ReferenceSelection:
                 f"strides={self.strides!r}, dims={self.dims!r}, pos={self.pos!r})")
 
 
-cdef ReferenceSelection _reference(str kind, object arg, object shape, object strides,
-                                   object dims, object pos):
+cdef ReferenceSelection new_reference(str kind, object arg, object shape, object strides,
+                                      object dims, object pos):
     """``ReferenceSelection(kind, arg, shape, strides, dims, pos)`` without the call."""
     cdef ReferenceSelection found = ReferenceSelection.__new__(ReferenceSelection)
     found.kind, found.arg, found.shape, found.strides = kind, arg, shape, strides
@@ -283,17 +297,17 @@ def plan_inputs(PlanningState state):
     """
     cdef Py_ssize_t pos
     cdef HandleInput item
-    resources = state.trace.resources
+    resources = field(state.trace, &_RESOURCES)
     memory = state.memory
     cdef bint fast_memory = type(memory) is PlanningMemory
     handles = None if fast_memory else memory.handles  # refimpl's: the live dict itself
-    tensors = state.context.tensors
-    unhandled = resources.inputs_unhandled
+    tensors = field(state.context, &_TENSORS)
+    unhandled = field(resources, &_UNHANDLED)
     cdef list inputs = state.inputs
     cdef list fetched = []
     cdef Py_ssize_t rank = state.rank
     pos = 0
-    for entry in resources.inputs:
+    for entry in field(resources, &_INPUTS):
         relative = field(entry, &_TENSOR)
         rid = field(relative, &_ID)
         glob = tensors[rid]
@@ -336,11 +350,11 @@ cdef void _analyze(PlanningState state, Py_ssize_t pos, object relative, object 
     cdef bint is_a_view = False
     cdef Py_ssize_t i
     cdef list blocks = state.blocks
-    fuse_blocks = state.trace.blocks
-    for view in state.trace.resources.views:
+    fuse_blocks = field(state.trace, &_BLOCKS)
+    for view in field(field(state.trace, &_RESOURCES), &_VIEWS):
         for i in range(min(len(blocks), len(fuse_blocks))):  # zip's pairs
             if not is_a_view:
-                is_a_view = _analyze_view(pos, relative, fuse_blocks[i].shape_ref,
+                is_a_view = _analyze_view(pos, relative, field(fuse_blocks[i], &_SHAPE_REF),
                                           block_at(blocks, i), view)
     if not is_a_view:
         _analyze_normal(state, pos, relative, handle, can_mut)
@@ -379,11 +393,12 @@ cdef void _analyze_normal(PlanningState state, Py_ssize_t pos, object relative, 
             count += 1
     if count != 1:
         return
-    fuse_block = state.trace.blocks[idx]
+    fuse_block = field(state.trace, &_BLOCKS)[idx]
     if field(fuse_block, &_SHAPE_REF) != field(relative, &_SHAPE):
         return
     block = block_at(blocks, idx)
-    if field(relative, &_STATUS) is _READ_WRITE and fuse_block.settings.inplace and can_mut:
+    if field(relative, &_STATUS) is _READ_WRITE and \
+            field(field(fuse_block, &_SETTINGS), &_INPLACE) and can_mut:
         block.inplaces.append((pos, relative, field(handle, &_STRIDES)))
     block.potential_ref = ("Normal", pos)
 
@@ -419,8 +434,13 @@ cdef bint _block_may_permute(BlockPlan block, object fuse_block) except -1:
     return block.permute
 
 
+cdef inline object _ref_mode(object fuse_block):
+    """``fuse_block.settings.ref_layout.mode``, read at the slots."""
+    return field(field(field(fuse_block, &_SETTINGS), &_REF_LAYOUT), &_REF_MODE)
+
+
 cdef object _view_of(PlanningState state, object relative_id):
-    for view in state.trace.resources.views:
+    for view in field(field(state.trace, &_RESOURCES), &_VIEWS):
         t = type(view)
         if t is ReshapeView:
             target = view.reshaped
@@ -441,7 +461,7 @@ cdef Py_ssize_t _inplace_candidate(PlanningState state, Py_ssize_t idx, object g
     cdef bint permute, ok
     cdef BlockPlan block = block_at(state.blocks, idx)
     cdef ReferenceSelection reference = block.reference
-    fuse_block = state.trace.blocks[idx]
+    fuse_block = field(state.trace, &_BLOCKS)[idx]
     permute = _block_may_permute(block, fuse_block)
     k = 0
     for _, candidate, strides in block.inplaces:
@@ -457,7 +477,7 @@ cdef Py_ssize_t _inplace_candidate(PlanningState state, Py_ssize_t idx, object g
         elif permute:
             ok = True
         else:
-            ok = fuse_block.settings.ref_layout.mode is not _SAME_AS_BLOCK and \
+            ok = _ref_mode(fuse_block) is not _SAME_AS_BLOCK and \
                 is_contiguous_t(glob.shape, strides)
         if ok:
             return k
@@ -472,9 +492,9 @@ def plan_outputs(PlanningState state):
     """
     cdef Py_ssize_t pos, i, k, idx
     cdef BlockPlan block
-    resources = state.trace.resources
-    outputs = resources.outputs
-    tensors = state.context.tensors
+    resources = field(state.trace, &_RESOURCES)
+    outputs = field(resources, &_OUTPUTS)
+    tensors = field(state.context, &_TENSORS)
     cdef list blocks = state.blocks
     state.outputs = [None] * len(outputs)
     for pos in _output_order(outputs):
@@ -492,21 +512,26 @@ def plan_outputs(PlanningState state):
         view = _view_of(state, rid)
         t = type(view)
         if t is ReshapeView:
-            _reshaped_output(state, pos, entry.ty, relative, glob, view.original, idx)
+            _reshaped_output(state, pos, field(entry, &_TY), relative, glob, view.original,
+                             idx)
         elif t is SwapDimsView:
-            _swapped_output(state, pos, entry.ty, relative, glob, view.original, view.dims, idx)
+            _swapped_output(state, pos, field(entry, &_TY), relative, glob, view.original,
+                            view.dims, idx)
         elif t is NhwcStridesView:
-            strides, changed = relayout_strides(contiguous_strides_t(glob.shape), glob.shape,
+            shape = field(glob, &_SHAPE)
+            strides, changed = relayout_strides(contiguous_strides_t(shape), shape,
                                                 view.stride_relayout)
             base = _UNKNOWN if changed else _IS_REF
-            _normal_output(state, pos, entry.ty, relative, glob, strides, base, idx)
+            _normal_output(state, pos, field(entry, &_TY), relative, glob, strides, base, idx)
         else:
             k = _inplace_candidate(state, idx, glob, relative)
             if k < 0:
-                strides = _chosen_strides(state, idx, glob.shape, relative.shape)
-                _normal_output(state, pos, entry.ty, relative, glob, strides, _IS_REF, idx)
+                strides = _chosen_strides(state, idx, field(glob, &_SHAPE),
+                                          field(relative, &_SHAPE))
+                _normal_output(state, pos, field(entry, &_TY), relative, glob, strides, _IS_REF,
+                               idx)
             else:
-                _inplace_output(state, pos, entry.ty, relative, glob, k, idx)
+                _inplace_output(state, pos, field(entry, &_TY), relative, glob, k, idx)
     for i in range(len(blocks)):
         block = block_at(blocks, i)
         if block.reference.kind == "Searching":
@@ -514,10 +539,10 @@ def plan_outputs(PlanningState state):
         else:
             _layout_info_inputs(state, block)
     memory = state.memory
-    for rid in resources.dropped:
+    for rid in field(resources, &_DROPPED):
         tensor = tensors.get(rid)
         if tensor is not None:
-            memory.remove(tensor.id)
+            memory.remove(field(tensor, &_ID))
 
 
 cdef list _output_order(object outputs):
@@ -542,7 +567,7 @@ cdef tuple _chosen_strides(PlanningState state, Py_ssize_t idx, tuple shape,
         order = dim_order_t(reference.shape, reference.strides)
         if order is not None:
             return strides_for_t(shape, order)
-    if state.trace.blocks[idx].shape_ref != relative_shape:
+    if field(state.trace, &_BLOCKS)[idx].shape_ref != relative_shape:
         return contiguous_strides_t(shape)
     order = _preferred_dim_order(state, idx, shape)
     return contiguous_strides_t(shape) if order is None else strides_for_t(shape, order)
@@ -559,23 +584,23 @@ cdef bint _is_identity(tuple order):
 cdef object _preferred_dim_order(PlanningState state, Py_ssize_t idx, tuple shape):
     cdef Py_ssize_t i
     cdef HandleInput item
-    fuse_block = state.trace.blocks[idx]
+    fuse_block = field(state.trace, &_BLOCKS)[idx]
     cdef BlockPlan block = block_at(state.blocks, idx)
     if not _block_may_permute(block, fuse_block):
         return None
-    resources = state.trace.resources
-    indexed = {rid for rid, _ in resources.indexed}
-    unhandled = resources.inputs_unhandled
+    resources = field(state.trace, &_RESOURCES)
+    indexed = {rid for rid, _ in field(resources, &_INDEXED)}
+    unhandled = field(resources, &_UNHANDLED)
     reads = block.reads
     cdef list votes = []
     cdef list best
     cdef list inputs = state.inputs
     for i in range(len(inputs)):
         item = input_at(inputs, i)
-        rid = item.relative.id
+        rid = field(item.relative, &_ID)
         if rid not in reads or rid in indexed or rid in unhandled:
             continue
-        if item.glob.shape != shape:
+        if field(item.glob, &_SHAPE) != shape:
             continue
         order = dim_order_t(shape, item.strides)
         if order is None:
@@ -583,7 +608,7 @@ cdef object _preferred_dim_order(PlanningState state, Py_ssize_t idx, tuple shap
         numel = 1
         for d in shape:
             numel *= d
-        weight = numel * storage_bytes(item.glob.dtype)
+        weight = numel * storage_bytes(field(item.glob, &_DTYPE))
         for vote in votes:
             if vote[0] == order:
                 vote[1] += weight
@@ -612,9 +637,9 @@ cdef void _normal_output(PlanningState state, Py_ssize_t pos, object ty, object 
                          object glob, tuple strides, object base, Py_ssize_t idx) except *:
     cdef bint allowed
     cdef BlockPlan block = block_at(state.blocks, idx)
-    fuse_block = state.trace.blocks[idx]
+    fuse_block = field(state.trace, &_BLOCKS)[idx]
     shape = field(glob, &_SHAPE)
-    mode = fuse_block.settings.ref_layout.mode
+    mode = _ref_mode(fuse_block)
     if mode is _SAME_AS_BLOCK:
         allowed = False
     elif mode is _ONLY_CONTIGUOUS:
@@ -626,8 +651,8 @@ cdef void _normal_output(PlanningState state, Py_ssize_t pos, object ty, object 
     if reference.kind == "Searching" and \
             field(fuse_block, &_SHAPE_REF) == field(relative, &_SHAPE) and \
             base is not _UNKNOWN and allowed:
-        block.reference = _reference("Concrete", new_frozen(Output, (pos, ty, base)),
-                                     shape, strides, _NO_DIMS, 0)
+        block.reference = new_reference("Concrete", new_frozen(Output, (pos, ty, base)),
+                                        shape, strides, _NO_DIMS, 0)
         if writes is not None:
             _mark(state, writes, False, base, True)
     elif reference.kind == "Concrete" and reference.shape == shape and \
@@ -645,11 +670,11 @@ cdef void _inplace_output(PlanningState state, Py_ssize_t pos, object ty, object
     cdef BlockPlan block = block_at(state.blocks, idx)
     input_pos, _, _ = block.inplaces.pop(k)
     cdef HandleInput source = input_at(state.inputs, input_pos)
-    writes = block.writes.get(relative.id)
+    writes = block.writes.get(field(relative, &_ID))
     if block.reference.kind == "Searching":
-        block.reference = _reference("Concrete", new_frozen(Output, (pos, ty, _IS_REF)),
-                                     glob.shape, source.strides, _NO_DIMS, 0)
-        reads = block.reads.get(source.relative.id)
+        block.reference = new_reference("Concrete", new_frozen(Output, (pos, ty, _IS_REF)),
+                                        field(glob, &_SHAPE), source.strides, _NO_DIMS, 0)
+        reads = block.reads.get(field(source.relative, &_ID))
         if reads is not None:
             _mark(state, reads, True, _IS_REF, True)
         if writes is not None:
@@ -657,8 +682,9 @@ cdef void _inplace_output(PlanningState state, Py_ssize_t pos, object ty, object
     elif writes is not None:
         _mark(state, writes, False, _SAME_AS_REF, True)
     h = source.handle
-    handle = new_frozen(Handle, (h.buffer, glob.shape, h.strides, h.offset, glob.dtype))
-    _register(state.memory, glob.id, handle)
+    handle = new_frozen(Handle, (field(h, &_BUFFER), field(glob, &_SHAPE), field(h, &_STRIDES),
+                                 field(h, &_OFFSET), field(glob, &_DTYPE)))
+    _register(state.memory, field(glob, &_ID), handle)
     state.outputs[pos] = _output(relative, glob, ty, handle, "inplace", input_pos)
 
 
@@ -731,19 +757,19 @@ cdef void _select_reference(PlanningState state, Py_ssize_t i) except *:
     cdef BlockPlan block = block_at(state.blocks, i)
     cdef ReferenceSelection source
     cdef HandleInput item
-    fuse_block = state.trace.blocks[i]
-    setting = fuse_block.settings.ref_layout
-    if setting.mode is _SAME_AS_BLOCK:
-        source = block_at(state.blocks, setting.block_pos).reference
-        block.reference = _reference(source.kind, source.arg, source.shape, source.strides,
-                                     source.dims, source.pos)
+    fuse_block = field(state.trace, &_BLOCKS)[i]
+    setting = field(field(fuse_block, &_SETTINGS), &_REF_LAYOUT)
+    if field(setting, &_REF_MODE) is _SAME_AS_BLOCK:
+        source = block_at(state.blocks, field(setting, &_REF_BLOCK_POS)).reference
+        block.reference = new_reference(source.kind, source.arg, source.shape, source.strides,
+                                        source.dims, source.pos)
         return
     potential, block.potential_ref = block.potential_ref, None
     if potential is None:
         shapes = state.context.shapes
         shape = tuple([shapes[d] for d in fuse_block.shape_ref])
-        block.reference = _reference("Runtime", None, (), (), _NO_DIMS,
-                                     len(state.runtime_layouts))
+        block.reference = new_reference("Runtime", None, (), (), _NO_DIMS,
+                                        len(state.runtime_layouts))
         state.runtime_layouts.append((shape, contiguous_strides_t(shape)))
     elif potential[0] == "Normal":
         item = input_at(state.inputs, potential[1])
@@ -753,18 +779,18 @@ cdef void _select_reference(PlanningState state, Py_ssize_t i) except *:
         else:
             ok = is_contiguous_t(shape, strides)
         if ok:
-            block.reference = _reference(
+            block.reference = new_reference(
                 "Concrete", new_frozen(Input, (potential[1], item.precision, _IS_REF)), shape,
                 strides, _NO_DIMS, 0)
         else:
-            block.reference = _reference(
+            block.reference = new_reference(
                 "VirtualShape", new_frozen(Input, (potential[1], item.precision, _UNKNOWN)),
                 shape, contiguous_strides_t(shape), _NO_DIMS, 0)
         _layout_info_inputs(state, block)
     elif potential[0] == "SwapDims":
         item = input_at(state.inputs, potential[1])
-        block.reference = _reference(
+        block.reference = new_reference(
             "SwapDims", new_frozen(Input, (potential[1], item.precision, _UNKNOWN)), (), (),
             potential[2], 0)
     else:
-        block.reference = _reference("Reshaped", None, (), (), _NO_DIMS, potential[1])
+        block.reference = new_reference("Reshaped", None, (), (), _NO_DIMS, potential[1])

@@ -40,6 +40,16 @@ __all__ = ["plan_vectorization"]
 cdef FieldRead _ID = field_read("id")
 cdef FieldRead _SHAPE = field_read("shape")
 cdef FieldRead _DTYPE = field_read("dtype")
+cdef FieldRead _RESOURCES = field_read("resources")  # FuseTrace's
+cdef FieldRead _BLOCKS = field_read("blocks")
+cdef FieldRead _VIEWS = field_read("views")  # its resources'
+cdef FieldRead _INDEXED = field_read("indexed")
+cdef FieldRead _UNHANDLED = field_read("inputs_unhandled")
+cdef FieldRead _TENSORS = field_read("tensors")  # the launch context's
+cdef FieldRead _SETTINGS = field_read("settings")  # a FuseBlock's
+cdef FieldRead _VECTORIZATION = field_read("vectorization")
+cdef FieldRead _MODE = field_read("mode")
+cdef FieldRead _BLOCK_POS = field_read("block_pos")
 cdef object _TRANSPOSED = MatrixBatchLayout.MildlyPermutedTransposed
 cdef object _ALONG = VectorAxisAction.Along
 cdef object _REFUSE_ACTION = VectorAxisAction.Refuse
@@ -105,7 +115,7 @@ cdef tuple _vector_axes(PlanningState state, object matmul_operands):
     if not any_axis:
         return axes, []
     cdef dict actions = {}
-    tensors = state.context.tensors
+    tensors = field(state.context, &_TENSORS)
     for b in range(len(blocks)):
         block, axis = block_at(blocks, b), block_axes[b]
         reads, writes = block.reads, block.writes
@@ -121,7 +131,7 @@ cdef tuple _vector_axes(PlanningState state, object matmul_operands):
                 stride = strides[axis] if axis is not None and axis < len(strides) else None
                 _record(actions, out.glob.id, out.glob.id,
                         axis_action(axis, len(out.glob.shape), stride))
-        for view in state.trace.resources.views:
+        for view in field(field(state.trace, &_RESOURCES), &_VIEWS):
             t = type(view)
             if t is NhwcStridesView:
                 continue
@@ -181,11 +191,12 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
     cdef int64_t code
     cdef HandleInput item
     cdef HandleOutput out
-    resources, tensors = state.trace.resources, state.context.tensors
+    resources = field(state.trace, &_RESOURCES)
+    tensors = field(state.context, &_TENSORS)
     blocks = state.blocks
-    indexed = {rid for rid, _ in resources.indexed}
+    indexed = {rid for rid, _ in field(resources, &_INDEXED)}
     cdef list swaps = [(tensors[v.swapped], tensors[v.original], v.original, v.dims)
-                       for v in resources.views if type(v) is SwapDimsView]
+                       for v in field(resources, &_VIEWS) if type(v) is SwapDimsView]
     cdef dict vects = {}
     cdef list inputs = state.inputs, outputs = state.outputs
     for i in range(len(inputs)):
@@ -228,7 +239,7 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
         finally:
             dims_free(&strides)
         vects[original.id] = _merge(vects.get(original.id), code)
-    for view in resources.views:
+    for view in field(resources, &_VIEWS):
         if type(view) is ReshapeView:
             reshaped, original = tensors[view.reshaped], tensors[view.original]
             rank = len(reshaped.shape)
@@ -251,7 +262,7 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
         vects[oid] = vectorization_output_c(oshape[axis], sizes.v, sizes.n, _MAX)
     for rid in sorted(indexed):
         vects[tensors[rid].id] = 1
-    for view in resources.views:
+    for view in field(resources, &_VIEWS):
         if type(view) is NhwcStridesView:
             vects[tensors[view.id].id] = 1
     for tensor in refused:
@@ -322,7 +333,7 @@ def plan_vectorization(PlanningState state, device, matmul_operands):
             for b in range(nblocks):
                 if rid in block_at(blocks, b).writes:
                     (<list>votes[b]).append((False, pos, code))
-    for rid in state.trace.resources.inputs_unhandled:
+    for rid in field(field(state.trace, &_RESOURCES), &_UNHANDLED):
         for pos in range(len(inputs)):
             if field(input_at(inputs, pos).relative, &_ID) == rid:
                 break
@@ -333,12 +344,12 @@ def plan_vectorization(PlanningState state, device, matmul_operands):
         if code != VECT_BROADCASTED:
             item.vector_size = code
     cdef list previous = []
-    fuse_blocks = state.trace.blocks
+    fuse_blocks = field(state.trace, &_BLOCKS)
     for b in range(min(nblocks, len(fuse_blocks))):
         block = block_at(blocks, b)
-        setting = fuse_blocks[b].settings.vectorization
-        mode = setting.mode
-        cap = _cap(mode, setting.block_pos, previous)
+        setting = field(field(fuse_blocks[b], &_SETTINGS), &_VECTORIZATION)
+        mode = field(setting, &_MODE)
+        cap = _cap(mode, field(setting, &_BLOCK_POS), previous)
         # burn ``apply_vectorization_block``: sizes above the cap become 1; width = maximum
         for is_input, pos, code in votes[b]:
             size = 1 if code == VECT_BROADCASTED else code
@@ -354,9 +365,9 @@ def plan_vectorization(PlanningState state, device, matmul_operands):
             if size > block.width:
                 block.width = size
         if mode is _SMALLER and block.width == 0:
-            block.width = previous[setting.block_pos]
+            block.width = previous[field(setting, &_BLOCK_POS)]
         elif mode is _EQUAL:
-            block.width = previous[setting.block_pos]
+            block.width = previous[field(setting, &_BLOCK_POS)]
         elif mode is _DEACTIVATED:
             block.width = 1
         if block.width == 0:
