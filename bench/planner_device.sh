@@ -54,7 +54,7 @@ bench)
     done
     python3 bench/planner_split.py --size "$split_size" --repeats 5 > "$out/split.md"
     # fastplan's plan() alone on this machine (system time, faults): runs on different lent
-    # machines compare through it (docs/benchmarks.md, stop 21)
+    # machines compare through it (docs/planner-history.md, stop 21)
     python3 bench/planner_faults.py > "$out/faults.txt"
     python3 - "$out" <<'PY'
 import json, sys

@@ -2,7 +2,7 @@
 cold caches.
 
 burn counterpart: none. The same planner code has measured 36x refimpl on one lent machine
-and 44x on the next (mixed at 1k, docs/benchmarks.md, stop 21). This script tells a slow
+and 44x on the next (mixed at 1k, docs/planner-history.md, stop 21). This script tells a slow
 machine's causes apart, fastplan alone, per workload at 1k and 10k:
 
 * ``python bench/planner_faults.py``: ``plan()`` repeated in one process, with and without
