@@ -5,10 +5,14 @@ burn counterpart: none. The same planner code has measured 36x refimpl on one le
 and 44x on the next (mixed at 1k, docs/planner-history.md, stop 21). This script tells a slow
 machine's causes apart, fastplan alone, per workload at 1k and 10k:
 
-* ``python bench/planner_faults.py``: ``plan()`` repeated in one process, with and without
-  the full collection that bench/planner.py runs before each timed call; per op the thread's
-  CPU time, its user and system parts, and the minor page faults of the call (``getrusage``).
-  System time or faults would mean the allocator returning memory to the OS between calls;
+* ``python bench/planner_faults.py``: ``plan()`` repeated in one process, before each call
+  the full collection that bench/planner.py runs (``collect``), that collection and then
+  an untimed ``plan()`` of another workload's short stream (``collect+warm``: fastplan's
+  code and tables warm again, the timed stream's objects not), or nothing (``none``); per
+  op the thread's CPU time, its user and system parts, and the minor page faults of the
+  call (``getrusage``). System time or faults would mean the allocator returning memory to
+  the OS between calls; ``collect`` slower than ``none`` is the call paying for cold caches,
+  and ``collect+warm`` tells fastplan's own code and data from the stream's;
 * ``python bench/planner_faults.py interleaved [WORKLOAD ...]``: fastplan's four paths as
   bench/planner.py times them (``fastplan.bench._run_once``), alone, then each after a run of
   refimpl's four paths (the benchmark's turn-taking: refimpl's long run evicts fastplan's
@@ -34,10 +38,22 @@ from fastplan import bench  # noqa: E402
 PATHS = ("plan", "search", "cache", "launch")
 
 
-def _one_plan(stream, collect: bool) -> tuple:
-    """(CPU s, user s, system s, minor faults) of one ``plan()``."""
+# before each timed call: (label, full collection, a stream fastplan plans untimed after it)
+BEFORE = ("collect", "collect+warm", "none")
+
+# the short stream planned to warm fastplan's code: another workload's, so that no object of
+# the timed stream is touched before the call
+WARM_WITH = {"mixed": ("transformer", 50), "transformer": ("mixed", 200),
+             "elementwise": ("mixed", 200)}
+
+
+def _one_plan(stream, collect: bool, warm=None) -> tuple:
+    """(CPU s, user s, system s, minor faults) of one ``plan()``; ``warm``: a stream planned
+    (untimed) right before it."""
     if collect:
         gc.collect()
+    if warm is not None:
+        fastplan.plan(warm, "metal")
     before = resource.getrusage(resource.RUSAGE_THREAD)
     start = time.thread_time()
     result = fastplan.plan(stream, "metal")
@@ -54,11 +70,13 @@ def repeated() -> None:
     for workload, size in (("mixed", 1000), ("transformer", 1000), ("elementwise", 1000),
                            ("mixed", 10000), ("transformer", 10000)):
         stream = bench.build(workload, size)
+        warm = bench.build(*WARM_WITH[workload])
         n = len(stream.items)
-        for collect in (True, False):
-            rows = [_one_plan(stream, collect) for _ in range(15 if size < 5000 else 5)]
+        for before in BEFORE:
+            rows = [_one_plan(stream, before != "none", warm if before == "collect+warm"
+                              else None) for _ in range(15 if size < 5000 else 5)]
             cpu, user, system, faults = (statistics.median(r[i] for r in rows) for i in range(4))
-            print(f"{workload:12s} {n:6d} full collection before: {collect!s:5s}  cpu "
+            print(f"{workload:12s} {n:6d} before: {before:12s}  cpu "
                   f"{cpu / n * 1e6:7.2f} (fastest {min(r[0] for r in rows) / n * 1e6:7.2f})  "
                   f"user {user / n * 1e6:7.2f}  system {system / n * 1e6:5.2f}  "
                   f"minor faults {faults:6.0f}", flush=True)
