@@ -38,7 +38,8 @@ from fastplan import bench  # noqa: E402
 PATHS = ("plan", "search", "cache", "launch")
 
 
-# before each timed call: (label, full collection, a stream fastplan plans untimed after it)
+# what runs before each timed call: the full collection (collect), the collection and an
+# untimed plan() of the workload's WARM_WITH stream (collect+warm), or nothing (none)
 BEFORE = ("collect", "collect+warm", "none")
 
 # the short stream planned to warm fastplan's code: another workload's, so that no object of
