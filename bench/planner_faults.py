@@ -38,9 +38,9 @@ from fastplan import bench  # noqa: E402
 PATHS = ("plan", "search", "cache", "launch")
 
 
-# what runs before each timed call: the full collection (collect), the collection and an
-# untimed plan() of the workload's WARM_WITH stream (collect+warm), or nothing (none)
-BEFORE = ("collect", "collect+warm", "none")
+# what runs before each timed call: (label, full collection, plan() of the workload's
+# WARM_WITH stream, untimed)
+BEFORE = (("collect", True, False), ("collect+warm", True, True), ("none", False, False))
 
 # the short stream planned to warm fastplan's code: another workload's, so that no object of
 # the timed stream is touched before the call
@@ -73,11 +73,11 @@ def repeated() -> None:
         stream = bench.build(workload, size)
         warm = bench.build(*WARM_WITH[workload])
         n = len(stream.items)
-        for before in BEFORE:
-            rows = [_one_plan(stream, before != "none", warm if before == "collect+warm"
-                              else None) for _ in range(15 if size < 5000 else 5)]
+        for label, collect, warmed in BEFORE:
+            rows = [_one_plan(stream, collect, warm if warmed else None)
+                    for _ in range(15 if size < 5000 else 5)]
             cpu, user, system, faults = (statistics.median(r[i] for r in rows) for i in range(4))
-            print(f"{workload:12s} {n:6d} before: {before:12s}  cpu "
+            print(f"{workload:12s} {n:6d} before: {label:12s}  cpu "
                   f"{cpu / n * 1e6:7.2f} (fastest {min(r[0] for r in rows) / n * 1e6:7.2f})  "
                   f"user {user / n * 1e6:7.2f}  system {system / n * 1e6:5.2f}  "
                   f"minor faults {faults:6.0f}", flush=True)
