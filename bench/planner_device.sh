@@ -31,10 +31,12 @@ sizes=${PLANNER_SIZES:-1000,10000,100000}  # smaller for a quick try elsewhere
 split_size=${PLANNER_SPLIT_SIZE:-10000}
 workloads=${PLANNER_WORKLOADS:-elementwise,transformer,mixed}  # bench-100k's
 fuzz_count=${PLANNER_FUZZ_COUNT:-1000000}
-# the machine, so that runs on different lent machines can be told apart (load included)
+# the machine, so that runs on different lent machines can be told apart (load included; the
+# interpreter's build too, which moves refimpl's speed more than fastplan's)
 machine() {
     echo "$(date -u +%FT%TZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)," \
-        "$(python3 --version), load $(cut -d' ' -f1-3 /proc/loadavg)"
+        "$(python3 --version) ($(python3 -c 'from fastplan.bench import interpreter_build as b; print(b())'))," \
+        "load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 case "$phase" in
 bench|bench-100k|check|equality|fuzz|pgo-ab) ;;

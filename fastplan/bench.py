@@ -45,6 +45,7 @@ the same ``plan`` call is launch-planned in full.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import dataclasses
 import gc
 import json
@@ -61,7 +62,7 @@ from refimpl.ir import OperationIr, Sync, TensorIr
 from refimpl.stream import Stream
 
 __all__ = ["WORKLOADS", "SIZES", "PATHS", "Row", "build", "shifted", "with_tensors", "measure",
-           "run", "table", "main"]
+           "run", "table", "interpreter_build", "main"]
 
 SIZES = (1_000, 10_000, 100_000)
 
@@ -376,6 +377,35 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
 
 
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def interpreter_build() -> str:
+    """Where this interpreter's C API lives: a shared ``libpython`` (its path) or the
+    executable itself, as the dynamic loader reports for ``Py_IncRef`` (``dladdr``).
+
+    Printed beside every benchmark: the same planner code gives ratios about 15% apart on
+    one machine between a CPython that runs from a shared ``libpython`` without profile-guided
+    optimization (pyenv's default build) and Debian's, linked into the executable and built
+    with PGO and LTO; refimpl's interpreted loop gains more from the second than fastplan's
+    calls into the C API do (docs/planner-history.md, stop 30). "unknown" where the loader
+    cannot say (no ``dladdr``)."""
+    try:
+        libc = ctypes.CDLL(None)
+        info = _DlInfo()
+        address = ctypes.cast(ctypes.pythonapi.Py_IncRef, ctypes.c_void_p)
+        if not libc.dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+            return "unknown"
+    except (AttributeError, OSError):
+        return "unknown"
+    where = info.dli_fname.decode(errors="replace")
+    if "libpython" in where.rsplit("/", 1)[-1]:
+        return f"shared libpython ({where})"
+    return "libpython linked into the executable"
+
+
 def main(args: argparse.Namespace) -> int:
     """Run the benchmark and print the table (or JSON)."""
     import fastplan
@@ -388,7 +418,8 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps([dataclasses.asdict(r) | {"ratio": r.ratio} for r in rows], indent=1))
         return 0
     build = "compiled" if fastplan.COMPILED else "NOT compiled (refimpl's planner)"
-    print(f"python {platform.python_version()}, {platform.machine()}, device {args.device}, "
+    print(f"python {platform.python_version()} ({interpreter_build()}), {platform.machine()}, "
+          f"device {args.device}, "
           f"fastplan {build}; µs of planning-thread CPU time per op (stream item), median of "
           f"{args.repeats} runs (100k ops: at most 3; under 10k ops: up to 5x as many)")
     print(table(rows))

@@ -41,6 +41,24 @@ def test_cli_bench_planner_prints_a_table(capsys):
     out = capsys.readouterr().out
     assert "| workload | ops | path | refimpl µs/op | fastplan µs/op | ratio | searches |" in out
     assert out.count("| transformer |") == 5  # plan(), search, launch, cache hit, + launch
+    from fastplan.bench import interpreter_build
+
+    assert f"({interpreter_build()})" in out.splitlines()[0]  # the header names the build
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux's /proc")
+def test_bench_interpreter_build_agrees_with_the_memory_map():
+    """``interpreter_build`` asks the dynamic loader where ``Py_IncRef`` lives; the process's
+    memory map says independently whether a shared libpython is mapped at all."""
+    from fastplan.bench import interpreter_build
+
+    mapped = sorted({line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
+                     if "libpython" in line.rsplit("/", 1)[-1]})
+    found = interpreter_build()
+    if mapped:
+        assert found == f"shared libpython ({mapped[0]})"
+    else:
+        assert found == "libpython linked into the executable"
 
 
 def test_cli_bench_planner_json(capsys):
