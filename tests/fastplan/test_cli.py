@@ -52,11 +52,13 @@ def test_bench_interpreter_build_agrees_with_the_memory_map():
     memory map says independently whether a shared libpython is mapped at all."""
     from fastplan.bench import interpreter_build
 
-    mapped = sorted({line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
-                     if "libpython" in line.rsplit("/", 1)[-1]})
+    mapped = {Path(line.split()[-1]).resolve()
+              for line in Path("/proc/self/maps").read_text().splitlines()
+              if "libpython" in line.rsplit("/", 1)[-1]}
     found = interpreter_build()
-    if mapped:
-        assert found == f"shared libpython ({mapped[0]})"
+    if mapped:  # the loader may name the library by a link to the file the map shows
+        assert found.startswith("shared libpython (") and found.endswith(")")
+        assert Path(found[len("shared libpython ("):-1]).resolve() in mapped
     else:
         assert found == "libpython linked into the executable"
 
