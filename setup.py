@@ -9,6 +9,8 @@ Environment (a switch is on when set to anything but empty or ``0``):
   instrumented, run ``tools/pgo_train.py`` on that build, build again with its counts. A
   failed training run gives a plain build with a warning (fatal under
   ``FASTPLAN_REQUIRE_EXTENSIONS``); another compiler, a plain build with a note.
+* ``FASTPLAN_BUNDLE=0``           a shared library per module instead of the one bundle (for
+  an A/B of the two; see ``BUNDLE``).
 """
 
 import os
@@ -16,6 +18,7 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -38,6 +41,14 @@ def _flag(name):
 
 
 NO_EXTENSIONS = _flag("FASTPLAN_NO_EXTENSIONS")
+# Every module's C file is linked into one shared library, fastplan/_bundle<suffix>, and
+# fastplan/__init__.py imports each module from it (its own PyInit_<name>). One library keeps
+# the hot code of all modules in one region and calls the interpreter through one PLT, so
+# that a call starting on cold caches reloads less: against a library per module, plan() at
+# 1k 12-14% quicker on the lent machine (transformer, mixed) and 3-7% here, the cache hit
+# 17% there (docs/planner-history.md, stop 31).
+BUNDLE = os.environ.get("FASTPLAN_BUNDLE", "1") not in ("", "0")
+BUNDLE_NAME = "fastplan._bundle"  # fastplan/__init__.py's _BUNDLE names the same file
 REQUIRE_EXTENSIONS = _flag("FASTPLAN_REQUIRE_EXTENSIONS")
 DEBUG = _flag("FASTPLAN_CYTHON_DEBUG")
 PGO = _flag("FASTPLAN_PGO") and not DEBUG
@@ -131,6 +142,18 @@ class optional_build_ext(build_ext):
             return
         if self.extensions:
             _write_mode(mode)
+            if self.inplace:
+                self._drop_other_layout()
+
+    def _drop_other_layout(self):
+        """Remove the libraries of the layout not built (the bundle, or the per-module
+        ones): fastplan imports from the bundle whenever it is there, so a stale one would
+        shadow a fresh per-module build."""
+        names = [f"fastplan.{name}" for name in MODULES] if BUNDLE else [BUNDLE_NAME]
+        for name in names:
+            path = os.path.join(HERE, self.get_ext_fullpath(name))
+            if os.path.exists(path):
+                os.remove(path)
 
     def _stale(self):
         """Whether a module's C source changed since its extension was built."""
@@ -211,6 +234,8 @@ class optional_build_ext(build_ext):
         return False
 
     def build_extension(self, ext):
+        if len(ext.sources) > 1 and self.parallel and self.parallel > 1:
+            _compile_in_parallel(self.compiler, self.parallel)
         if self.compiler.compiler_type == "unix":
             extra = list(UNIX_COMPILE_ARGS)
             if DICT_VERSIONS:
@@ -232,6 +257,32 @@ class optional_build_ext(build_ext):
             path = os.path.join(HERE, path)
             if os.path.exists(path):
                 os.remove(path)
+
+
+def _compile_in_parallel(compiler, jobs):
+    """Make ``compiler.compile`` run its sources ``jobs`` at a time (the bundle is one
+    extension of 30 C files, which build_ext compiles one after another). The steps are
+    distutils' own ``CCompiler.compile``, each object handed to a thread; every object is
+    rebuilt, as there."""
+    if getattr(compiler, "_fastplan_parallel", False):
+        return
+
+    def compile(sources, output_dir=None, macros=None, include_dirs=None, debug=False,
+                extra_preargs=None, extra_postargs=None, depends=None):
+        macros, objects, extra_postargs, pp_opts, build = compiler._setup_compile(
+            output_dir, macros, include_dirs, sources, depends, extra_postargs)
+        cc_args = compiler._get_cc_args(pp_opts, debug, extra_preargs)
+
+        def one(obj):
+            src, ext = build[obj]
+            compiler._compile(obj, src, ext, cc_args, extra_postargs, pp_opts)
+
+        with ThreadPoolExecutor(jobs) as pool:
+            list(pool.map(one, objects))  # list(): the first failure is raised here
+        return objects
+
+    compiler.compile = compile
+    compiler._fastplan_parallel = True
 
 
 def _pgo_unsupported():
@@ -275,7 +326,7 @@ def _ext_modules():
         macros.append(("CYTHON_USE_DICT_VERSIONS", "1"))
     extensions = [Extension(f"fastplan.{m}", [f"fastplan/{m}.pyx"], define_macros=macros)
                   for m in MODULES]
-    return cythonize(
+    modules = cythonize(
         extensions,
         compiler_directives=DIRECTIVES,
         annotate=DEBUG,
@@ -283,6 +334,13 @@ def _ext_modules():
         # one C file per mode, so that switching modes never reuses the other's
         build_dir="build/cython-debug" if DEBUG else "build/cython",
     )
+    if not BUNDLE:
+        return modules
+    # each C file keeps its module's name and PyInit_<name>; Cython's own functions are static
+    # to their file, so the files link together
+    return [Extension(BUNDLE_NAME, [source for ext in modules for source in ext.sources],
+                      define_macros=macros,
+                      depends=sorted({path for ext in modules for path in ext.depends}))]
 
 
 setup(ext_modules=_ext_modules(), cmdclass={"build_ext": optional_build_ext})

@@ -21,6 +21,8 @@
 # 1 000 000 generated inputs (the cores the two leave; `fuzz` alone: every core).
 # `pgo-ab`: the profile-guided build against a plain build of the same tree (a copy under
 # /tmp), the two taking turns (bench/planner_ab.py, PLANNER_SIZES, 7 rounds).
+# `bundle-ab`: the same, the one library of every module (setup.py's BUNDLE) against a
+# library per module (FASTPLAN_BUNDLE=0), both profile-guided.
 # Every phase first makes the tree's build the one `make build` gives a user, the profile-guided
 # one (setup.py's FASTPLAN_PGO; a no-op when it already is): with `export FASTPLAN_PGO=1`
 # before the prelude, the prelude's own build is that one.
@@ -39,9 +41,9 @@ machine() {
         "load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 case "$phase" in
-bench|bench-100k|check|equality|fuzz|pgo-ab) ;;
+bench|bench-100k|check|equality|fuzz|pgo-ab|bundle-ab) ;;
 *)
-    echo "usage: bench/planner_device.sh bench|bench-100k|check|equality|fuzz|pgo-ab" >&2
+    echo "usage: bench/planner_device.sh bench|bench-100k|check|equality|fuzz|pgo-ab|bundle-ab" >&2
     exit 2
     ;;
 esac
@@ -114,16 +116,21 @@ check|equality|fuzz)
     fi
     [ "$phase" = equality ] || tail -3 "$out/fuzz.txt"
     ;;
-pgo-ab)
+pgo-ab|bundle-ab)
     machine
-    plain=$(mktemp -d)
-    cp -r setup.py pyproject.toml fastplan refimpl gpu bench tools tests "$plain"/
-    rm -f "$plain"/fastplan/*.so
-    (cd "$plain" && FASTPLAN_PGO=0 FASTPLAN_REQUIRE_EXTENSIONS=1 python3 setup.py -q build_ext \
-        --inplace > "$out/plain_build.log" 2>&1)
+    other=$(mktemp -d)  # the same tree, built the other way
+    cp -r setup.py pyproject.toml fastplan refimpl gpu bench tools tests "$other"/
+    rm -f "$other"/fastplan/*.so
+    if [ "$phase" = pgo-ab ]; then
+        how=(FASTPLAN_PGO=0)
+    else
+        how=(FASTPLAN_PGO=1 FASTPLAN_BUNDLE=0)
+    fi
+    (cd "$other" && env "${how[@]}" FASTPLAN_REQUIRE_EXTENSIONS=1 python3 setup.py -q build_ext \
+        --inplace > "$out/$phase-build.log" 2>&1)
     for size in ${sizes//,/ }; do
         python3 bench/planner_ab.py --workload elementwise --workload transformer \
-            --workload mixed --size "$size" --rounds 7 "$plain" "$PWD" | tee "$out/pgo-ab-$size.md"
+            --workload mixed --size "$size" --rounds 7 "$other" "$PWD" | tee "$out/$phase-$size.md"
     done
     machine
     ;;

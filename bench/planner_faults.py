@@ -12,7 +12,10 @@ machine's causes apart, fastplan alone, per workload at 1k and 10k:
   op the thread's CPU time, its user and system parts, and the minor page faults of the
   call (``getrusage``). System time or faults would mean the allocator returning memory to
   the OS between calls; ``collect`` slower than ``none`` is the call paying for cold caches,
-  and ``collect+warm`` tells fastplan's own code and data from the stream's;
+  and ``collect+warm`` tells fastplan's own code and data from the stream's. Two more rows
+  tell what in the full collection costs the call: ``collect(1)`` (the two younger
+  generations only, which leave the interpreter's free lists alone) and ``collect frozen``
+  (``gc.freeze()`` first: the full collection empties the free lists but visits no object);
 * ``python bench/planner_faults.py interleaved [WORKLOAD ...]``: fastplan's four paths as
   bench/planner.py times them (``fastplan.bench._run_once``), alone, then each after a run of
   refimpl's four paths (the benchmark's turn-taking: refimpl's long run evicts fastplan's
@@ -38,9 +41,26 @@ from fastplan import bench  # noqa: E402
 PATHS = ("plan", "search", "cache", "launch")
 
 
-# what runs before each timed call: (label, full collection, plan() of the workload's
-# WARM_WITH stream, untimed)
-BEFORE = (("collect", True, False), ("collect+warm", True, True), ("none", False, False))
+# what runs before each timed call: (label, collection, plan() of the workload's WARM_WITH
+# stream, untimed); the collection is gc.collect() ("full"), gc.collect(1) ("young": the
+# interpreter's free lists are emptied by a full collection only) or gc.collect() over a
+# frozen heap ("frozen": the free lists emptied, no object visited), or none
+BEFORE = (("collect", "full", False), ("collect(1)", "young", False),
+          ("collect frozen", "frozen", False), ("collect+warm", "full", True),
+          ("none", None, False))
+
+
+def _collect(kind) -> None:
+    if kind == "full":
+        gc.collect()
+    elif kind == "young":
+        gc.collect(1)
+    elif kind == "frozen":
+        gc.freeze()
+        try:
+            gc.collect()
+        finally:
+            gc.unfreeze()
 
 # the short stream planned to warm fastplan's code: another workload's, so that no object of
 # the timed stream is touched before the call
@@ -48,11 +68,11 @@ WARM_WITH = {"mixed": ("transformer", 50), "transformer": ("mixed", 200),
              "elementwise": ("mixed", 200)}
 
 
-def _one_plan(stream, collect: bool, warm=None) -> tuple:
-    """(CPU s, user s, system s, minor faults) of one ``plan()``; ``warm``: a stream planned
-    (untimed) right before it."""
-    if collect:
-        gc.collect()
+def _one_plan(stream, collect, warm=None) -> tuple:
+    """(CPU s, user s, system s, minor faults) of one ``plan()`` after the collection
+    ``collect`` (a kind of ``_collect``); ``warm``: a stream planned (untimed) right before
+    it."""
+    _collect(collect)
     if warm is not None:
         fastplan.plan(warm, "metal")
     before = resource.getrusage(resource.RUSAGE_THREAD)
@@ -77,7 +97,7 @@ def repeated() -> None:
             rows = [_one_plan(stream, collect, warm if warmed else None)
                     for _ in range(15 if size < 5000 else 5)]
             cpu, user, system, faults = (statistics.median(r[i] for r in rows) for i in range(4))
-            print(f"{workload:12s} {n:6d} before: {label:12s}  cpu "
+            print(f"{workload:12s} {n:6d} before: {label:14s}  cpu "
                   f"{cpu / n * 1e6:7.2f} (fastest {min(r[0] for r in rows) / n * 1e6:7.2f})  "
                   f"user {user / n * 1e6:7.2f}  system {system / n * 1e6:5.2f}  "
                   f"minor faults {faults:6.0f}", flush=True)

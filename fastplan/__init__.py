@@ -9,19 +9,26 @@ pure-Python equivalents otherwise. ``FASTPLAN_NO_EXTENSIONS=1`` forces the pure-
   gives the twin, or refimpl's own module when fastplan is not compiled. refimpl's plain-data
   modules (``fuse_ir``, ``trace``, ``settings``, ``fuser``) have no twin: both sides use them.
 
-``COMPILED`` is true only when every compiled module imported (docs/fastplan.md).
+``COMPILED`` is true only when every compiled module imported (docs/fastplan.md). The compiled
+modules live in one shared library, ``fastplan/_bundle<suffix>`` (setup.py's ``BUNDLE``):
+``fastplan.block`` is imported from it by its own ``PyInit_block``. A build with a library
+per module (``FASTPLAN_BUNDLE=0``) is imported the usual way.
 ``plan(stream, device)`` is then ``fastplan.planner.plan`` (the compiled twin of
 ``refimpl.planner.plan``), and refimpl's own ``plan`` otherwise.
 """
 
 import importlib
+import importlib.machinery
+import importlib.util
 import os
+import sys
 
 from fastplan._pure import OP_TABLE, OpTable
 from refimpl.planner import plan  # replaced by the compiled twin below when it imports
 
 __all__ = [
     "COMPILED",
+    "COMPILED_MODULES",
     "NO_EXTENSIONS",
     "OP_TABLE",
     "PLANNER_TWINS",
@@ -36,6 +43,36 @@ PLANNER_TWINS = ("relative", "builder", "scoring", "trace_fuser", "elemwise", "m
                  "strategy", "graph", "block", "merging", "repair", "search", "cache", "queue",
                  "processor",
                  "layout", "vectorization", "launch_planners", "launch_vectorize", "launch")
+
+
+# fastplan's compiled modules (setup.py's MODULES), all in the bundle when it was built.
+COMPILED_MODULES = ("opinfo", "relative", "builder", "scoring", "trace_fuser", "elemwise",
+                    "matmul", "reduce", "reduce_broadcasted", "nhwc", "registry", "_keys",
+                    "strategy", "graph", "block", "merging", "repair", "search", "_trie",
+                    "cache", "queue", "processor", "planner", "layout", "vectorization",
+                    "handles", "launch_planners", "launch_vectorize", "launch",
+                    "launch_stream")
+_BUNDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "_bundle" + importlib.machinery.EXTENSION_SUFFIXES[0])
+
+
+class _BundleFinder:
+    """Finds ``fastplan.<name>`` of ``COMPILED_MODULES`` in the bundle, when there is one: an
+    extension loader for that name on the bundle's path calls its ``PyInit_<name>``."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        package, _, name = fullname.partition(".")
+        if package != "fastplan" or name not in COMPILED_MODULES or not os.path.exists(_BUNDLE):
+            return None
+        loader = importlib.machinery.ExtensionFileLoader(fullname, _BUNDLE)
+        return importlib.util.spec_from_file_location(fullname, _BUNDLE, loader=loader)
+
+
+# first, so that no stale library of a module shadows the bundle (a reload replaces it)
+sys.meta_path[:] = [finder for finder in sys.meta_path
+                    if getattr(finder, "__module__", None) != __name__]
+sys.meta_path.insert(0, _BundleFinder)
 
 
 def _flag(name: str) -> bool:

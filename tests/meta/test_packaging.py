@@ -23,6 +23,13 @@ def test_setup_modules_match_pyx_files():
     assert sorted(_setup_modules()) == pyx
 
 
+def test_fastplan_bundles_the_modules_setup_builds():
+    """fastplan's finder serves exactly the modules setup.py links into the bundle."""
+    import fastplan
+
+    assert list(fastplan.COMPILED_MODULES) == _setup_modules()
+
+
 def test_compiled_modules_ship_a_stub():
     for name in _setup_modules():
         assert (ROOT / "fastplan" / f"{name}.pyi").is_file(), name
