@@ -62,6 +62,7 @@ def _collect(kind) -> None:
         finally:
             gc.unfreeze()
 
+
 # the short stream planned to warm fastplan's code: another workload's, so that no object of
 # the timed stream is touched before the call
 WARM_WITH = {"mixed": ("transformer", 50), "transformer": ("mixed", 200),

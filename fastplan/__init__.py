@@ -37,7 +37,7 @@ __all__ = [
     "planner_module",
 ]
 
-# refimpl.planner modules with a compiled twin in fastplan (setup.py's MODULES, less opinfo).
+# refimpl.planner modules with a compiled twin in fastplan (of COMPILED_MODULES, below).
 PLANNER_TWINS = ("relative", "builder", "scoring", "trace_fuser", "elemwise", "matmul",
                  "reduce", "reduce_broadcasted", "nhwc", "registry",
                  "strategy", "graph", "block", "merging", "repair", "search", "cache", "queue",

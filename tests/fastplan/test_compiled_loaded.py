@@ -32,3 +32,17 @@ def test_compiled_opinfo_is_an_extension_module():
     assert opinfo.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
     assert fastplan.OP_TABLE is opinfo.OP_TABLE
     assert fastplan.OpTable is opinfo.OpTable
+
+
+def test_compiled_modules_come_from_the_built_layout():
+    """With the bundle in place every compiled module is loaded from it (its own PyInit in
+    the one library); without it, each from a library of its own."""
+    if NO_EXTENSIONS:
+        return
+    for name in fastplan.COMPILED_MODULES:
+        module = importlib.import_module(f"fastplan.{name}")
+        if os.path.exists(fastplan._BUNDLE):
+            assert module.__file__ == fastplan._BUNDLE, name
+            assert module.__spec__.loader.name == f"fastplan.{name}"
+        else:
+            assert os.path.basename(module.__file__).startswith(f"{name}."), module.__file__
