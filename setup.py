@@ -155,6 +155,13 @@ class optional_build_ext(build_ext):
             if os.path.exists(path):
                 os.remove(path)
 
+    def get_export_symbols(self, ext):
+        """The bundle's exported names: every module's ``PyInit_<name>`` (only a Windows link
+        exports no more than it is told; elsewhere they are exported anyway)."""
+        if ext.name == BUNDLE_NAME:
+            return [f"PyInit_{name}" for name in MODULES]
+        return super().get_export_symbols(ext)
+
     def _stale(self):
         """Whether a module's C source changed since its extension was built."""
         return any(newer_group(ext.sources + list(ext.depends),
