@@ -142,18 +142,20 @@ class optional_build_ext(build_ext):
             return
         if self.extensions:
             _write_mode(mode)
-            if self.inplace:
-                self._drop_other_layout()
+            self._drop_other_layout()
 
     def _drop_other_layout(self):
         """Remove the libraries of the layout not built (the bundle, or the per-module
-        ones): fastplan imports from the bundle whenever it is there, so a stale one would
-        shadow a fresh per-module build."""
+        ones) from the build directory a wheel is made of and, built in place, from the
+        tree: fastplan imports from the bundle whenever it is there, so a stale one would
+        shadow a fresh per-module build, and stale per-module ones would ship beside it."""
         names = [f"fastplan.{name}" for name in MODULES] if BUNDLE else [BUNDLE_NAME]
+        roots = [self.build_lib] + ([HERE] if self.inplace else [])
         for name in names:
-            path = os.path.join(HERE, self.get_ext_fullpath(name))
-            if os.path.exists(path):
-                os.remove(path)
+            for root in roots:
+                path = os.path.join(HERE, root, self.get_ext_filename(name))
+                if os.path.exists(path):
+                    os.remove(path)
 
     def get_export_symbols(self, ext):
         """The bundle's exported names: every module's ``PyInit_<name>`` (only a Windows link
