@@ -132,6 +132,8 @@ class optional_build_ext(build_ext):
         mode = "debug" if DEBUG else "pgo" if PGO else "release"
         self._compiler_choice = self.compiler
         self.force = self.force or _read(MODE_FILE) != mode
+        if self.extensions:
+            self._drop_other_layout()
         try:
             if PGO and self.extensions and (self.force or self._stale()):
                 mode = self._profile_guided()
@@ -142,13 +144,13 @@ class optional_build_ext(build_ext):
             return
         if self.extensions:
             _write_mode(mode)
-            self._drop_other_layout()
 
     def _drop_other_layout(self):
-        """Remove the libraries of the layout not built (the bundle, or the per-module
-        ones) from the build directory a wheel is made of and, built in place, from the
-        tree: fastplan imports from the bundle whenever it is there, so a stale one would
-        shadow a fresh per-module build, and stale per-module ones would ship beside it."""
+        """Before building, remove the libraries of the layout not built (the bundle, or the
+        per-module ones) from the build directory a wheel is made of and, built in place,
+        from the tree: fastplan imports from the bundle whenever it is there, so a stale one
+        would shadow a fresh per-module build, stale per-module ones would ship beside the
+        bundle, and after a failed build none of them is left to pass for it."""
         names = [f"fastplan.{name}" for name in MODULES] if BUNDLE else [BUNDLE_NAME]
         roots = [self.build_lib] + ([HERE] if self.inplace else [])
         for name in names:
