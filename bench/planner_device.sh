@@ -23,6 +23,9 @@
 # /tmp), the two taking turns (bench/planner_ab.py, PLANNER_SIZES, 7 rounds).
 # `bundle-ab`: the same, the one library of every module (setup.py's BUNDLE) against a
 # library per module (FASTPLAN_BUNDLE=0), both profile-guided.
+# `tree-ab`: this tree against an earlier one, both profile-guided, in turns: PLANNER_AB_BASE
+# names a folder inside this tree that holds the earlier tree's files (carried with it), e.g.
+#   mkdir ab-base && git archive BASE | tar -x -C ab-base    # here, before the device call
 # Every phase first makes the tree's build the one `make build` gives a user, the profile-guided
 # one (setup.py's FASTPLAN_PGO; a no-op when it already is): with `export FASTPLAN_PGO=1`
 # before the prelude, the prelude's own build is that one.
@@ -41,9 +44,9 @@ machine() {
         "load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 case "$phase" in
-bench|bench-100k|check|equality|fuzz|pgo-ab|bundle-ab) ;;
+bench|bench-100k|check|equality|fuzz|pgo-ab|bundle-ab|tree-ab) ;;
 *)
-    echo "usage: bench/planner_device.sh bench|bench-100k|check|equality|fuzz|pgo-ab|bundle-ab" >&2
+    echo "usage: bench/planner_device.sh bench|bench-100k|check|equality|fuzz|pgo-ab|bundle-ab|tree-ab" >&2
     exit 2
     ;;
 esac
@@ -116,15 +119,22 @@ check|equality|fuzz)
     fi
     [ "$phase" = equality ] || tail -3 "$out/fuzz.txt"
     ;;
-pgo-ab|bundle-ab)
+pgo-ab|bundle-ab|tree-ab)
     machine
-    other=$(mktemp -d)  # the same tree, built the other way
-    cp -r setup.py pyproject.toml fastplan refimpl gpu bench tools tests "$other"/
+    other=$(mktemp -d)  # the same tree built the other way, or (tree-ab) the earlier tree
+    if [ "$phase" = tree-ab ]; then
+        base=${PLANNER_AB_BASE:?tree-ab needs PLANNER_AB_BASE: a folder holding the earlier tree}
+        (cd "$base" && cp -r setup.py pyproject.toml fastplan refimpl gpu bench tools tests "$other"/)
+    else
+        cp -r setup.py pyproject.toml fastplan refimpl gpu bench tools tests "$other"/
+    fi
     rm -f "$other"/fastplan/*.so
     if [ "$phase" = pgo-ab ]; then
         how=(FASTPLAN_PGO=0)
-    else
+    elif [ "$phase" = bundle-ab ]; then
         how=(FASTPLAN_PGO=1 FASTPLAN_BUNDLE=0)
+    else
+        how=(FASTPLAN_PGO=1)
     fi
     (cd "$other" && env "${how[@]}" FASTPLAN_REQUIRE_EXTENSIONS=1 python3 setup.py -q build_ext \
         --inplace > "$out/$phase-build.log" 2>&1)
