@@ -6,10 +6,11 @@
 cdef class _WalkLaunch:
     cdef readonly tuple aliases, widths
     cdef readonly bint skipped
-    cdef tuple input_sizes, input_strides, output_sizes
+    cdef list inputs, outputs  # the state's HandleInput / HandleOutput entries
     cdef object ref_arg
 
 
 cdef _WalkLaunch plan_launch_walk(object trace, object context, object memory, object device,
                                   object matmul_operands)
 cdef bint walk_matmul_refused(_WalkLaunch launch, Py_ssize_t lhs, Py_ssize_t rhs) except -1
+cdef bint extents_fit(object context, object memory) except -1

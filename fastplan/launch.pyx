@@ -14,13 +14,24 @@ refimpl's working-state dataclasses) and on either memory: ``fastplan.handles.Me
 launch planning only calls ``take`` / ``alloc`` / ``register`` / ``remove`` / ``users`` on
 it). The plan's dataclasses are built with ``fastplan.relative.new_frozen``: their
 ``__init__`` only assigns (no ``__post_init__``).
+
+Where the structure differs from refimpl's:
+
+* the passes are chained as C calls (``plan_inputs_c``, ``plan_outputs_c``,
+  ``plan_vectorization_c``; the ``def`` names call them);
+* for the stream walk (``plan_launch_walk``) a block's reads and writes keep the trace's tuples
+  of ops instead of copies in lists (the walk's passes mark no op: ``_tensor_ops``), and the
+  frozen plan is not built: ``_WalkLaunch`` holds what the walk reads, with ``_freeze``'s
+  failures checked without the objects (no layout object per block, the vector sizes read
+  from the state's inputs and outputs only when ``walk_matmul_refused`` asks).
 """
 
 cimport cython
 
 import hashlib
 
-from cpython.ref cimport PyObject
+from cpython.ref cimport Py_INCREF, PyObject
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
@@ -34,11 +45,9 @@ from fastplan.relative cimport new_frozen
 
 from fastplan.launch_planners cimport (
     BlockPlan, HandleInput, HandleOutput, PlanningState, ReferenceSelection, block_at, input_at,
-    new_reference, output_at,
+    new_reference, output_at, plan_inputs_c, plan_outputs_c,
 )
-
-from fastplan.launch_planners import plan_inputs, plan_outputs
-from fastplan.launch_vectorize import plan_vectorization
+from fastplan.launch_vectorize cimport plan_vectorization_c
 
 from refimpl.handles import Handle as _Handle
 from refimpl.ir import FieldKind, ScalarOpIr
@@ -261,6 +270,11 @@ cdef Py_ssize_t _H_OFFSET = field_offset(_Handle, "offset")
 def _extents_fit(context, memory):
     """Whether every tensor of ``context`` has fewer than 2**62 elements and its live handle in
     ``memory`` (if any) a buffer extent below 2**62: what the C cores can plan exactly."""
+    return extents_fit(context, memory)
+
+
+cdef bint extents_fit(object context, object memory) except -1:
+    """``_extents_fit`` as a C call (the stream walk checks every fused step)."""
     cdef int fast
     if type(memory) is Memory:  # its live entries, without a snapshot of its handles
         fast = _extents_fit_c(context.tensors, None, <Memory>memory)
@@ -382,8 +396,8 @@ cdef class _WalkLaunch:
     order), ``skipped``, and what burn's fused matmul checks (``walk_matmul_refused``). The
     configs' ops with their layout marks, the vector sizes, views, reshapes and runtime
     layouts are the kernel's: the walk reads none of them. (Fields in launch.pxd: the
-    inputs' and outputs' vector sizes, the inputs' strides, and the first config's
-    ``ConcreteLayout`` arg, ``None`` for any other layout.)"""
+    state's inputs and outputs, whose vector sizes and strides ``walk_matmul_refused`` reads,
+    and the first config's ``ConcreteLayout`` arg, ``None`` for any other layout.)"""
 
 
 cdef _WalkLaunch plan_launch_walk(object trace, object context, object memory, object device,
@@ -402,9 +416,9 @@ cdef PlanningState _planned(object trace, object context, object memory, object 
     cdef Py_ssize_t rank = 0
     for b in field(trace, &_BLOCKS):
         block = BlockPlan.__new__(BlockPlan)
-        block.reads = {rid: list(ops) for rid, ops in field(b, &_READS)}
-        block.writes = {rid: list(ops) for rid, ops in field(b, &_WRITES)}
-        block.reference = new_reference("Searching", None, (), (), (0, 0), 0)
+        block.reads = _tensor_ops(field(b, &_READS), walk)
+        block.writes = _tensor_ops(field(b, &_WRITES), walk)
+        block.reference = new_reference("Searching", None, (), (), _NO_DIMS, 0)
         block.width, block.inplaces, block.potential_ref = 0, [], None
         blocks.append(block)
     for b in field(trace, &_BLOCKS):
@@ -414,10 +428,35 @@ cdef PlanningState _planned(object trace, object context, object memory, object 
         trace, context, memory, rank, blocks)
     state.inputs, state.outputs, state.runtime_layouts, state.vectorizations = [], [], [], {}
     state.walk = walk
-    plan_inputs(state)
-    plan_outputs(state)
-    plan_vectorization(state, device, matmul_operands)
+    plan_inputs_c(state)
+    plan_outputs_c(state)
+    plan_vectorization_c(state, device, matmul_operands)
     return state
+
+
+cdef tuple _NO_DIMS = (0, 0)
+
+
+cdef dict _tensor_ops(object pairs, bint walk):
+    """A block's ``{rid: list(ops) for rid, ops in pairs}`` (its reads or writes). For the
+    stream walk a tuple of ops is kept as it is instead of copied: the walk's passes mark no
+    op (``launch_planners._mark``) and replace a list rather than change it
+    (``_remove_concrete_write``), so they only read it."""
+    cdef dict found = {}
+    cdef tuple pair
+    if walk and type(pairs) is tuple:
+        for item in <tuple>pairs:
+            if type(item) is tuple and len(<tuple>item) == 2 and \
+                    type((<tuple>item)[1]) is tuple:
+                pair = <tuple>item
+                found[pair[0]] = pair[1]
+            else:
+                rid, ops = item
+                found[rid] = list(ops)
+        return found
+    for rid, ops in pairs:
+        found[rid] = list(ops)
+    return found
 
 
 cdef _WalkLaunch _freeze_walk(PlanningState state):
@@ -425,13 +464,16 @@ cdef _WalkLaunch _freeze_walk(PlanningState state):
     a reference layout is burn's ``ReferenceNotFound``, and the plan's tensor ids are sorted
     (its aliases, views and vector sizes). Ids that are all exact ints always sort; any other
     ids go through ``_freeze`` itself first, so that a set of them that does not order fails
-    as refimpl's plan does."""
-    cdef Py_ssize_t num_writes = 0, i
-    cdef HandleInput item
+    as refimpl's plan does. The vector sizes and strides ``walk_matmul_refused`` reads are
+    read from the state's inputs and outputs when it asks (only a matmul launch does)."""
+    cdef Py_ssize_t num_writes = 0, i, n
     cdef HandleOutput out
     cdef BlockPlan block
+    cdef ReferenceSelection reference
     cdef list blocks = state.blocks, state_inputs = state.inputs, state_outputs = state.outputs
-    cdef list widths = [], aliases = [], input_sizes = [], input_strides = [], output_sizes = []
+    cdef list aliases = []
+    cdef tuple widths
+    cdef object width  # a Python int: the tuple takes a reference to it
     cdef _WalkLaunch found = _WalkLaunch.__new__(_WalkLaunch)
     if not _int_ids(state_inputs, state_outputs):
         _freeze(state)
@@ -439,33 +481,37 @@ cdef _WalkLaunch _freeze_walk(PlanningState state):
         for ops in block_at(blocks, i).writes.values():
             num_writes += len(ops)
     found.skipped = num_writes == 0
-    if not found.skipped:
+    if found.skipped:
+        found.widths = ()
+    else:
         fuse_blocks = field(state.trace, &_BLOCKS)
-        for i in range(min(len(blocks), len(fuse_blocks))):  # _configs' pairs
+        n = min(len(blocks), len(fuse_blocks))  # _configs' pairs
+        widths = PyTuple_New(n)
+        for i in range(n):
             block = block_at(blocks, i)
-            if block.reference.kind == "Concrete":  # _configs' vector axis, for its failures
-                permuted_innermost_axis_t(block.reference.shape, block.reference.strides)
-            layout = _ref_layout(block.reference, block.width)
-            if i == 0 and type(layout) is ConcreteLayout:
-                found.ref_arg = block.reference.arg
-            widths.append(block.width)
-    found.widths = tuple(widths)
-    for i in range(len(state_inputs)):
-        item = input_at(state_inputs, i)
-        input_sizes.append(item.vector_size)
-        input_strides.append(item.strides)
+            reference = block.reference
+            kind = reference.kind
+            if kind == "Concrete":  # _configs' vector axis, for its failures
+                permuted_innermost_axis_t(reference.shape, reference.strides)
+                if i == 0:  # the first config's ConcreteLayout arg
+                    found.ref_arg = reference.arg
+            elif kind not in _OTHER_LAYOUTS:
+                _ref_layout(reference, block.width)  # burn's ReferenceNotFound
+            width = block.width
+            Py_INCREF(width)
+            PyTuple_SET_ITEM(widths, i, width)
+        found.widths = widths
+    found.inputs, found.outputs = state_inputs, state_outputs
     for i in range(len(state_outputs)):
         out = output_at(state_outputs, i)
-        if out.kind == "owned":
-            output_sizes.append(out.vectorization)
-        else:
-            output_sizes.append(input_at(state_inputs, out.input_pos).vector_size)
+        if out.kind != "owned":  # _freeze reads the vector size of the input it aliases
+            input_at(state_inputs, out.input_pos)
         if out.kind == "inplace":
             aliases.append((field(out.glob, &_ID),
                             field(input_at(state_inputs, out.input_pos).glob, &_ID)))
-    found.input_sizes, found.input_strides = tuple(input_sizes), tuple(input_strides)
-    found.output_sizes = tuple(output_sizes)
-    found.aliases = tuple(sorted(aliases))
+    if len(aliases) > 1:
+        aliases.sort()
+    found.aliases = tuple(aliases)
     views = field(field(state.trace, &_RESOURCES), &_VIEWS)
     if views:  # _freeze's reshape dims, for their failures
         tensors = state.context.tensors
@@ -473,6 +519,10 @@ cdef _WalkLaunch _freeze_walk(PlanningState state):
             if type(view) is ReshapeView:
                 tuple(tensors[view.reshaped].shape)
     return found
+
+
+# The reference kinds other than "Concrete" that _ref_layout turns into a layout.
+cdef tuple _OTHER_LAYOUTS = ("VirtualShape", "SwapDims", "Reshaped", "Runtime")
 
 
 cdef bint _int_ids(list inputs, list outputs) except -1:
@@ -494,23 +544,39 @@ cdef bint walk_matmul_refused(_WalkLaunch launch, Py_ssize_t lhs, Py_ssize_t rhs
     """``refimpl.interpreter._matmul_refused`` on a ``_WalkLaunch``: burn's fused matmul
     refuses a highly permuted operand, or an output vector size of 1 while an operand is
     vectorized."""
-    sizes = (_item(launch.input_sizes, lhs), _item(launch.input_sizes, rhs))
+    sizes = (_input(launch, lhs).vector_size, _input(launch, rhs).vector_size)
     for pos in (lhs, rhs):
-        if matrix_batch_layout_o(_item(launch.input_strides, pos)) is _HIGHLY_PERMUTED:
+        if matrix_batch_layout_o(_input(launch, pos).strides) is _HIGHLY_PERMUTED:
             return True
     out = 1
     arg = launch.ref_arg
     if arg is not None:
-        out = _item(launch.input_sizes if isinstance(arg, Input) else launch.output_sizes,
-                    arg.pos)
+        if isinstance(arg, Input):
+            out = _input(launch, arg.pos).vector_size
+        else:
+            out = _output_size(launch, arg.pos)
     return out == 1 and (sizes[0] > 1 or sizes[1] > 1)
 
 
-cdef object _item(tuple values, Py_ssize_t i):
-    """``values[i]`` as Python indexes a tuple (from the end when negative; ``IndexError``
-    past it): the build turns bounds checks off."""
+cdef Py_ssize_t _index(Py_ssize_t i, Py_ssize_t n) except -1:
+    """``i`` as Python indexes a tuple of ``n`` (from the end when negative; ``IndexError``
+    past it, as refimpl's plan's tuples raise): the build turns bounds checks off."""
     if i < 0:
-        i += len(values)
-    if not 0 <= i < len(values):
+        i += n
+    if not 0 <= i < n:
         raise IndexError("tuple index out of range")
-    return values[i]
+    return i
+
+
+cdef HandleInput _input(_WalkLaunch launch, object pos):
+    """The plan's input ``pos`` (the launch's ``LaunchInput``: its vector size and strides)."""
+    return input_at(launch.inputs, _index(pos, len(launch.inputs)))
+
+
+cdef object _output_size(_WalkLaunch launch, object pos):
+    """The vector size of the plan's output ``pos`` (``_freeze``'s: an owned output's own, else
+    that of the input it aliases)."""
+    cdef HandleOutput out = output_at(launch.outputs, _index(pos, len(launch.outputs)))
+    if out.kind == "owned":
+        return out.vectorization
+    return input_at(launch.inputs, out.input_pos).vector_size

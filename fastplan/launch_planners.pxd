@@ -50,3 +50,6 @@ cdef BlockPlan block_at(list blocks, Py_ssize_t i)
 # ``ReferenceSelection(kind, arg, shape, strides, dims, pos)`` without the call.
 cdef ReferenceSelection new_reference(str kind, object arg, object shape, object strides,
                                       object dims, object pos)
+# The input and output passes (``plan_inputs`` / ``plan_outputs``) as C calls.
+cdef int plan_inputs_c(PlanningState state) except -1
+cdef int plan_outputs_c(PlanningState state) except -1

@@ -72,6 +72,7 @@ cdef object _IS_REF = LayoutInfo.IsRef
 cdef object _SAME_AS_REF = LayoutInfo.SameAsRef
 cdef object _UNKNOWN = LayoutInfo.Unknown
 cdef tuple _INDEXING = ("Gather", "Select", "Cat")
+cdef frozenset _INDEXING_NAMES = frozenset(_INDEXING)  # one hash probe for an exact str
 cdef tuple _FUSE_OP_FIELDS = ("name", "args")
 # Input, Output, UnaryFuseArgs, Handle and TensorIr are frozen slots dataclasses whose
 # ``__init__`` only assigns: built with ``new_frozen`` (the same objects, several times faster
@@ -255,14 +256,17 @@ cdef object _with_layout(object arg, object layout):
     return arg
 
 
-cdef void _mark(PlanningState state, list ops, bint input_side, object layout,
+cdef void _mark(PlanningState state, object marked, bint input_side, object layout,
                 bint first_only) except *:
     """Set ``layout`` on the input (``input_side``) or output of the ``Assign`` ops. Not for
     a state planned for the stream walk (``state.walk``): the marked ops are the kernel's, and
-    nothing the walk reads (widths, aliases, the memory) depends on them."""
+    nothing the walk reads (widths, aliases, the memory) depends on them (a walk's blocks
+    keep the trace's tuples of ops: ``fastplan.launch._tensor_ops``)."""
     cdef Py_ssize_t i
+    cdef list ops
     if state.walk:
         return
+    ops = marked
     for i in range(len(ops)):
         op = ops[i]
         if op.name != "Assign":
@@ -295,6 +299,12 @@ def plan_inputs(PlanningState state):
 
     Mirrors refimpl.planner.launch_planners.plan_inputs.
     """
+    plan_inputs_c(state)
+
+
+cdef int plan_inputs_c(PlanningState state) except -1:
+    """``plan_inputs`` as a C call (``fastplan.launch`` chains the passes without Python's
+    calling convention)."""
     cdef Py_ssize_t pos
     cdef HandleInput item
     resources = field(state.trace, &_RESOURCES)
@@ -343,6 +353,7 @@ def plan_inputs(PlanningState state):
         item.vector_size, item.broadcasted = 1, False
         inputs.append(item)
         pos += 1
+    return 0
 
 
 cdef void _analyze(PlanningState state, Py_ssize_t pos, object relative, object handle,
@@ -418,7 +429,8 @@ cdef bint _may_permute(object settings, object ops) except -1:
     if settings.ref_layout.mode is not _ANY or not settings.choose_output_layout:
         return False
     for op in ops:
-        if field(op, &_NAME) in _INDEXING:
+        name = field(op, &_NAME)
+        if name in _INDEXING_NAMES if type(name) is str else name in _INDEXING:
             return False
     return True
 
@@ -490,6 +502,11 @@ def plan_outputs(PlanningState state):
 
     Mirrors refimpl.planner.launch_planners.plan_outputs.
     """
+    plan_outputs_c(state)
+
+
+cdef int plan_outputs_c(PlanningState state) except -1:
+    """``plan_outputs`` as a C call (see ``plan_inputs_c``)."""
     cdef Py_ssize_t pos, i, k, idx
     cdef BlockPlan block
     resources = field(state.trace, &_RESOURCES)
@@ -542,7 +559,11 @@ def plan_outputs(PlanningState state):
     for rid in field(resources, &_DROPPED):
         tensor = tensors.get(rid)
         if tensor is not None:
-            memory.remove(field(tensor, &_ID))
+            if type(memory) is PlanningMemory:
+                (<PlanningMemory>memory).remove(field(tensor, &_ID))
+            else:
+                memory.remove(field(tensor, &_ID))
+    return 0
 
 
 cdef list _output_order(object outputs):
@@ -551,6 +572,11 @@ cdef list _output_order(object outputs):
     call per key."""
     cdef list keyed = []
     cdef Py_ssize_t pos
+    if len(outputs) == 1:  # one position: its sum is still taken (and fails) as refimpl's
+        total = 0
+        for dim in field(field(outputs[0], &_TENSOR), &_SHAPE):
+            total = total + dim
+        return [0]
     for pos in range(len(outputs)):
         total = 0
         for dim in field(field(outputs[pos], &_TENSOR), &_SHAPE):
@@ -668,7 +694,9 @@ cdef void _normal_output(PlanningState state, Py_ssize_t pos, object ty, object 
 cdef void _inplace_output(PlanningState state, Py_ssize_t pos, object ty, object relative,
                           object glob, Py_ssize_t k, Py_ssize_t idx) except *:
     cdef BlockPlan block = block_at(state.blocks, idx)
-    input_pos, _, _ = block.inplaces.pop(k)
+    cdef list inplaces = block.inplaces
+    input_pos, _, _ = inplaces[k]
+    del inplaces[k]  # list.pop(k), without the method call
     cdef HandleInput source = input_at(state.inputs, input_pos)
     writes = block.writes.get(field(relative, &_ID))
     if block.reference.kind == "Searching":

@@ -63,13 +63,13 @@ from fastplan._keys cimport (
 from fastplan.handles cimport (
     Memory, _InputsMemo, _Live, handle_buffer, handle_layout, replayable_op,
 )
-from fastplan.launch cimport _WalkLaunch, plan_launch_walk, walk_matmul_refused
+from fastplan.launch cimport _WalkLaunch, extents_fit, plan_launch_walk, walk_matmul_refused
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
 
 from fastplan._keys import BoundaryError
 from fastplan.handles import Memory as _Memory
-from fastplan.launch import _extents_fit, context_of
+from fastplan.launch import context_of
 
 from refimpl.planner.launch import LaunchError
 from refimpl.planner.plan import PlanBlock, PlanStep
@@ -309,7 +309,7 @@ cdef void _run_fused(_Step run, object fuser, object opt) except *:
 cdef int _check_extents(object context, Memory memory) except -1:
     """Refuse a step past int64 extents (``fastplan.launch._extents_fit``): the caller hands
     the stream to refimpl's walk (fastplan.planner)."""
-    if not _extents_fit(context, memory):
+    if not extents_fit(context, memory):
         raise OverflowError("a tensor of the step reaches past int64 extents (2**62): "
                             "refimpl's to plan")
     return 0

@@ -260,8 +260,9 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
         oshape, oid = field(out.glob, &_SHAPE), field(out.glob, &_ID)
         axis = _checked_axis(axes.get(oid, len(oshape) - 1), len(oshape))
         vects[oid] = vectorization_output_c(oshape[axis], sizes.v, sizes.n, _MAX)
-    for rid in sorted(indexed):
-        vects[tensors[rid].id] = 1
+    if indexed:
+        for rid in sorted(indexed):
+            vects[tensors[rid].id] = 1
     for view in field(resources, &_VIEWS):
         if type(view) is NhwcStridesView:
             vects[tensors[view.id].id] = 1
@@ -284,6 +285,13 @@ def plan_vectorization(PlanningState state, device, matmul_operands):
 
     Mirrors refimpl.planner.launch_vectorize.plan_vectorization.
     """
+    plan_vectorization_c(state, device, matmul_operands)
+
+
+cdef int plan_vectorization_c(PlanningState state, object device,
+                              object matmul_operands) except -1:
+    """``plan_vectorization`` as a C call (``fastplan.launch`` chains the passes without
+    Python's calling convention)."""
     cdef Dims sizes
     cdef Py_ssize_t pos, b, nblocks, i
     cdef int64_t code, size, cap, smallest = 8
@@ -373,3 +381,4 @@ def plan_vectorization(PlanningState state, device, matmul_operands):
         if block.width == 0:
             block.width = previous[len(previous) - 1] if previous else 1
         previous.append(block.width)
+    return 0
