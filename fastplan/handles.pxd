@@ -3,6 +3,8 @@
 
 from cpython.ref cimport PyObject
 
+from fastplan._keys cimport KeyTable
+
 cdef Py_ssize_t layout_id(dict table, object handle) except -1
 cdef tuple op_nodes(object op)
 cdef object buffer_length(tuple shape, tuple strides)
@@ -16,6 +18,8 @@ cdef class _Live:
     cdef object handle  # the live Handle
     cdef Py_ssize_t buffer  # its buffer number
     cdef Py_ssize_t layout  # its layout id (Memory.layout_ids)
+    cdef bint extent_fits  # fastplan.launch found its buffer extent below 2**62 (kept: a
+    #                        _Live's handle never changes)
 
 
 cdef class _InputsMemo:
@@ -39,6 +43,8 @@ cdef class Memory:
     cdef public object next_buffer
     cdef public dict inputs
     cdef dict layout_ids
+    cdef KeyTable _layout_index  # layout key words -> id, of what this memory found in ...
+    cdef dict _index_of  # ... this table (``_layout_id``; another table: a new index)
     cdef list _undo  # while a trial runs: (tensor key, its old _Live or _ABSENT) pairs; else None
     cdef list _undo_users  # while a trial runs: (buffer number, its old count) pairs
     cdef object _undo_next_buffer  # next_buffer when the trial began
@@ -61,6 +67,7 @@ cdef class Memory:
     cdef object _alloc_as(self, object shape, object dtype, object strides)
     cdef int load_inputs_with(self, object stream, _InputsMemo memo) except -1
     cpdef register(self, object tensor_id, object handle)
+    cdef Py_ssize_t _layout_id(self, object handle) except -1
     cdef int register_layout(self, object tensor_id, object handle, Py_ssize_t layout) except -1
     cdef int _count(self, Py_ssize_t buffer, Py_ssize_t change) except -1
     cdef int _drop(self, long long key, _Live entry) except -1

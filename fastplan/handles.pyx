@@ -23,7 +23,11 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
   fork: the trial notes the old value of each entry it changes and undoing puts them back. A
   fork copies every live handle, and a stream that keeps its tensors alive makes that set, and
   so each fused step's launch planning, grow with its length; a trial costs what it changes;
-* ``with_values`` is always false: values are ``refimpl.handles.Memory``'s job.
+* ``with_values`` is always false: values are ``refimpl.handles.Memory``'s job;
+* a memory indexes the layout table it takes ids from (``_layout_id``: the key's words probed
+  in a ``KeyTable`` where they lie, a ``bytes`` key made and hashed only for a layout the
+  memory has not met), and a handle's slots are filled directly (``_handle``), as
+  ``fastplan.relative.make_frozen`` fills them.
 
 ``fastplan.launch_stream`` runs a whole executed stream against one ``Memory``;
 ``fastplan.launch.plan_launch`` accepts it wherever it accepts refimpl's.
@@ -31,18 +35,20 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsUnsignedLongLong
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
 cimport cython
 
 from fastplan._keys cimport (
-    F_RANGES, F_TENSOR, F_TENSORS, StructInfo, exact_codes, exact_long_long, field_offset,
-    op_code_of, slot, slots, struct_info, tensor_id as tensor_id_of, untrack_atomic,
+    F_RANGES, F_TENSOR, F_TENSORS, KeyTable, StructInfo, exact_codes, exact_long_long,
+    field_offset, key_hash, new_instance, op_code_of, set_slot, slot, slots, struct_info,
+    tensor_id as tensor_id_of, untrack_atomic,
 )
 from fastplan._vec cimport mem_calloc, mem_free, mem_malloc, mem_realloc
-from fastplan.relative cimport make_frozen
 
 from fastplan._keys import BoundaryError
 from fastplan.layout import reshape_action
@@ -64,7 +70,6 @@ __all__ = [
     "init_targets",
 ]
 
-cdef tuple _HANDLE_FIELDS = ("buffer", "shape", "strides", "offset", "dtype")
 cdef object _READ_WRITE = TensorStatus.ReadWrite
 cdef object _DROP = OpKind.DROP
 cdef object _INIT = OpKind.INIT
@@ -199,7 +204,15 @@ cdef inline object _handle(object buffer, tuple shape, tuple strides, object off
                            object dtype):
     untrack_atomic(shape)  # of ints: out of the collector's view, as the handle is
     untrack_atomic(strides)
-    return make_frozen(Handle, _HANDLE_FIELDS, (buffer, shape, strides, offset, dtype))
+    # make_frozen(Handle, ...)'s instance, its slots filled at their offsets directly (no
+    # values tuple, no layout lookup per handle)
+    handle = new_instance(<PyTypeObject*>Handle)
+    set_slot(handle, _H_BUFFER, buffer)
+    set_slot(handle, _H_SHAPE, shape)
+    set_slot(handle, _H_STRIDES, strides)
+    set_slot(handle, _H_OFFSET, offset)
+    set_slot(handle, _H_DTYPE, dtype)
+    return handle
 
 
 cdef long long _C_BOUND = 1 << 30  # _small_ints' bound on each value
@@ -223,15 +236,21 @@ cdef tuple _contiguous(tuple shape):
     # Python ints, as refimpl's contiguous_strides: fastplan.layout's core computes in int64
     cdef Py_ssize_t i, n = len(shape)
     cdef long long c_current = 1
-    cdef list strides = [0] * n
+    cdef list strides
+    cdef tuple found
+    cdef object value  # a Python int: the tuple takes a reference to it
     if _small_ints(shape):  # in C while a product of a dim below 2**30 stays below 2**63
+        found = PyTuple_New(n)  # filled from the end, without a list first
         for i in range(n - 1, -1, -1):
             if not -_C_PRODUCT_BOUND < c_current < _C_PRODUCT_BOUND:
                 break
-            strides[i] = c_current
+            value = c_current
+            Py_INCREF(value)
+            PyTuple_SET_ITEM(found, i, value)
             c_current *= <long long>(<object>shape[i])
         else:
-            return tuple(strides)
+            return found
+    strides = [0] * n
     current = 1
     for i in range(n - 1, -1, -1):
         strides[i] = current
@@ -289,14 +308,24 @@ cdef object _layout_key(object shape, object strides, object offset, object dtyp
     ``bool``, a numpy int) takes the tuple form and an id of its own: a memo miss, never a
     wrong hit."""
     cdef int64_t words[20]
+    cdef Py_ssize_t n = _layout_words(words, shape, strides, offset, dtype)
+    if n >= 0:
+        return PyBytes_FromStringAndSize(<char*>words, n * sizeof(int64_t))
+    return (shape, strides, offset, <Py_ssize_t><PyObject*>dtype)
+
+
+cdef Py_ssize_t _layout_words(int64_t* words, object shape, object strides, object offset,
+                              object dtype) except -2:
+    """The words of ``_layout_key``'s byte string in ``words`` (room for 20), and how many;
+    -1 where the key takes the tuple form."""
     cdef Py_ssize_t at = 0
     cdef long long c_offset
     if (_push_ints(words, &at, shape) and _push_ints(words, &at, strides)
             and exact_long_long(offset, &c_offset)):
         words[at] = c_offset
         words[at + 1] = <int64_t><Py_ssize_t><PyObject*>dtype  # the dtype's id()
-        return PyBytes_FromStringAndSize(<char*>words, (at + 2) * sizeof(int64_t))
-    return (shape, strides, offset, <Py_ssize_t><PyObject*>dtype)
+        return at + 2
+    return -1
 
 
 cdef Py_ssize_t layout_id(dict table, object handle) except -1:
@@ -367,6 +396,7 @@ cdef class _Live:
 cdef inline _Live _new_live(object handle, Py_ssize_t buffer, Py_ssize_t layout):
     cdef _Live entry = _Live.__new__(_Live)
     entry.handle, entry.buffer, entry.layout = handle, buffer, layout
+    entry.extent_fits = False
     return entry
 
 
@@ -642,7 +672,37 @@ cdef class Memory:
         return buffer
 
     cpdef register(self, object tensor_id, object handle):
-        self.register_layout(tensor_id, handle, layout_id(self.layout_ids, handle))
+        self.register_layout(tensor_id, handle, self._layout_id(handle))
+
+    cdef Py_ssize_t _layout_id(self, object handle) except -1:
+        """``layout_id(self.layout_ids, handle)``, found first in this memory's index of the
+        table (``_layout_index``: the key's words probed where they lie, no ``bytes`` object
+        made and hashed for a layout seen before). The table only grows while it is this
+        memory's (a memo starting afresh gives it a new one): what the index holds, it holds."""
+        cdef int64_t words[20]
+        cdef Py_ssize_t n
+        cdef uint64_t h
+        cdef PyObject* found
+        table = self.layout_ids
+        if type(handle) is Handle:
+            n = _layout_words(words, slot(handle, _H_SHAPE), slot(handle, _H_STRIDES),
+                              slot(handle, _H_OFFSET), slot(handle, _H_DTYPE))
+        else:
+            n = -1
+        if n < 0 or type(table) is not dict:
+            return layout_id(table, handle)
+        if self._index_of is not table:
+            self._layout_index, self._index_of = KeyTable(), table
+        h = key_hash(<char*>words, n * sizeof(int64_t))
+        found = self._layout_index.find(<char*>words, n * sizeof(int64_t), h)
+        if found != NULL:
+            return <Py_ssize_t><object>found
+        key = PyBytes_FromStringAndSize(<char*>words, n * sizeof(int64_t))
+        value = (<dict>table).get(key)
+        if value is None:
+            value = (<dict>table)[key] = len(<dict>table)
+        self._layout_index.put(<char*>words, n * sizeof(int64_t), h, key, value)
+        return <Py_ssize_t>value
 
     cdef int register_layout(self, object tensor_id, object handle,
                              Py_ssize_t layout) except -1:
@@ -758,7 +818,7 @@ cdef class Memory:
                 self.register_layout(tensor_id, made[0], <Py_ssize_t>made[2])
             else:  # ``register``, its layout id kept for the memo
                 handle = self._alloc_as(shape, dtype, strides)
-                layout = layout_id(self.layout_ids, handle)
+                layout = self._layout_id(handle)
                 self.register_layout(tensor_id, handle, layout)
                 if reuse:
                     made = (handle, self.sizes[k], layout)

@@ -14,3 +14,5 @@ cdef _WalkLaunch plan_launch_walk(object trace, object context, object memory, o
                                   object matmul_operands)
 cdef bint walk_matmul_refused(_WalkLaunch launch, Py_ssize_t lhs, Py_ssize_t rhs) except -1
 cdef bint extents_fit(object context, object memory) except -1
+cdef object context_of_c(object segment, object global2relative, object shapes,
+                         object scalars)

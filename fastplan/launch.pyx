@@ -94,6 +94,12 @@ def context_of(segment, global2relative, shapes, scalars):
 
     Mirrors refimpl.planner.launch.context_of.
     """
+    return context_of_c(segment, global2relative, shapes, scalars)
+
+
+cdef object context_of_c(object segment, object global2relative, object shapes,
+                         object scalars):
+    """``context_of`` as a C call (the stream walk makes one context per execution)."""
     cdef dict tensors = {}
     cdef list dtypes = []
     cdef int64_t code, struct_code
@@ -325,7 +331,7 @@ cdef int _extents_fit_c(object tensors, object handles, Memory live) except -2:
     cdef tuple shape, strides
     cdef Py_ssize_t i
     cdef const Slots* at = slots()
-    cdef PyObject* entry
+    cdef PyObject* entry = NULL
     if type(tensors) is not dict or (live is None and type(handles) is not dict):
         return -1
     for tensor in (<dict>tensors).values():
@@ -346,7 +352,7 @@ cdef int _extents_fit_c(object tensors, object handles, Memory live) except -2:
             if type(tid) is not int:
                 return -1
             entry = live.live_entry(tid)
-            if entry == NULL:
+            if entry == NULL or (<_Live>entry).extent_fits:  # no handle, or checked before
                 continue
             h = (<_Live>entry).handle
         else:
@@ -370,6 +376,8 @@ cdef int _extents_fit_c(object tensors, object handles, Memory live) except -2:
                 return -1
         if not extent < _LIMIT:
             return 0
+        if entry != NULL:
+            (<_Live>entry).extent_fits = True
     return 1
 
 

@@ -63,13 +63,14 @@ from fastplan._keys cimport (
 from fastplan.handles cimport (
     Memory, _InputsMemo, _Live, handle_buffer, handle_layout, replayable_op,
 )
-from fastplan.launch cimport _WalkLaunch, extents_fit, plan_launch_walk, walk_matmul_refused
+from fastplan.launch cimport (
+    _WalkLaunch, context_of_c, extents_fit, plan_launch_walk, walk_matmul_refused,
+)
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
 
 from fastplan._keys import BoundaryError
 from fastplan.handles import Memory as _Memory
-from fastplan.launch import context_of
 
 from refimpl.planner.launch import LaunchError
 from refimpl.planner.plan import PlanBlock, PlanStep
@@ -702,8 +703,8 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
         first_new = memory.next_buffer
         run = _Step.__new__(_Step)
         if context.fused is None:  # one per execution: its fused steps share the segment
-            context.fused = context_of(context.segment(), context.g2r_map(),
-                                       context.shapes_map(), context.scalar_values())
+            context.fused = context_of_c(context.segment(), context.g2r_map(),
+                                         context.shapes_map(), context.scalar_values())
         run.context = context.fused
         _check_extents(run.context, memory)
         run.device, run.memory, run.main, run.path = device, memory, None, "fused"
