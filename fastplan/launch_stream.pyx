@@ -517,11 +517,11 @@ cdef tuple _relative_aliases(object position, object aliases):
 
 cdef list _replay(_Outcome outcome, list order, const int64_t* held, Memory memory):
     """Apply a stored outcome to ``memory`` (``held``: each tensor's buffer before, as
-    ``_push_state`` read it); the step's global aliases."""
+    ``_push_state`` read it); the step's global aliases (``None``: none)."""
     cdef Py_ssize_t m, n = len(outcome.new_sizes)
     cdef _Change change
     cdef tuple pair
-    cdef list aliases = []
+    cdef list aliases = None  # None: the step aliases nothing (no list made)
     first_new = memory.next_buffer
     sizes = memory.sizes
     for m in range(n):
@@ -536,9 +536,11 @@ cdef list _replay(_Outcome outcome, list order, const int64_t* held, Memory memo
         buffer = first_new + change.at if change.fresh else held[change.at]
         memory.register_layout(gid, _new_handle(buffer, change.shape, change.strides,
                                                 change.offset, change.dtype), change.layout)
-    for item in outcome.aliases:
-        pair = <tuple>item
-        aliases.append((order[<Py_ssize_t>pair[0]], order[<Py_ssize_t>pair[1]]))
+    if outcome.aliases:
+        aliases = []
+        for item in outcome.aliases:
+            pair = <tuple>item
+            aliases.append((order[<Py_ssize_t>pair[0]], order[<Py_ssize_t>pair[1]]))
     return aliases
 
 
@@ -557,6 +559,11 @@ cdef tuple _widened(tuple blocks, object widths):
 cdef Py_ssize_t _STEP_AT[8]  # PlanStep's slot offsets, in _STEP_FIELDS order
 for _k in range(8):
     _STEP_AT[_k] = field_offset(PlanStep, _STEP_FIELDS[_k])
+
+
+cdef inline object _step_ops(object step):
+    """``step.ops`` (read at its slot for a ``PlanStep``)."""
+    return slot(step, _STEP_AT[1]) if type(step) is PlanStep else step.ops
 
 
 cdef inline object _step_blocks(object step):
@@ -747,7 +754,7 @@ cdef bint _execution_key(KeyBuf* b, list records, Py_ssize_t i, Py_ssize_t j,
         if item.fused:
             buf_push(b, <int64_t><Py_ssize_t><PyObject*>item.optimization)  # its id()
         else:
-            buf_push(b, -1 - <int64_t>len(item.step.ops))
+            buf_push(b, -1 - <int64_t>len(_step_ops(item.step)))
     return _push_state(b, execution, order, memory, held)
 
 
