@@ -17,6 +17,8 @@ cdef class Block:
     cdef public object end_pos  # largest position + 1 (0 while empty)
     cdef list flows  # graph._Flow of each op, parallel to operations
     cdef unsigned long long state  # names its contents: new at each register_op; clones keep it
+    cdef _Flow _flow  # as_flow's value for the contents _flow_state names (None: not built)
+    cdef unsigned long long _flow_state
 
     cpdef Block clone(self)
     cdef list fusers_sharing(self)

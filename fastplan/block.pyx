@@ -12,9 +12,13 @@ Where the structure differs (the result must not):
   kept as a ``graph._Flow`` beside the op; ``can_append`` checks those flows instead of
   building ``OperationNode``s;
 * fastplan's five fusers are cloned, fed, checked and scored in C (``_clone``, ``_feed``,
-  ``_frozen``, ``_properties``): what their ``clone``, ``fuse``, ``status`` and
-  ``properties`` compute, without a ``FuserProperties`` per call; any other fuser goes
+  ``_frozen``, ``_is_open``, ``_properties``, ``_finish``): what their ``clone``, ``fuse``,
+  ``status``, ``properties`` and ``finish`` compute, without a ``FuserProperties`` per call
+  or a Python call; any other fuser goes
   through its Python methods; the search makes its blocks with ``new_block``;
+* a block's own flow (``as_flow``, one node of the block DAG) is built once per contents
+  (the ``state`` each registration renews) and kept, as the search builds the DAG of the same
+  blocks again and again; refimpl reads ``produced``, ``read`` and ``freed`` every time;
 * ``RegistrationResult`` and ``OperationNode`` are refimpl's classes (plain data).
 
 Invariants (refimpl's):
@@ -47,6 +51,11 @@ from refimpl.ir import OP_IR_STRUCTS
 from refimpl.planner.block import OperationNode, RegistrationResult
 from refimpl.planner.fuser import FuserStatus
 from refimpl.planner.log import NO_LOG, LogLevel, log_block
+from refimpl.planner.elemwise import ElemwiseOptimization, FusedOptimization
+from refimpl.planner.matmul import MatmulOptimization
+from refimpl.planner.nhwc import NHWCRelayoutOptimization
+from refimpl.planner.reduce import ReduceOptimization
+from refimpl.planner.reduce_broadcasted import ReduceBroadcastedOptimization
 from refimpl.planner.strategy import BlockOptimization, Optimization
 
 __all__ = ["RegistrationResult", "OperationNode", "Block", "find_best_fuser_index"]
@@ -60,6 +69,11 @@ _BASIC = LogLevel.BASIC
 _MAXSIZE = sys.maxsize
 _BlockOptimization = BlockOptimization
 _Optimization = Optimization
+# The optimizations whose len() is FusedOptimization's (their num_ops field), checked at import
+cdef tuple _NUM_OPS_IS_LEN = tuple([
+    cls for cls in (ElemwiseOptimization, ReduceOptimization, MatmulOptimization,
+                    NHWCRelayoutOptimization, ReduceBroadcastedOptimization)
+    if cls.len is FusedOptimization.len])
 
 cdef unsigned long long _last_state = 0
 
@@ -124,7 +138,26 @@ cdef bint _is_open(object fuser) except -1:
         return not (<MatmulFuser>fuser).fuser.st.s.closed
     if kind is NHWCRelayoutFuser:
         return not (<NHWCRelayoutFuser>fuser)._closed
+    if kind is ReduceBroadcastedFuser:
+        return (<ReduceBroadcastedFuser>fuser).is_open()
     return fuser.status() is _OPEN
+
+
+cdef object _finish(object fuser):
+    """``fuser.finish()``: a C call for fastplan's five fusers, the Python method for any
+    other."""
+    cdef type kind = type(fuser)
+    if kind is ReduceBroadcastedFuser:
+        return (<ReduceBroadcastedFuser>fuser).finish_c()
+    if kind is ReduceFuser:
+        return (<ReduceFuser>fuser).finish_c()
+    if kind is MatmulFuser:
+        return (<MatmulFuser>fuser).finish_c()
+    if kind is ElementWiseFuser:
+        return (<ElementWiseFuser>fuser).finish_c()
+    if kind is NHWCRelayoutFuser:
+        return (<NHWCRelayoutFuser>fuser).finish_c()
+    return fuser.finish()
 
 
 cdef bint _any_live(list fusers) except -1:
@@ -344,7 +377,13 @@ cdef class Block:
         return self.start_pos
 
     cdef _Flow as_flow(self):
-        return flow_new(tuple(self.produced_ids), tuple(self.read_ids), tuple(self.freed_ids))
+        """The block as one node of the block DAG; built once per contents (``state``), as the
+        search builds a DAG of the same blocks again and again."""
+        if self._flow is None or self._flow_state != self.state:
+            self._flow = flow_new(tuple(self.produced_ids), tuple(self.read_ids),
+                                  tuple(self.freed_ids))
+            self._flow_state = self.state
+        return self._flow
 
     # --- construction ------------------------------------------------------------------------
 
@@ -381,6 +420,7 @@ cdef class Block:
         other.end_pos = self.end_pos
         other.flows = list(self.flows)
         other.state = self.state
+        other._flow, other._flow_state = self._flow, self._flow_state
         return other
 
     def seed_constituent(self, index):
@@ -568,8 +608,10 @@ cdef class Block:
             ordering = tuple(self.ordering)
             return unfused_block(ordering)
         index, score = best
-        opt = self.fusers[index].finish()
-        ordering = tuple(self.ordering[: opt.len()])
+        opt = _finish(self.fusers[index])
+        # refimpl's optimizations answer len() with their num_ops field (a Python frame each)
+        ordering = tuple(self.ordering[: opt.num_ops if type(opt) in _NUM_OPS_IS_LEN
+                                       else opt.len()])
         return new_frozen(_BlockOptimization,
                           (new_frozen(_Optimization, (opt, ordering, score)), ordering))
 

@@ -12,3 +12,4 @@ cdef class ElementWiseFuser:
     cdef ElementWiseFuser copy(self)
     cdef int fuse_open(self, EncodedOp encoded) except -1
     cdef int score_ready(self, int64_t* score) except -1
+    cdef object finish_c(self)

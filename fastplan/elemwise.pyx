@@ -48,7 +48,11 @@ cdef class ElementWiseFuser:
         return self.fuser.check(tof_fuse(&self.fuser.st, &encoded.c))
 
     def finish(self):
-        return new_frozen(ElemwiseOptimization, (self.fuser.finish(), self.len()))
+        return self.finish_c()
+
+    cdef object finish_c(self):
+        """``finish`` without a Python call (the blocks call it)."""
+        return new_frozen(ElemwiseOptimization, (self.fuser.finish_c(), self.fuser.st.s.num_ops))
 
     def reset(self):
         self.fuser.reset()

@@ -16,3 +16,4 @@ cdef class MatmulFuser:
     cdef int _on_matmul(self, EncodedOp op) except -1
     cdef int fuse_open(self, EncodedOp encoded) except -1
     cdef int score_ready(self, int64_t* score) except -1
+    cdef object finish_c(self)

@@ -14,7 +14,7 @@ each (same outcome, half the work).
 
 from fastplan.builder cimport R_NOT_MATMUL, Arg, arg_to_py
 from fastplan.opinfo cimport OpKindC
-from fastplan.relative cimport EncodedOp, encode_cached
+from fastplan.relative cimport EncodedOp, encode_cached, new_frozen
 from fastplan.trace_fuser cimport (
     Reason, TraceOperationFuser, tof_close, tof_fuse_both, tof_input_unhandled,
     tof_output_unhandled,
@@ -88,10 +88,15 @@ cdef class MatmulFuser:
         return 0
 
     def finish(self):
+        return self.finish_c()
+
+    cdef object finish_c(self):
+        """``finish`` without a Python call (the blocks call it)."""
         if self.matmul is None:
             raise RuntimeError("the Matmul fuser holds no matmul: it is never ready")
-        trace, fallback = self.fuser.finish(), self.fuser_fallback.finish()
-        return MatmulOptimization(trace, fallback, self.len(), self.matmul)
+        trace, fallback = self.fuser.finish_c(), self.fuser_fallback.finish_c()
+        return new_frozen(MatmulOptimization, (trace, fallback, self.fuser.st.s.num_ops + 1,
+                                               self.matmul))
 
     def reset(self):
         self.fuser.reset()

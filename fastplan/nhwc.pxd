@@ -15,3 +15,4 @@ cdef class NHWCRelayoutFuser:
     cdef int _capture(self, EncodedOp operation) except -1
     cdef int fuse_open(self, EncodedOp encoded) except -1
     cdef int score_ready(self, int64_t* score) except -1
+    cdef object finish_c(self)

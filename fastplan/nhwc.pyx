@@ -13,7 +13,7 @@ from libc.stdint cimport int64_t
 from fastplan._vec cimport mem_free, mem_malloc
 from fastplan.builder cimport trace_output_nhwc_layout
 from fastplan.opinfo cimport OpKindC
-from fastplan.relative cimport READ_WRITE, EncodedOp, TensorC, encode_cached
+from fastplan.relative cimport READ_WRITE, EncodedOp, TensorC, encode_cached, new_frozen
 from fastplan.trace_fuser cimport TraceOperationFuser, tof_fuse
 
 from fastplan.trace_fuser import properties_of
@@ -111,7 +111,12 @@ cdef class NHWCRelayoutFuser:
         return 0
 
     def finish(self):
-        return NHWCRelayoutOptimization(self.fuser.finish(), self.len())
+        return self.finish_c()
+
+    cdef object finish_c(self):
+        """``finish`` without a Python call (the blocks call it)."""
+        return new_frozen(NHWCRelayoutOptimization, (
+            self.fuser.finish_c(), self.fuser.st.s.num_ops + (1 if self.op is not None else 0)))
 
     def reset(self):
         self.fuser.reset()

@@ -26,3 +26,4 @@ cdef class ReduceFuser:
     cdef object try_hold(self, EncodedOp operation)
     cdef void end_hold(self, bint keep)
     cdef int score_ready(self, int64_t* score) except -1
+    cdef object finish_c(self)

@@ -174,13 +174,19 @@ cdef class ReduceFuser:
 
     def finish(self):
         """burn ``finish_reduce``: the optimization with its three traces."""
+        return self.finish_c()
+
+    cdef object finish_c(self):
+        """``finish`` without a Python call (ReduceBroadcasted and the blocks call it)."""
         if self.reduce is None:
             raise RuntimeError("the Reduce fuser holds no reduction: it is never ready")
-        trace = self.fuser.finish()
-        read_fallback = self.fuser_read_fallback.finish()
-        write_fallback = self.fuser_write_fallback.finish()
-        return new_frozen(ReduceOptimization, (trace, read_fallback, write_fallback, self.len(),
-                                               self.fuser_read_fallback.len(), self.reduce))
+        trace = self.fuser.finish_c()
+        read_fallback = self.fuser_read_fallback.finish_c()
+        write_fallback = self.fuser_write_fallback.finish_c()
+        return new_frozen(ReduceOptimization, (trace, read_fallback, write_fallback,
+                                               self.length(),
+                                               self.fuser_read_fallback.st.s.num_ops,
+                                               self.reduce))
 
     def reset(self):
         self.fuser.reset()

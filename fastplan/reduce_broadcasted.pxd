@@ -22,6 +22,7 @@ cdef class ReduceBlockFuser:
     cdef bint _ready(self)
     cdef int64_t _score(self) except -1
     cdef int64_t _covered(self)
+    cdef object _finish(self, int64_t* covered)
 
 
 cdef class ReduceBroadcastedFuser:
@@ -36,6 +37,7 @@ cdef class ReduceBroadcastedFuser:
     # (a copy of the list), the last block's op count then, its reductions, and which ids an
     # op appended to the last segment would receive from an earlier block.
     cdef TraceOperationFuser _full
+    cdef object _full_owner  # the ReduceBroadcastedFullFuser whose fuser _full is
     cdef list _full_blocks
     cdef Py_ssize_t _full_last_len
     cdef int64_t _full_num_reduce
@@ -55,5 +57,9 @@ cdef class ReduceBroadcastedFuser:
     cdef int _fuse_no_check(self, EncodedOp op) except -1
     cdef bint _ready(self) except -1
     cdef bint closed(self) except -1
+    cdef bint is_open(self) except -1
+    cdef int _close(self, object state, object reason) except -1
     cdef int fuse_encoded(self, EncodedOp encoded) except -1
     cdef int score_ready(self, int64_t* score) except -1
+    cdef object finish_c(self)
+    cdef object _cached_full(self)

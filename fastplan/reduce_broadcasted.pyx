@@ -17,11 +17,16 @@ Where the structure differs (the result must not):
 * ``is_consistent`` builds only the full trace: the per-block fallbacks cover exactly
   ``num_ops`` by construction (each covers its own count), so refimpl's second comparison is
   always true, and finishing them cannot raise.
+* ``finish`` finishes the full fuser of the last consistency check (``_check``'s cache) when
+  it holds exactly the fuser's blocks: it is the full fuser ``_finish_blocks`` would build
+  again, op for op; the reductions' arguments are the ones its dry run recorded. Otherwise the
+  full fuser is built as in refimpl. The finishes are C calls (``finish_c``, ``_finish``).
 """
 
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport FieldRead, field, field_read
+from fastplan._vec cimport Vec, vec_free, vec_init, vec_push
 from fastplan.builder cimport Arg, arg_to_py, reason_text, settings_code
 from fastplan.reduce cimport ReduceFuser
 from fastplan.relative cimport EncodedOp, TensorC, encode_cached, new_frozen, tensor_ir
@@ -199,12 +204,22 @@ cdef class ReduceBlockFuser:
 
     def finish(self, full):
         """This block's own optimization (its fallback) and the ops it covers."""
+        cdef int64_t covered
         full.register(self)
+        optimization = self._finish(&covered)
+        return optimization, covered
+
+    cdef object _finish(self, int64_t* covered):
+        """``finish`` once the block is registered in the full fuser: its own optimization,
+        and the ops it covers in ``covered``."""
+        cdef TraceOperationFuser fallback
         if self.elemwise:
-            num_ops = self.fuser.fuser_read_fallback.len()
-            return new_frozen(ElemwiseOptimization, (self.fuser.fuser_read_fallback.finish(),
-                                                     num_ops)), num_ops
-        return self.fuser.finish(), self.fuser.len()
+            fallback = self.fuser.fuser_read_fallback
+            covered[0] = fallback.st.s.num_ops
+            return new_frozen(ElemwiseOptimization, (fallback.finish_c(), covered[0]))
+        optimization = self.fuser.finish_c()
+        covered[0] = self.fuser.length()
+        return optimization
 
 
 cdef object _reduce_shape(ReduceFuser fuser):
@@ -326,6 +341,13 @@ cdef class ReduceBroadcastedFullFuser:
     cdef public list blocks
     cdef int64_t num_reduce  # non-element-wise blocks registered
     cdef bint dry  # only count (is_consistent): no ReduceBlockKind objects
+    cdef Vec args  # Arg: each reduce block's source and output, in block order (dry or not)
+
+    def __cinit__(self):
+        vec_init(&self.args, sizeof(Arg))
+
+    def __dealloc__(self):
+        vec_free(&self.args)
 
     def __init__(self, max_bindings, analyzer):
         self.fuser = TraceOperationFuser(max_bindings, REDUCE_BROADCASTED_READ_SETTINGS)
@@ -358,9 +380,12 @@ cdef class ReduceBroadcastedFullFuser:
 
     def register(self, block):
         """Append one block's ops (and its reduction) to the full trace."""
-        cdef ReduceBlockFuser b = block
+        self.register_c(block)
+
+    cdef int register_c(self, ReduceBlockFuser b) except -1:
         cdef EncodedOp reduce_op
         cdef Arg source, output
+        cdef Arg* slot
         cdef Py_ssize_t ops_index
         cdef int rc
         if self.fuser.st.s.num_ops != 0:
@@ -370,7 +395,7 @@ cdef class ReduceBroadcastedFullFuser:
             self._fuse_all(b.encoded, 0, len(b.encoded))
             if not self.dry:
                 self.blocks.append(ELEMWISE_BLOCK)
-            return
+            return 0
         ops_index = b.ops_index
         if not 0 <= ops_index < len(b.encoded):
             raise IndexError(f"reduce block kind names op {ops_index} of {len(b.encoded)}")
@@ -382,6 +407,14 @@ cdef class ReduceBroadcastedFullFuser:
         if rc > 0:
             raise Refusal(reason_text(rc, 0, 0))
         self.fuser.check(tof_output_unhandled(&self.fuser.st, &reduce_op.c.tensors[1], &output))
+        slot = <Arg*>vec_push(&self.args, NULL)
+        if slot == NULL:
+            raise MemoryError()
+        slot[0] = source
+        slot = <Arg*>vec_push(&self.args, NULL)
+        if slot == NULL:
+            raise MemoryError()
+        slot[0] = output
         self._receive()
         self.num_reduce += 1
         if not self.dry:
@@ -390,25 +423,54 @@ cdef class ReduceBroadcastedFullFuser:
                                              reduce.axis, reduce.op, reduce.inst))
             self.blocks.append(new_frozen(ReduceBlockKind, (ops_index, fused)))
         self._fuse_all(b.encoded, ops_index + 1, len(b.encoded))
+        return 0
 
     def finish(self):
+        return self.finish_c()
+
+    cdef object finish_c(self):
         reductions, axis = [], 0
         for kind in self.blocks:
             if kind.reduce is not None:
-                reductions.append(ReduceBroadcastedFuseBlock(
-                    kind.reduce.inst, kind.reduce.input, kind.reduce.output))
+                reductions.append(new_frozen(ReduceBroadcastedFuseBlock, (
+                    kind.reduce.inst, kind.reduce.input, kind.reduce.output)))
                 axis = kind.reduce.axis
-        return ReduceBroadcastedInfo(tuple(reductions), self.fuser.finish(), axis)
+        return new_frozen(ReduceBroadcastedInfo, (tuple(reductions), self.fuser.finish_c(), axis))
+
+    cdef object finish_dry(self, list blocks):
+        """``finish`` of a dry run over ``blocks`` (no ReduceBlockKind was kept): the
+        reductions from the recorded arguments and the blocks' own reductions."""
+        cdef ReduceBlockFuser block
+        cdef Arg* args = <Arg*>self.args.data
+        cdef Py_ssize_t k = 0
+        reductions, axis = [], 0
+        for block in blocks:
+            if block.elemwise:
+                continue
+            reduce = block._kind.reduce
+            reductions.append(new_frozen(ReduceBroadcastedFuseBlock, (
+                reduce.inst, arg_to_py(&args[k]), arg_to_py(&args[k + 1]))))
+            axis = reduce.axis
+            k += 2
+        return new_frozen(ReduceBroadcastedInfo, (tuple(reductions), self.fuser.finish_c(), axis))
+
+
+cdef tuple _finish_blocks_c(list blocks, object max_bindings):
+    """``_finish_blocks`` without Python calls."""
+    cdef ReduceBroadcastedFullFuser full = ReduceBroadcastedFullFuser(
+        max_bindings, FullFuserAnalyzer(blocks))
+    cdef ReduceBlockFuser block
+    cdef list fallbacks = []
+    cdef int64_t covered, num_ops = 0
+    for block in blocks:
+        full.register_c(block)
+        fallbacks.append(block._finish(&covered))
+        num_ops += covered
+    return fallbacks, full, num_ops
 
 
 def _finish_blocks(blocks, max_bindings):
-    full = ReduceBroadcastedFullFuser(max_bindings, FullFuserAnalyzer(blocks))
-    fallbacks, num_ops = [], 0
-    for block in blocks:
-        optimization, covered = block.finish(full)
-        fallbacks.append(optimization)
-        num_ops += covered
-    return fallbacks, full, num_ops
+    return _finish_blocks_c(list(blocks), max_bindings)
 
 
 cdef class ReduceBroadcastedFuser:
@@ -453,9 +515,14 @@ cdef class ReduceBroadcastedFuser:
         return self.copy()
 
     def _set_closed(self, state, reason):
+        self._close(state, reason)
+
+    cdef int _close(self, object state, object reason) except -1:
+        """``_set_closed`` without a Python call."""
         found = _BARE_STATUS.get(state)
         self.state = ReduceBroadcastedStatus(state) if found is None else found
         self.closed_reason = reason
+        return 0
 
     cdef object _full_run(self):
         """Build the full trace's fuser over every block: ``(full fuser, analyzer)``, or None
@@ -564,6 +631,7 @@ cdef class ReduceBroadcastedFuser:
             return
         full = run[0]
         self._full = full.fuser
+        self._full_owner = full
         self._full_blocks = list(self.blocks)
         self._full_last_len = len((<ReduceBlockFuser>self.blocks[len(self.blocks) - 1]).encoded)
         self._full_num_reduce = full.num_reduce
@@ -578,7 +646,7 @@ cdef class ReduceBroadcastedFuser:
         if fuser is block.fuser:
             self._held = block.fuser  # the op is held in a trial: fuse() keeps or undoes it
         if analysis is _REFUSE:
-            self._set_closed(_CLOSED, reason)
+            self._close(_CLOSED, reason)
             return 0
         info = block.fuser  # refimpl: info = block.fuser.reduce_info()
         if analysis is _ACCEPT:
@@ -591,7 +659,7 @@ cdef class ReduceBroadcastedFuser:
         if info.reduce is not None:  # a FusedReduceInfo
             shape, axis = _reduce_shape(info), info.reduce.axis
             if axis != len(shape) - 1:
-                self._set_closed(_ABORT, "reduce axis not last")
+                self._close(_ABORT, "reduce axis not last")
             elif not (self.state.state is _INIT and self.state.axis == axis
                       and self.state.shape_id == shape):
                 self.state = new_frozen(ReduceBroadcastedStatus, (_INIT, shape, axis))
@@ -638,7 +706,7 @@ cdef class ReduceBroadcastedFuser:
             trial._held.end_hold(not inconsistent)
         if inconsistent:
             self._keep_cache(run, how, False)
-            self._set_closed(_CLOSED, "inconsistent trace")
+            self._close(_CLOSED, "inconsistent trace")
         else:  # refimpl runs _fuse_no_check again on self: the trial is that state
             self.blocks, self.num_ops = trial.blocks, trial.num_ops
             self.state, self.closed_reason = trial.state, trial.closed_reason
@@ -646,12 +714,46 @@ cdef class ReduceBroadcastedFuser:
         return 0
 
     def finish(self):
-        fallbacks, full, num_ops = _finish_blocks(self.blocks, self.max_bindings)
-        return ReduceBroadcastedOptimization(tuple(fallbacks), full.finish(), num_ops)
+        return self.finish_c()
+
+    cdef object finish_c(self):
+        """``finish`` in C. When the cached full fuser of the last check holds exactly the
+        blocks (it is then the full fuser a new run would build, op for op), its trace is
+        finished as it is, without building it again."""
+        cdef ReduceBroadcastedFullFuser full = self._cached_full()
+        cdef ReduceBlockFuser block
+        cdef list fallbacks
+        cdef int64_t covered, num_ops = 0
+        if full is None:
+            fallbacks, full, num_ops = _finish_blocks_c(self.blocks, self.max_bindings)
+            info = full.finish_c()
+        else:
+            fallbacks = []
+            for block in self.blocks:
+                fallbacks.append(block._finish(&covered))
+                num_ops += covered
+            info = full.finish_dry(self.blocks)
+        return new_frozen(ReduceBroadcastedOptimization, (tuple(fallbacks), info, num_ops))
+
+    cdef object _cached_full(self):
+        """The full fuser of the last consistency check if it holds exactly this fuser's blocks
+        (the same block objects, the last with as many ops), else None."""
+        cdef Py_ssize_t i, k = len(self.blocks)
+        if self._full is None or self._full_owner is None or k == 0 \
+                or (<ReduceBroadcastedFullFuser>self._full_owner).fuser is not self._full \
+                or len(self._full_blocks) != k:
+            return None
+        for i in range(k):
+            if self.blocks[i] is not self._full_blocks[i]:
+                return None
+        if len((<ReduceBlockFuser>self.blocks[k - 1]).encoded) != self._full_last_len:
+            return None
+        return self._full_owner
 
     def reset(self):
         cdef ReduceBlockFuser first = self.blocks[0] if len(self.blocks) == 1 else None
         self._full = None
+        self._full_owner = None
         if first is None or first.encoded or first.fuser.length() != 0 \
                 or first.fuser.fuser.st.s.closed or first.fuser.fuser_read_fallback.st.s.closed:
             self.blocks = [ReduceBlockFuser(self.fuser_default)]
@@ -664,6 +766,11 @@ cdef class ReduceBroadcastedFuser:
         if self.closed():
             return FuserStatus.Closed
         return self._last().fuser.status()
+
+    cdef bint is_open(self) except -1:
+        """``status() is Open`` in C: not closed, and the last block's fuser open (its status
+        is its trace fuser's closed flag)."""
+        return not self.closed() and not self._last().fuser.fuser.st.s.closed
 
     cdef int score_ready(self, int64_t* score) except -1:
         """``properties()`` in C: the blocks' scores summed in ``score``; 1 if ready, else 0."""

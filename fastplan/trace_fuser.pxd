@@ -92,3 +92,4 @@ cdef class TraceOperationFuser:
                           bint global_, Arg* out) except -1
     cdef object current_shape(self)
     cdef int score_ready(self, int64_t* score) except -1
+    cdef object finish_c(self)

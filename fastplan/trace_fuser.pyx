@@ -908,6 +908,10 @@ cdef class TraceOperationFuser:
         self.check(tof_fuse(&self.st, &encoded.c))
 
     def finish(self):
+        return self.finish_c()
+
+    cdef object finish_c(self):
+        """``finish`` without a Python call (the fusers' finishes call it)."""
         return trace_finish(self.st.tr.trace, _shape(&self.st), self.st.s.shape_len)
 
     def len(self):
