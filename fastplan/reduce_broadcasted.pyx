@@ -170,7 +170,8 @@ cdef class ReduceBlockFuser:
         (this block is left as it was)."""
         cdef ReduceBlockFuser other = ReduceBlockFuser.__new__(ReduceBlockFuser)
         other.fuser = fuser
-        other.encoded = self.encoded + [op]
+        other.encoded = list(self.encoded)
+        other.encoded.append(op)
         other._kind, other.elemwise, other.ops_index = self._kind, self.elemwise, self.ops_index
         if fuser.reduce is not None and other.elemwise:
             other.kind = new_frozen(ReduceBlockKind, (len(other.encoded) - 1, fuser.reduce))

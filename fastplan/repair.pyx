@@ -95,7 +95,12 @@ cdef class Chunk:
         return resource in self.read_ids
 
     def position(self):
-        return min(self.positions) if self.positions else 0
+        return _position(self)
+
+
+cdef object _position(Chunk chunk):
+    """``Chunk.position`` without a Python call."""
+    return min(chunk.positions) if chunk.positions else 0
 
 
 cdef _Flow _chunk_flow(Chunk chunk):
@@ -162,7 +167,7 @@ def unfused_stream_order(positions):
 cdef Dag _dag(list chunks):
     cdef Chunk chunk
     return dag_from([_chunk_flow(chunk) for chunk in chunks],
-                    [chunk.position() for chunk in chunks])
+                    [_position(chunk) for chunk in chunks])
 
 
 cdef object repaired(object opt, object operations, list known=None):

@@ -1,0 +1,73 @@
+"""fastplan's ReduceBroadcasted ``finish`` from the cached full fuser of its last consistency
+check, and ``Block.ids`` computed from the id dicts: both equal refimpl's after every op."""
+
+from __future__ import annotations
+
+import pytest
+
+import fastplan.block as fblock
+import fastplan.reduce_broadcasted as frb
+import refimpl.planner.block as rblock
+import refimpl.planner.reduce_broadcasted as rrb
+from tests.planner.fuser_ops import NI, RO, RW, op, t
+
+pytestmark = pytest.mark.skipif(not frb.__file__.endswith((".so", ".pyd")),
+                                reason="fastplan is not compiled")
+
+# burn's reduce_broadcast workflows and variants: reductions chained with the element-wise
+# ops that broadcast their results back (shapes are relative ids)
+WORKFLOWS = [
+    [
+        op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(0, (1, 2), RW), out=t(1, (1, 0), NI), axis=1),
+        op("NumericFloat.Add", lhs=t(1, (1, 0), RW), rhs=t(2, (1, 0), RW), out=t(3, (1, 0), NI)),
+        op("NumericFloat.Add", lhs=t(3, (1, 0), RW), rhs=t(4, (1, 2), RW), out=t(5, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(5, (1, 2), RW), out=t(6, (1, 0), NI), axis=1),
+        op("NumericFloat.Add", lhs=t(6, (1, 0), RW), rhs=t(7, (1, 2), RO), out=t(8, (1, 2), NI)),
+        op("Float.Exp", input=t(8, (1, 2), RW), out=t(9, (1, 2), NI)),
+    ],
+    [
+        op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
+        op("NumericFloat.Add", lhs=t(0, (1, 2), RO), rhs=t(2, (1, 2), RO), out=t(3, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(3, (1, 2), RO), out=t(1, (1, 0), NI), axis=1),
+        op("NumericFloat.Sub", lhs=t(3, (1, 2), RW), rhs=t(1, (1, 0), RO), out=t(4, (1, 2), NI)),
+        op("Float.Exp", input=t(4, (1, 2), RW), out=t(5, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(5, (1, 2), RO), out=t(6, (1, 0), NI), axis=1),
+        op("NumericFloat.Div", lhs=t(5, (1, 2), RW), rhs=t(6, (1, 0), RW), out=t(7, (1, 2), NI)),
+        op("NumericFloat.Add", lhs=t(1, (1, 0), RW), rhs=t(0, (1, 2), RW), out=t(8, (1, 2), NI)),
+    ],
+]
+
+
+@pytest.mark.parametrize("steps", WORKFLOWS)
+def test_reduce_broadcasted_finish_matches_refimpl_after_every_op(steps):
+    fast, ref = frb.ReduceBroadcastedFuser(28), rrb.ReduceBroadcastedFuser(28)
+    finished = 0
+    for step in steps:
+        fast.fuse(step)
+        ref.fuse(step)
+        assert (fast.len(), fast.status()) == (ref.len(), ref.status())
+        assert fast.properties() == ref.properties()
+        if ref.properties().ready:
+            optimization = fast.finish()
+            assert optimization == ref.finish()
+            # the fresh path (the full fuser built again) gives the same optimization
+            fallbacks, full, num_ops = frb._finish_blocks(fast.blocks, fast.max_bindings)
+            assert (tuple(fallbacks), full.finish(), num_ops) == \
+                (optimization.fallbacks, optimization.broadcasted, optimization.num_ops)
+            # finishing again (a finished fuser is left as it was) gives it once more
+            assert fast.finish() == optimization
+            finished += 1
+    assert finished > 0
+
+
+@pytest.mark.parametrize("steps", WORKFLOWS)
+def test_block_ids_match_refimpl(steps):
+    fast = fblock.Block([frb.ReduceBroadcastedFuser(28)])
+    ref = rblock.Block([rrb.ReduceBroadcastedFuser(28)])
+    for pos, step in enumerate(steps):
+        assert fast.register(step, pos, False) == ref.register(step, pos, False)
+        assert fast.ids == ref.ids
+        assert (fast.produced(), fast.read(), fast.freed()) == \
+            (ref.produced(), ref.read(), ref.freed())
+        assert fast.contains_tensors(step.nodes()) == ref.contains_tensors(step.nodes())
