@@ -576,6 +576,7 @@ cdef Py_ssize_t op_code_of(object operation) noexcept:
     cdef PyObject* op
     cdef PyObject* value
     cdef Py_ssize_t c
+    cdef long long small
     if type(operation) is not _OperationIr:
         return -1
     op = _field(<PyObject*>operation, _SLOTS.op)
@@ -584,10 +585,13 @@ cdef Py_ssize_t op_code_of(object operation) noexcept:
     value = _field(op, _SLOTS.code)
     if value == NULL or _type_of(value) != <void*>int:
         return -1
-    c = PyLong_AsSsize_t(<object>value)
-    if c == -1 and PyErr_Occurred():
-        PyErr_Clear()
-        return -1
+    if compact_int(<object>value, &small):  # every op code (no call into CPython)
+        c = <Py_ssize_t>small
+    else:
+        c = PyLong_AsSsize_t(<object>value)
+        if c == -1 and PyErr_Occurred():
+            PyErr_Clear()
+            return -1
     if not 0 <= c < _NUM_OPS or <PyObject*>_OPS[c] != op:
         return -1
     return c

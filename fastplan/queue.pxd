@@ -10,7 +10,7 @@ cdef class _StepContext:
     """The converter's maps when a segment executed (burn ``Context``), shared by the fused
     steps of that execution; what launch planning reads of a step."""
     cdef object g2r  # global tensor id -> relative id as a mapping (built on first use)
-    cdef list dim_values  # relative shape id -> dim (None when ``shapes`` was given)
+    cdef list dim_values  # relative shape id -> dim (None when ``dims`` or ``shapes`` was given)
     cdef object shapes  # relative shape id -> dim as a mapping (built on first use)
     cdef object scalars  # stashed scalars (a list or a tuple; a tuple on first use)
     cdef list history  # the queue's history (None when ``segment`` was given)
@@ -58,7 +58,8 @@ cdef class OperationQueue:
     cdef public list shapes_assigned  # shape ids handed out once op i was relativised
     cdef public list steps  # every step executed so far
     cdef readonly list keys  # the key of each pending op's relative form (bytes)
-    cdef list _rel  # each pending op's relative OperationIr, or None until built
+    cdef list _rel  # each pending op's relative OperationIr (None: not built; past its end: none
+    # asked for yet)
     cdef dict _made  # key -> (relative OperationIr, EncodedOp) built from it (``rel_at``)
     cdef list _outs  # global id of each pending op's ``out`` tensor (_NO_OUT: none)
     cdef list _history  # every op ever queued, in order (the segments of ``executed``)
@@ -97,7 +98,7 @@ cdef class OperationQueue:
     cdef int _id_grow(self) except -1
     cdef int _ids_to_dict(self) except -1
     cdef dict _g2r_map(self)
-    cdef object _push_tensor(self, KeyBuf* b, object tensor, const Slots* at)
+    cdef Py_ssize_t _dim_id(self, object dim) except -1
     cdef bytes _encode(self, object operation)
     cdef object rel_at(self, Py_ssize_t i)
     cdef bytes key_at(self, Py_ssize_t i)

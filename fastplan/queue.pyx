@@ -18,6 +18,8 @@ Where the structure differs (the result must not):
   is built on first access from the segments recorded at execution time: the converter's
   state at that moment is the relative form of exactly that segment, so it is recomputed.
 * ``converter`` is built on access from the same state.
+* a tensor use is encoded by a module function on borrowed pointers (``_push_tensor``), and
+  ``PlanStep``s are allocated untracked and filled slot by slot (``_new_step``).
 
 ``ExecutedStep`` is refimpl's class (plain data).
 """
@@ -36,8 +38,9 @@ from libc.string cimport memset
 
 from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
-    buf_bytes, buf_free, buf_init, buf_push, dtype_of, dtype_slot_at, exact_codes, exact_long_long,
-    field_offset, int_slot, interned, list_append_long, list_drop_front, list_empty, list_push,
+    buf_bytes, buf_free, buf_grow, buf_init, buf_push, dtype_of, dtype_slot_at, exact_codes,
+    exact_long_long, field_offset, int_slot, interned, list_append_long, list_drop_front,
+    list_empty, list_push,
     list_replace, list_reserved, new_operation, new_struct, new_tensor, op_code_of, op_codes,
     slot, slots, status_of, status_slot_at, struct_info, untrack_atomic, value_slot,
 )
@@ -78,7 +81,16 @@ assert tuple(f for f in PlanStep.__slots__) == _STEP_FIELDS
 
 cdef extern from "Python.h":
     object _generic_alloc "PyType_GenericAlloc"(PyTypeObject* type, Py_ssize_t nitems)
+    object _gc_new_untracked "_PyObject_GC_New"(PyTypeObject* type)
     void PyObject_GC_UnTrack(object op)
+
+# A PlanStep holds its eight fields and nothing else (no __dict__, no __weakref__): a fresh one
+# is allocated untracked and unzeroed (``_new_step`` fills every slot before anything can see
+# it), where PyType_GenericAlloc zeroes it and links it into the collector, to be untracked.
+cdef bint _STEP_BARE = (
+    PlanStep.__basicsize__ == object.__basicsize__ + 8 * sizeof(PyObject*)
+    and PlanStep.__itemsize__ == 0 and PlanStep.__dictoffset__ == 0
+    and PlanStep.__weakrefoffset__ == 0)
 
 
 cdef Py_ssize_t _STEP_OFFSETS[8]
@@ -95,7 +107,11 @@ cdef inline void _put(object obj, Py_ssize_t offset, object value) noexcept:
 cdef object _new_step(object kind, tuple ops, object fuser, object score, tuple inputs,
                       tuple outputs, tuple blocks):
     """``PlanStep(kind, ops, ...)``: a fresh instance, its eight slots filled directly."""
-    cdef object step = _generic_alloc(<PyTypeObject*>_PlanStep, 0)
+    cdef object step
+    if _STEP_BARE:
+        step = _gc_new_untracked(<PyTypeObject*>_PlanStep)
+    else:
+        step = _generic_alloc(<PyTypeObject*>_PlanStep, 0)
     _put(step, _STEP_OFFSETS[0], kind)
     _put(step, _STEP_OFFSETS[1], ops)
     _put(step, _STEP_OFFSETS[2], fuser)
@@ -104,7 +120,8 @@ cdef object _new_step(object kind, tuple ops, object fuser, object score, tuple 
     _put(step, _STEP_OFFSETS[5], outputs)
     _put(step, _STEP_OFFSETS[6], ())
     _put(step, _STEP_OFFSETS[7], blocks)
-    PyObject_GC_UnTrack(step)  # frozen, of strings, numbers and tuples: never in a cycle
+    if not _STEP_BARE:
+        PyObject_GC_UnTrack(step)  # frozen, of strings, numbers and tuples: never in a cycle
     return step
 
 
@@ -172,7 +189,8 @@ cdef class _StepContext:
 
     cdef object shapes_map(self):
         if self.shapes is None:
-            self.shapes = dict(enumerate(self.dim_values))
+            self.shapes = dict(enumerate(
+                self.dim_values if self.dim_values is not None else self.dims))
         return self.shapes
 
     cdef tuple scalar_values(self):
@@ -274,6 +292,9 @@ cdef class OperationQueue:
         mem_free(self._ids)
 
     cdef void _clear(self) except *:
+        # ``g2r`` and ``dims`` hold entries only once their C forms were left (``_id_table``
+        # off, ``_n_dim_keys`` -1): most segments never fill them, and need not empty them
+        cdef bint g2r_used = not self._id_table, dims_used = self._n_dim_keys < 0
         self._id_table = True
         self._id_gen += 1
         if self._id_gen == 0:  # wrapped around: no slot may look current
@@ -287,22 +308,24 @@ cdef class OperationQueue:
             self.dims = {}
             self.ranges = []
         else:
-            self.g2r.clear()
+            if g2r_used:
+                self.g2r.clear()
             list_empty(self.r2g_ids)
             list_empty(self.r2g_tensors)
-            self.dims.clear()
+            if dims_used:
+                self.dims.clear()
             list_empty(self.ranges)
         if self.g2r_keys is None or self._taken:
             # a _StepContext holds the maps of the last execution: new ones, not a copy of them
             if self._taken:  # those are final now: out of the collector's view if they can be
                 untrack_atomic(self.g2r_keys)
-                untrack_atomic(self.dim_values)
-                untrack_atomic(self.scalars)
                 # the new ones fill to about the old lengths (at most _RESERVE each: the
                 # contexts keep what they took, spare room included)
                 self.g2r_keys = list_reserved(min(len(self.g2r_keys), _RESERVE))
-                self.dim_values = list_reserved(min(len(self.dim_values), _RESERVE))
-                self.scalars = list_reserved(min(len(self.scalars), _RESERVE))
+                if len(self.scalars):  # taken (an empty list is not: ``_run_leaves``)
+                    untrack_atomic(self.scalars)
+                    self.scalars = list_reserved(min(len(self.scalars), _RESERVE))
+                list_empty(self.dim_values)
             else:
                 self.g2r_keys, self.dim_values, self.scalars = [], [], []
             self._taken = False
@@ -459,25 +482,11 @@ cdef class OperationQueue:
         return 0
 
     cdef int64_t _tensor_id(self, object tensor, object tid) except? -1:
+        """The relative id of global id ``tid`` through ``g2r`` (``_tensor_rel`` reads the id
+        table inline and comes here for the rest): leaves the table first if it is in use."""
         cdef PyObject* found
-        cdef Py_ssize_t rel, at
-        cdef long long key
+        cdef Py_ssize_t rel
         if self._id_table:
-            if exact_long_long(tid, &key):
-                if 2 * (len(self.r2g_ids) + 1) > self._id_cap:
-                    self._id_grow()
-                rel = self._id_find(key, &at)
-                if rel >= 0:  # as below: the latest snapshot (the id is an equal int)
-                    list_replace(self.r2g_tensors, rel, tensor)
-                    return rel
-                rel = len(self.r2g_ids)
-                self._ids[at].key = key
-                self._ids[at].rel = rel
-                self._ids[at].gen = self._id_gen
-                list_push(self.g2r_keys, tid)
-                list_push(self.r2g_ids, tid)
-                list_push(self.r2g_tensors, tensor)
-                return rel
             self._ids_to_dict()
         found = PyDict_GetItem(self.g2r, tid)
         if found != NULL:
@@ -494,50 +503,19 @@ cdef class OperationQueue:
         list_push(self.r2g_tensors, tensor)
         return rel
 
-    cdef object _push_tensor(self, KeyBuf* b, object tensor, const Slots* at):
-        """Push one tensor use (``at``: ``slots()``); its global id."""
+    cdef Py_ssize_t _dim_id(self, object dim) except -1:
+        """The shape id of ``dim`` through ``dims`` (``_push_tensor`` reads ``_dim_keys``
+        inline and comes here for the rest): leaves ``_dim_keys`` first if it is in use."""
         cdef PyObject* found
-        cdef Py_ssize_t i, k, sid
-        cdef tuple shape
-        cdef long long c_dim
-        if type(tensor) is not _TensorIr:
-            raise BoundaryError(f"fastplan takes TensorIr operands, not {type(tensor).__name__}")
-        value = slot(tensor, at.shape)
-        if type(value) is not tuple:
-            raise BoundaryError(f"a tensor shape must be a tuple, not {type(value).__name__}")
-        shape = value
-        tid = slot(tensor, at.tid)
-        buf_push(b, self._tensor_id(tensor, tid))
-        buf_push(b, len(shape))
-        for i in range(len(shape)):
-            dim = shape[i]
-            if self._n_dim_keys >= 0:
-                if exact_long_long(dim, &c_dim):
-                    for k in range(self._n_dim_keys):
-                        if self._dim_keys[k] == c_dim:
-                            break
-                    else:
-                        k = -1
-                        if self._n_dim_keys < 64:
-                            k = self._n_dim_keys
-                            self._dim_keys[k] = c_dim
-                            self._n_dim_keys += 1
-                            list_push(self.dim_values, dim)
-                    if k >= 0:
-                        buf_push(b, k)
-                        continue
-                self._dims_to_dict()
-            found = PyDict_GetItem(self.dims, shape[i])
-            if found != NULL:
-                buf_push(b, <Py_ssize_t><object>found)
-            else:
-                sid = len(self.dim_values)
-                PyDict_SetItem(self.dims, shape[i], sid)
-                list_push(self.dim_values, shape[i])
-                buf_push(b, sid)
-        buf_push(b, dtype_slot_at(at, slot(tensor, at.dtype)))
-        buf_push(b, status_slot_at(at, slot(tensor, at.status)))
-        return tid
+        cdef Py_ssize_t sid
+        self._dims_to_dict()
+        found = PyDict_GetItem(self.dims, dim)
+        if found != NULL:
+            return <Py_ssize_t><object>found
+        sid = len(self.dim_values)
+        PyDict_SetItem(self.dims, dim, sid)
+        list_push(self.dim_values, dim)
+        return sid
 
     cdef bytes _encode(self, object operation):
         """The key of ``operation``'s relative form, filling the converter's maps; the global
@@ -545,11 +523,11 @@ cdef class OperationQueue:
         cdef KeyBuf b
         cdef int64_t code, struct_code
         cdef const StructInfo* info
-        cdef const Slots* at = slots()
         cdef Py_ssize_t f
         cdef int kind
+        cdef PyObject* tid
         op_codes(operation, &code, &struct_code)
-        desc = slot(operation, at.desc)
+        desc = slot(operation, _AT.desc)
         info = struct_info(struct_code)
         self._out = _NO_OUT
         buf_init(&b)
@@ -560,14 +538,14 @@ cdef class OperationQueue:
                 value = slot(desc, info.offsets[f])
                 kind = info.kinds[f]
                 if kind == F_TENSOR:
-                    tid = self._push_tensor(&b, value, at)
+                    tid = _push_tensor(self, &b, <PyObject*>value)
                     if f == info.out_field:
-                        self._out = tid
+                        self._out = <object>tid
                 elif kind == F_TENSORS:
                     tensors = tuple(value)
                     buf_push(&b, len(tensors))
                     for tensor in tensors:
-                        self._push_tensor(&b, tensor, at)
+                        _push_tensor(self, &b, <PyObject*>tensor)
                 elif kind == F_SCALAR:
                     list_push(self.scalars, value)
                     buf_push(&b, len(self.scalars) - 1)
@@ -592,9 +570,10 @@ cdef class OperationQueue:
         Both are kept by key: the same relative op comes back often (relative ids restart at
         every drain), and then the op built before is taken again where it is
         indistinguishable from a new one (``_same_values``)."""
-        found = self._rel[i]
-        if found is not None:
-            return found
+        if i < len(self._rel):
+            found = self._rel[i]
+            if found is not None:
+                return found
         key = <bytes>self.keys[i]
         made = self._made.get(key)
         if made is not None and _same_values(made[0], self.global_ops[i]):
@@ -605,6 +584,8 @@ cdef class OperationQueue:
             if len(self._made) >= _MADE_LIMIT:
                 self._made.clear()
             self._made[key] = (found, encode_key(key, found))
+        while len(self._rel) <= i:  # ``_rel`` grows only as far as it is asked for
+            list_push(self._rel, None)
         self._rel[i] = found
         return found
 
@@ -655,7 +636,7 @@ cdef class OperationQueue:
 
     def operations(self):
         cdef Py_ssize_t i
-        for i in range(len(self._rel)):
+        for i in range(len(self.global_ops)):
             self.rel_at(i)
         return self._rel
 
@@ -712,7 +693,6 @@ cdef class OperationQueue:
         list_push(self.global_ops, operation)
         list_push(self.indices, index)
         list_push(self.keys, key)
-        list_push(self._rel, None)
         list_push(self._outs, self._out)
         list_push(self.shapes_assigned, len(self.dim_values))
         return 0
@@ -760,10 +740,14 @@ cdef class OperationQueue:
             context.plan = optimization
             for leaf in leaves:
                 if leaf.fused:
-                    # a fused step reads every map: the context takes them, and the drain
-                    # below starts new ones (``_clear``)
-                    context.order, context.dim_values, context.scalars = \
-                        self.g2r_keys, self.dim_values, self.scalars
+                    # a fused step reads every map: the context takes the tensor order and
+                    # the scalars (an empty list is left: ``()`` stands for it), and the drain
+                    # below starts new ones (``_clear``); the dims it gets as the tuple launch
+                    # planning reads, and the queue keeps its list to empty in place
+                    context.order = self.g2r_keys
+                    context.dims = tuple(self.dim_values)
+                    untrack_atomic(context.dims)
+                    context.scalars = self.scalars if len(self.scalars) else ()
                     self._taken = True
                     break
             else:  # the walk reads only the tensor order and the dims: copies, and the
@@ -858,7 +842,6 @@ cdef class OperationQueue:
         list_empty(self.shapes_assigned)
         for i in range(n):
             list_push(self.keys, self._encode(self.global_ops[i]))
-            list_push(self._rel, None)
             list_push(self.shapes_assigned, len(self.dim_values))
         return 0
 
@@ -908,3 +891,108 @@ cdef object _tensor_at(const int64_t* p, Py_ssize_t* pos):
     result = new_tensor(p[pos[0]], shape, dtype_of(p[at + rank]), status_of(p[at + rank + 1]))
     pos[0] = at + rank + 2
     return result
+
+
+# --- encoding a tensor use (``OperationQueue._encode``) ---------------------------------------
+
+cdef extern from "Python.h":
+    void* _type_of "Py_TYPE"(PyObject* op) noexcept
+    Py_ssize_t _tuple_size "PyTuple_GET_SIZE"(PyObject* op) noexcept
+    PyObject* _tuple_item "PyTuple_GET_ITEM"(PyObject* op, Py_ssize_t i) noexcept
+
+cdef const Slots* _AT = slots()  # the field offsets and enum members, for good
+cdef void* _TENSOR_TYPE = <void*>TensorIr
+
+
+cdef inline PyObject* _read(PyObject* obj, Py_ssize_t offset) except NULL:
+    """The field at ``offset`` of a ``__slots__`` object of a checked exact type (borrowed),
+    as ``slot`` reads it without a reference of its own."""
+    cdef PyObject* value = (<PyObject**>((<char*>obj) + offset))[0]
+    if value == NULL:
+        raise AttributeError("a field of a frozen dataclass is not set")
+    return value
+
+
+cdef inline PyObject* _push_tensor(OperationQueue q, KeyBuf* b, PyObject* tensor) except NULL:
+    """Push one tensor use: relative id, rank, the shape's relative dims, the dtype's and the
+    status's slots. Its global id (borrowed from ``tensor``).
+
+    A module function, not a method: the compiler inlines it, and it reads the fields and the
+    dims through borrowed pointers, where a method took a reference to each (a tensor use
+    cost about 370 instructions, most of them its call, references and checks)."""
+    cdef PyObject* shape
+    cdef PyObject* tid
+    cdef PyObject* dim
+    cdef Py_ssize_t i, k, n, rank
+    cdef int64_t rel
+    cdef long long c_dim
+    if _type_of(tensor) != _TENSOR_TYPE:
+        raise BoundaryError(
+            f"fastplan takes TensorIr operands, not {type(<object>tensor).__name__}")
+    shape = _read(tensor, _AT.shape)
+    if _type_of(shape) != <void*>tuple:
+        raise BoundaryError(
+            f"a tensor shape must be a tuple, not {type(<object>shape).__name__}")
+    tid = _read(tensor, _AT.tid)
+    rel = _tensor_rel(q, tensor, tid)
+    rank = _tuple_size(shape)
+    while b.len + rank + 4 > b.cap:  # room for the whole use: no check per slot below
+        buf_grow(b)
+    b.data[b.len] = rel
+    b.data[b.len + 1] = rank
+    b.len += 2
+    for i in range(rank):
+        dim = _tuple_item(shape, i)
+        n = q._n_dim_keys
+        if n >= 0 and exact_long_long(<object>dim, &c_dim):
+            for k in range(n):
+                if q._dim_keys[k] == c_dim:
+                    break
+            else:
+                if n < 64:
+                    k = n
+                    q._dim_keys[k] = c_dim
+                    q._n_dim_keys = n + 1
+                    list_push(q.dim_values, <object>dim)
+                else:
+                    k = q._dim_id(<object>dim)
+        else:
+            k = q._dim_id(<object>dim)
+        b.data[b.len] = k
+        b.len += 1
+    b.data[b.len] = dtype_slot_at(_AT, <object>_read(tensor, _AT.dtype))
+    b.data[b.len + 1] = status_slot_at(_AT, <object>_read(tensor, _AT.status))
+    b.len += 2
+    return tid
+
+
+cdef inline int64_t _tensor_rel(OperationQueue q, PyObject* tensor, PyObject* tid) except? -1:
+    """The relative id of global id ``tid`` (taking it in if new), through the id table while
+    every id is an exact int64 int (else ``_tensor_id``)."""
+    cdef long long key
+    cdef uint64_t i, mask
+    cdef IdSlot* entry
+    cdef Py_ssize_t rel
+    if not q._id_table or not exact_long_long(<object>tid, &key):
+        return q._tensor_id(<object>tensor, <object>tid)
+    rel = len(q.r2g_ids)
+    if 2 * (rel + 1) > q._id_cap:
+        q._id_grow()
+    mask = <uint64_t>q._id_cap - 1
+    i = (<uint64_t>key * <uint64_t>0x9E3779B97F4A7C15) >> 32
+    while True:  # as ``_id_find``: the table is never full
+        i &= mask
+        entry = &q._ids[i]
+        if entry.gen != q._id_gen:
+            break
+        if entry.key == key:  # as ``_tensor_id``: the latest snapshot (the id is an equal int)
+            list_replace(q.r2g_tensors, entry.rel, <object>tensor)
+            return entry.rel
+        i += 1
+    entry.key = key
+    entry.rel = rel
+    entry.gen = q._id_gen
+    list_push(q.g2r_keys, <object>tid)
+    list_push(q.r2g_ids, <object>tid)
+    list_push(q.r2g_tensors, <object>tensor)
+    return rel
