@@ -47,7 +47,7 @@ _LAZY = ExecutionMode.Lazy
 _SYNC = ExecutionMode.Sync
 _FULL = LogLevel.FULL
 _Sync = Sync
-_OperationIr = OperationIr
+cdef object _OPERATION_IR = OperationIr  # read once per item by ``run``: a C global
 _Exploration = Exploration
 _ExecutionPlan = ExecutionPlan
 _OnOperations = OnOperations
@@ -192,15 +192,19 @@ cdef class Processor:
         cdef OperationQueue queue = segment if type(segment) is OperationQueue else None
         cdef Py_ssize_t n, plan_id = -1
         cdef int code
+        cdef list keys
         if lazy:
             if queue is not None:
-                self.policy.update_key(store, queue.key_at(queue.size() - 1))
+                # the queue's lists are read in place (its ``size``/``key_at`` are calls
+                # through its method table, twice per op)
+                keys = queue.keys
+                self.policy.update_key(store, <bytes>keys[len(keys) - 1])
             else:
                 operations = segment.operations()
                 self.policy.update_key(store, relative_key(operations[len(operations) - 1]))
             self.explorer.num_deferred += 1
         while True:
-            n = queue.size() if queue is not None else len(segment.operations())
+            n = len(queue.global_ops) if queue is not None else len(segment.operations())
             if n == 0:
                 break
             code = self.policy.advise(store, n, lazy, &plan_id)
@@ -257,12 +261,14 @@ cdef class Processor:
     cdef int _reset(self, object segment, OperationQueue queue,
                     ExecutionPlanStore store) except -1:
         cdef Py_ssize_t i, n
+        cdef list keys
         if queue is not None:
-            n = queue.size()
+            keys = queue.keys
+            n = len(keys)
             self.explorer.reset_to(n)
             self.policy.reset_all()
             for i in range(n):
-                self.policy.update_key(store, queue.key_at(i))
+                self.policy.update_key(store, <bytes>keys[i])
             return 0
         operations = segment.operations()
         self.explorer.reset_to(len(operations))
@@ -368,7 +374,7 @@ cdef class StreamPlanner:
             for item in items:
                 if ahead:
                     prefetch_ahead(<tuple>items, index)
-                if type(item) is not _OperationIr and isinstance(item, _Sync):
+                if type(item) is not _OPERATION_IR and isinstance(item, _Sync):
                     tensors = item.tensors
                     if not tensors or queue.produces(tensors):
                         processor.process_c(queue, store, False)
