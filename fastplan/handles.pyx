@@ -200,12 +200,11 @@ def init_targets(stream):
     return frozenset(found)
 
 
-cdef inline object _handle(object buffer, tuple shape, tuple strides, object offset,
-                           object dtype):
-    untrack_atomic(shape)  # of ints: out of the collector's view, as the handle is
-    untrack_atomic(strides)
-    # make_frozen(Handle, ...)'s instance, its slots filled at their offsets directly (no
-    # values tuple, no layout lookup per handle)
+cdef object new_handle(object buffer, object shape, object strides, object offset,
+                       object dtype):
+    """``Handle(buffer, shape, strides, offset, dtype)``: ``make_frozen(Handle, ...)``'s
+    instance, its slots filled at their offsets directly (no values tuple, no layout lookup
+    per handle). ``fastplan.launch_stream`` replays handles through it too."""
     handle = new_instance(<PyTypeObject*>Handle)
     set_slot(handle, _H_BUFFER, buffer)
     set_slot(handle, _H_SHAPE, shape)
@@ -213,6 +212,13 @@ cdef inline object _handle(object buffer, tuple shape, tuple strides, object off
     set_slot(handle, _H_OFFSET, offset)
     set_slot(handle, _H_DTYPE, dtype)
     return handle
+
+
+cdef inline object _handle(object buffer, tuple shape, tuple strides, object offset,
+                           object dtype):
+    untrack_atomic(shape)  # of ints: out of the collector's view, as the handle is
+    untrack_atomic(strides)
+    return new_handle(buffer, shape, strides, offset, dtype)
 
 
 cdef long long _C_BOUND = 1 << 30  # _small_ints' bound on each value

@@ -61,7 +61,7 @@ from fastplan._keys cimport (
     key_hash, list_append_long, new_instance, set_slot, slot,
 )
 from fastplan.handles cimport (
-    Memory, _InputsMemo, _Live, handle_buffer, handle_layout, replayable_op,
+    Memory, _InputsMemo, _Live, handle_buffer, handle_layout, new_handle, replayable_op,
 )
 from fastplan.launch cimport (
     _WalkLaunch, context_of_c, extents_fit, plan_launch_walk, walk_matmul_refused,
@@ -85,22 +85,6 @@ LAYOUT_CAPACITY = 65536
 cdef tuple _STEP_FIELDS = ("kind", "ops", "fuser", "score", "inputs", "outputs", "aliases",
                            "blocks")
 cdef tuple _BLOCK_FIELDS = ("ops", "width")
-cdef tuple _HANDLE_FIELDS = ("buffer", "shape", "strides", "offset", "dtype")
-cdef object _Handle = None  # refimpl.handles.Handle, imported at the first walk
-cdef Py_ssize_t _HANDLE_AT[5]  # its slot offsets, in _HANDLE_FIELDS order
-
-
-cdef inline object _new_handle(object buffer, object shape, object strides, object offset,
-                               object dtype):
-    """``Handle(buffer, shape, strides, offset, dtype)``, its slots filled directly (as
-    ``make_frozen`` fills them, without its per-call tuple and layout lookup)."""
-    handle = new_instance(<PyTypeObject*>_Handle)
-    set_slot(handle, _HANDLE_AT[0], buffer)
-    set_slot(handle, _HANDLE_AT[1], shape)
-    set_slot(handle, _HANDLE_AT[2], strides)
-    set_slot(handle, _HANDLE_AT[3], offset)
-    set_slot(handle, _HANDLE_AT[4], dtype)
-    return handle
 
 
 cdef class LaunchMemo:
@@ -534,8 +518,8 @@ cdef list _replay(_Outcome outcome, list order, const int64_t* held, Memory memo
             memory.remove(gid)
             continue
         buffer = first_new + change.at if change.fresh else held[change.at]
-        memory.register_layout(gid, _new_handle(buffer, change.shape, change.strides,
-                                                change.offset, change.dtype), change.layout)
+        memory.register_layout(gid, new_handle(buffer, change.shape, change.strides,
+                                               change.offset, change.dtype), change.layout)
     if outcome.aliases:
         aliases = []
         for item in outcome.aliases:
@@ -616,16 +600,9 @@ def launch_records(stream, list records, device, LaunchMemo memo=None):
     """``launch_plan_stream`` on the queue's own records of the executed steps
     (``fastplan.queue._StepRecord``, no ``ExecutedStep`` built): what ``fastplan.planner``
     calls."""
-    global _Handle
     cdef Memory memory
     cdef list results = []
     cdef dict table = None
-    cdef Py_ssize_t k
-    if _Handle is None:
-        from refimpl.handles import Handle
-        for k in range(5):
-            _HANDLE_AT[k] = field_offset(Handle, _HANDLE_FIELDS[k])
-        _Handle = Handle
     paused = _gc.isenabled()  # no reference cycles made here either (see fastplan.processor)
     _gc.disable()
     try:
