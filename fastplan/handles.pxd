@@ -71,6 +71,9 @@ cdef class Memory:
     cpdef register(self, object tensor_id, object handle)
     cdef Py_ssize_t _layout_id(self, object handle) except -1
     cdef int register_layout(self, object tensor_id, object handle, Py_ssize_t layout) except -1
+    cdef int register_at(self, long long key, object handle, Py_ssize_t buffer,
+                         Py_ssize_t layout) except -1
+    cdef int remove_key(self, long long key) except -1
     cdef int _count(self, Py_ssize_t buffer, Py_ssize_t change) except -1
     cdef int _drop(self, long long key, _Live entry) except -1
     cpdef object handle(self, object tensor_id)

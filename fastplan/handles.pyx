@@ -726,6 +726,34 @@ cdef class Memory:
         self._put(key, _new_live(handle, buffer, layout))
         return 0
 
+    cdef int register_at(self, long long key, object handle, Py_ssize_t buffer,
+                         Py_ssize_t layout) except -1:
+        """``register_layout`` for a tensor key (``tensor_key``'s) and the handle's buffer
+        number as the caller knows them: a buffer this memory allocated (below
+        ``next_buffer``; the launch memo's replay, which read them from the memory)."""
+        cdef PyObject* found
+        if not 0 <= buffer < (1LL << 40):
+            raise BoundaryError(f"buffer {buffer} was not allocated by this fastplan Memory")
+        if buffer >= self._users_cap:
+            self._buffer(buffer)  # grows the use counts
+        found = self.find(key)
+        old = _ABSENT if found == NULL else <_Live>found
+        if found != NULL:
+            self._count((<_Live>old).buffer, -1)
+        if self._undo is not None:
+            self._undo.append(key)
+            self._undo.append(old)
+        self._count(buffer, 1)
+        self._put(key, _new_live(handle, buffer, layout))
+        return 0
+
+    cdef int remove_key(self, long long key) except -1:
+        """``remove`` for a tensor key (``tensor_key``'s)."""
+        cdef PyObject* found = self.find(key)
+        if found != NULL:
+            self._drop(key, <_Live>found)
+        return 0
+
     cdef int _count(self, Py_ssize_t buffer, Py_ssize_t change) except -1:
         """Add ``change`` to the use count of ``buffer`` (noted in a trial)."""
         if self._undo is not None:

@@ -32,6 +32,15 @@ fused step's widths and aliases. A hit replays the execution in one go. Unfused 
 nothing else of a stream, except two: ``Slice`` ranges (stashed values) and the input specs
 an ``Init`` reads; an execution with either is not stored.
 
+**Replays.** A replay finds the tensors it changes by the live-table keys ``_push_state`` read
+for the memo key (``held`` keeps two words per tensor: its buffer and its key), so no tensor
+id is converted a second time, and it counts the buffers the step allocated without writing
+their ``sizes`` entries: the walk's memory is its own (``launch_records`` makes it and drops
+it) and nothing in the walk reads them (an outcome keeps how many buffers its step
+allocated, not their sizes). Transformer at 1k, instructions per op: launch planning with a
+fresh memo 1981 -> 1797, from a warm one 1084 -> 889 (``python bench/planner_instructions.py
+--workload transformer --size 1000 --path launch-cold`` and ``--path launch``).
+
 **The stream inputs.** Each walk starts from a fresh memory holding the stream's inputs,
 buffer k for the k-th input loaded. The memo keeps the handles it made last time
 (``fastplan.handles.Memory.load_inputs_with``): an input whose layout is the k-th one's
@@ -52,6 +61,7 @@ cimport cython
 import gc as _gc
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.list cimport PyList_AsTuple
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
@@ -62,6 +72,7 @@ from fastplan._keys cimport (
 )
 from fastplan.handles cimport (
     Memory, _InputsMemo, _Live, handle_buffer, handle_layout, new_handle, replayable_op,
+    tensor_key,
 )
 from fastplan.launch cimport (
     _WalkLaunch, context_of_c, extents_fit, plan_launch_walk, walk_matmul_refused,
@@ -138,7 +149,8 @@ cdef class _Outcome:
     cdef tuple widths  # None: no main launch plan
     cdef tuple aliases  # (output position, input position)
     cdef tuple changes  # _Change per tensor of the order whose live handle the step changed
-    cdef tuple new_sizes  # sizes of the buffers allocated by the step, in allocation order
+    cdef Py_ssize_t new_buffers  # how many buffers the step allocated (their sizes are not
+    #                              kept: see _replay)
     cdef object blocks_from  # the step's ``blocks`` last filled, and the filled ones
     cdef tuple blocks
 
@@ -304,7 +316,8 @@ cdef int _check_extents(object context, Memory memory) except -1:
 
 
 cdef object _key(_StepRecord item, list order, Memory memory, KeyBuf* held):
-    """The memo key of a fused step; fills ``held`` with each tensor's buffer. Per
+    """The memo key of a fused step; fills ``held`` with each tensor's buffer and key
+    (``_push_state``). Per
     tensor one int: its handle's layout id, the position of the step's first tensor to hold
     its buffer, and how many live handles use that buffer (or -1: no live handle).
 
@@ -349,12 +362,13 @@ cdef Py_ssize_t _SCAN_HOLDERS = 64
 
 cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory,
                       KeyBuf* held) except -1:
-    """The dims and the per-tensor slots of a key (``_key``), and in ``held`` each tensor's
-    buffer number (-1: no live handle; what a replay reads of the memory before it); false
-    where a dim is no exact int64 int."""
+    """The dims and the per-tensor slots of a key (``_key``), and in ``held`` two words per
+    tensor: its buffer number (-1: no live handle) and its key in the memory's live table
+    (``handles.tensor_key``): what a replay reads of the memory before it. False where a dim
+    is no exact int64 int."""
     cdef dict holders = None  # buffer -> its first holder's position, past _SCAN_HOLDERS
     cdef Py_ssize_t users, first, layout, i, q, k = 0
-    cdef long long dim
+    cdef long long dim, tensor
     cdef tuple dims = context.dim_tuple()
     cdef _Live entry
     cdef PyObject* found
@@ -365,29 +379,32 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
         buf_push(b, dim)
     buf_push(b, len(order))
     for gid in order:
-        found = memory.live_entry(gid)
+        tensor = tensor_key(gid)
+        found = memory.find(tensor)
         k += 1
         if found == NULL:
             buf_push(held, -1)
+            buf_push(held, tensor)
             buf_push(b, -1)
             continue
         entry = <_Live>found
         buf_push(held, entry.buffer)
+        buf_push(held, tensor)
         users = memory._users[entry.buffer]
         first = k - 1
         if users == 1:  # no other live handle holds the buffer: its first holder is this one
             pass
         elif k <= _SCAN_HOLDERS:  # the position of the first of the tensors to hold it
             for q in range(k - 1):
-                if held.data[q] == entry.buffer:
+                if held.data[2 * q] == entry.buffer:
                     first = q
                     break
         else:
             if holders is None:
                 holders = {}
                 for q in range(k - 2, -1, -1):  # the first holder of each buffer so far
-                    if held.data[q] >= 0:
-                        holders[held.data[q]] = q
+                    if held.data[2 * q] >= 0:
+                        holders[held.data[2 * q]] = q
             at = holders.get(entry.buffer)
             if at is None:
                 holders[entry.buffer] = first
@@ -420,11 +437,10 @@ cdef _Outcome _record(object optimization, list order, object positions, list be
     """What the step did, relative to ``order`` (positions; ``positions`` maps a global id to
     its position) and to ``first_new`` (buffers); ``None`` where that cannot be said (a buffer
     or an alias outside the step's tensors)."""
-    cdef Py_ssize_t k, b, end
+    cdef Py_ssize_t k, end
     cdef _Change change
     cdef dict owner = None  # buffer -> position of the first tensor holding it before
     cdef list changes = []
-    cdef list sizes
     cdef _Outcome outcome = _Outcome.__new__(_Outcome)
     cdef PyObject* at_gid
     cdef _Live entry
@@ -466,12 +482,8 @@ cdef _Outcome _record(object optimization, list order, object positions, list be
     outcome.optimization = optimization
     outcome.widths = widths
     outcome.changes = tuple(changes)
-    sizes = []
-    all_sizes = memory.sizes
     end = memory.next_buffer
-    for b in range(<Py_ssize_t>first_new, end):
-        sizes.append(all_sizes[b])
-    outcome.new_sizes = tuple(sizes)
+    outcome.new_buffers = end - <Py_ssize_t>first_new
     return outcome
 
 
@@ -500,26 +512,28 @@ cdef tuple _relative_aliases(object position, object aliases):
 
 
 cdef list _replay(_Outcome outcome, list order, const int64_t* held, Memory memory):
-    """Apply a stored outcome to ``memory`` (``held``: each tensor's buffer before, as
-    ``_push_state`` read it); the step's global aliases (``None``: none)."""
-    cdef Py_ssize_t m, n = len(outcome.new_sizes)
+    """Apply a stored outcome to ``memory`` (``held``: each tensor's buffer and key before, as
+    ``_push_state`` read them); the step's global aliases (``None``: none).
+
+    The buffers the step allocated are counted (``next_buffer``) but get no ``sizes`` entry:
+    the walk's memory is its own (``launch_records`` makes it and drops it) and nothing in
+    the walk reads ``sizes`` (an outcome keeps how many buffers its step allocated, not
+    their sizes)."""
+    cdef Py_ssize_t first_new, buffer
     cdef _Change change
     cdef tuple pair
     cdef list aliases = None  # None: the step aliases nothing (no list made)
     first_new = memory.next_buffer
-    sizes = memory.sizes
-    for m in range(n):
-        sizes[first_new + m] = outcome.new_sizes[m]
-    memory.next_buffer = first_new + n
+    memory.next_buffer = first_new + outcome.new_buffers
     for item in outcome.changes:
         change = <_Change>item
-        gid = order[change.k]
         if change.gone:
-            memory.remove(gid)
+            memory.remove_key(held[2 * change.k + 1])
             continue
-        buffer = first_new + change.at if change.fresh else held[change.at]
-        memory.register_layout(gid, new_handle(buffer, change.shape, change.strides,
-                                               change.offset, change.dtype), change.layout)
+        buffer = first_new + change.at if change.fresh else held[2 * change.at]
+        memory.register_at(held[2 * change.k + 1],
+                           new_handle(buffer, change.shape, change.strides, change.offset,
+                                      change.dtype), buffer, change.layout)
     if outcome.aliases:
         aliases = []
         for item in outcome.aliases:
@@ -558,7 +572,12 @@ cdef inline object _step_blocks(object step):
 cdef object _filled(object step, tuple blocks, list aliases):
     """``step`` with its blocks and its aliases (global id pairs, sorted; ``None``: none)."""
     cdef Py_ssize_t k
-    found = tuple(sorted(aliases)) if aliases else ()
+    if not aliases:
+        found = ()
+    else:
+        if len(aliases) > 1:
+            aliases.sort()
+        found = PyList_AsTuple(aliases)
     if type(step) is not PlanStep:
         return make_frozen(PlanStep, _STEP_FIELDS,
                            (step.kind, step.ops, step.fuser, step.score, step.inputs,
