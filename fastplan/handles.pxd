@@ -17,7 +17,8 @@ cdef bint replayable_op(object op) except -1
 
 
 cdef class _Live:
-    cdef object handle  # the live Handle
+    cdef object _handle  # the live Handle (``live_handle``), or None until it is first read
+    cdef tuple _fields  # while ``_handle`` is None: its (shape, strides, offset, dtype)
     cdef Py_ssize_t buffer  # its buffer number
     cdef Py_ssize_t layout  # its layout id (Memory.layout_ids)
     cdef bint extent_fits  # fastplan.launch found its buffer extent below 2**62 (kept: a
@@ -71,7 +72,7 @@ cdef class Memory:
     cpdef register(self, object tensor_id, object handle)
     cdef Py_ssize_t _layout_id(self, object handle) except -1
     cdef int register_layout(self, object tensor_id, object handle, Py_ssize_t layout) except -1
-    cdef int register_at(self, long long key, object handle, Py_ssize_t buffer,
+    cdef int register_at(self, long long key, tuple fields, Py_ssize_t buffer,
                          Py_ssize_t layout) except -1
     cdef int remove_key(self, long long key) except -1
     cdef int _count(self, Py_ssize_t buffer, Py_ssize_t change) except -1
@@ -83,3 +84,14 @@ cdef class Memory:
     cpdef Py_ssize_t users(self, object buffer)
     cpdef run_unfused(self, object op)
     cdef _run_unfused_any(self, object op)
+
+
+cdef inline object live_handle(_Live entry):
+    """The live entry's ``Handle``, built on the first read where it was registered by its
+    fields (``Memory.register_at``)."""
+    cdef tuple fields
+    if entry._handle is None:
+        fields = entry._fields
+        entry._handle = new_handle(entry.buffer, fields[0], fields[1], fields[2], fields[3])
+        entry._fields = None
+    return entry._handle

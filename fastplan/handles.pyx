@@ -23,6 +23,10 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
   fork: the trial notes the old value of each entry it changes and undoing puts them back. A
   fork copies every live handle, and a stream that keeps its tensors alive makes that set, and
   so each fused step's launch planning, grow with its length; a trial costs what it changes;
+* a live entry registered by its handle's fields (``register_at``: the launch memo's replay)
+  builds its ``Handle`` on the first read (``live_handle``: ``handle``, ``take``, the
+  ``handles`` snapshot, launch planning, the memo's records); a replayed handle is most
+  often dropped again unread, by the next replay;
 * ``with_values`` is always false: values are ``refimpl.handles.Memory``'s job;
 * a memory indexes the layout table it takes ids from (``_layout_id``: the key's words probed
   in a ``KeyTable`` where they lie, a ``bytes`` key made and hashed only for a layout the
@@ -395,13 +399,15 @@ def _load_inputs_memoized(stream, _InputsMemo memo, dict layout_ids):
 @cython.freelist(256)
 cdef class _Live:
     """A live tensor: its handle, that handle's buffer number and its layout id, found with one
-    probe of the tensor id (``fastplan.launch_stream`` keys its memo on them). It holds no
-    container, so the collector need not see it."""
+    probe of the tensor id (``fastplan.launch_stream`` keys its memo on them). The handle of
+    an entry the launch memo replayed is built when something first reads it
+    (``live_handle``): most are dropped again unread. It holds no reference cycle (its
+    handle, or the fields tuple of one), so the collector need not see it."""
 
 
 cdef inline _Live _new_live(object handle, Py_ssize_t buffer, Py_ssize_t layout):
     cdef _Live entry = _Live.__new__(_Live)
-    entry.handle, entry.buffer, entry.layout = handle, buffer, layout
+    entry._handle, entry.buffer, entry.layout = handle, buffer, layout
     entry.extent_fits = False
     return entry
 
@@ -473,7 +479,7 @@ cdef class Memory:
     @property
     def handles(self):
         """Tensor id -> live ``Handle`` (a snapshot: refimpl's ``Memory.handles``)."""
-        return {_tensor_id_of_key(key): (<_Live>entry).handle
+        return {_tensor_id_of_key(key): live_handle(<_Live>entry)
                 for key, entry in self._entries()}
 
     @property
@@ -726,12 +732,14 @@ cdef class Memory:
         self._put(key, _new_live(handle, buffer, layout))
         return 0
 
-    cdef int register_at(self, long long key, object handle, Py_ssize_t buffer,
+    cdef int register_at(self, long long key, tuple fields, Py_ssize_t buffer,
                          Py_ssize_t layout) except -1:
-        """``register_layout`` for a tensor key (``tensor_key``'s) and the handle's buffer
-        number as the caller knows them: a buffer this memory allocated (below
-        ``next_buffer``; the launch memo's replay, which read them from the memory)."""
+        """``register_layout`` for a tensor key (``tensor_key``'s) and a handle given by its
+        buffer number and its ``(shape, strides, offset, dtype)``: a buffer this memory
+        allocated (below ``next_buffer``; the launch memo's replay, which read it from the
+        memory). The ``Handle`` is built when first read (``live_handle``)."""
         cdef PyObject* found
+        cdef _Live entry
         if not 0 <= buffer < (1LL << 40):
             raise BoundaryError(f"buffer {buffer} was not allocated by this fastplan Memory")
         if buffer >= self._users_cap:
@@ -744,7 +752,9 @@ cdef class Memory:
             self._undo.append(key)
             self._undo.append(old)
         self._count(buffer, 1)
-        self._put(key, _new_live(handle, buffer, layout))
+        entry = _new_live(None, buffer, layout)
+        entry._fields = fields
+        self._put(key, entry)
         return 0
 
     cdef int remove_key(self, long long key) except -1:
@@ -775,7 +785,7 @@ cdef class Memory:
         cdef PyObject* found = self.live_entry(tensor_id)
         if found == NULL:
             raise TensorIdError(f"tensor {tensor_id} has no live handle")
-        return (<_Live>found).handle
+        return live_handle(<_Live>found)
 
     cpdef object take(self, object tensor_id, object status):
         """burn ``get_handle``: a ``ReadWrite`` fetch removes the handle, ``ReadOnly`` keeps it."""
@@ -787,7 +797,7 @@ cdef class Memory:
         entry = <_Live>found
         if status is _READ_WRITE:
             self._drop(key, entry)
-        return entry.handle
+        return live_handle(entry)
 
     cpdef remove(self, object tensor_id):
         cdef _Live entry
@@ -805,7 +815,7 @@ cdef class Memory:
         for i in range(self._live_cap):
             if self._live[i].entry != NULL:
                 entry = <_Live>self._live[i].entry
-                entry.layout = layout_id(table, entry.handle)
+                entry.layout = layout_id(table, live_handle(entry))
         return 0
 
     cpdef Py_ssize_t users(self, object buffer):

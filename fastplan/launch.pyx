@@ -39,7 +39,7 @@ from fastplan._keys cimport (
     F_SCALAR, F_TENSOR, F_TENSORS, Slots, StructInfo, exact_codes, exact_long_long, field_offset,
     slot, slots, struct_info, tensor_id, tensor_type,
 )
-from fastplan.handles cimport Memory, _Live, op_nodes
+from fastplan.handles cimport Memory, _Live, live_handle, op_nodes
 from fastplan.layout cimport matrix_batch_layout_o, permuted_innermost_axis_t
 from fastplan.relative cimport new_frozen
 
@@ -354,7 +354,7 @@ cdef int _extents_fit_c(object tensors, object handles, Memory live) except -2:
             entry = live.live_entry(tid)
             if entry == NULL or (<_Live>entry).extent_fits:  # no handle, or checked before
                 continue
-            h = (<_Live>entry).handle
+            h = live_handle(<_Live>entry)
         else:
             h = (<dict>handles).get(slot(tensor, at.tid))
             if h is None:

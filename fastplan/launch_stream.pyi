@@ -20,3 +20,6 @@ def launch_plan_stream(stream: Stream, executed: Sequence[ExecutedStep], device:
 
 def launch_records(stream: Stream, records: list[object], device: object,
                    memo: LaunchMemo | None = None) -> tuple[PlanStep, ...]: ...
+
+def _walked_memory(stream: Stream, executed: Sequence[ExecutedStep], device: object,
+                   memo: LaunchMemo | None = None) -> tuple[tuple[PlanStep, ...], object]: ...

@@ -39,7 +39,10 @@ their ``sizes`` entries: the walk's memory is its own (``launch_records`` makes 
 it) and nothing in the walk reads them (an outcome keeps how many buffers its step
 allocated, not their sizes). Transformer at 1k, instructions per op: launch planning with a
 fresh memo 1981 -> 1797, from a warm one 1084 -> 889 (``python bench/planner_instructions.py
---workload transformer --size 1000 --path launch-cold`` and ``--path launch``).
+--workload transformer --size 1000 --path launch-cold`` and ``--path launch``). The handles a
+replay registers are given by their fields (``fastplan.handles.Memory.register_at``) and built
+only when something reads them: most are dropped again unread, by the next replay (launch-cold
+1794 -> 1666, launch 889 -> 752).
 
 **The stream inputs.** Each walk starts from a fresh memory holding the stream's inputs,
 buffer k for the k-th input loaded. The memo keeps the handles it made last time
@@ -71,7 +74,7 @@ from fastplan._keys cimport (
     key_hash, list_append_long, new_instance, set_slot, slot,
 )
 from fastplan.handles cimport (
-    Memory, _InputsMemo, _Live, handle_buffer, handle_layout, new_handle, replayable_op,
+    Memory, _InputsMemo, _Live, handle_buffer, handle_layout, live_handle, replayable_op,
     tensor_key,
 )
 from fastplan.launch cimport (
@@ -165,7 +168,7 @@ cdef class _Change:
     cdef bint gone
     cdef bint fresh
     cdef Py_ssize_t at
-    cdef object shape, strides, offset, dtype
+    cdef tuple fields  # the handle's (shape, strides, offset, dtype)
     cdef Py_ssize_t layout
 
 
@@ -428,7 +431,7 @@ cdef list _handles_of(list order, Memory memory):
     cdef PyObject* entry
     for gid in order:
         entry = memory.live_entry(gid)
-        found.append(None if entry == NULL else (<_Live>entry).handle)
+        found.append(None if entry == NULL else live_handle(<_Live>entry))
     return found
 
 
@@ -455,7 +458,7 @@ cdef _Outcome _record(object optimization, list order, object positions, list be
                 changes.append(change)
             continue
         entry = <_Live>at_gid
-        h = entry.handle
+        h = live_handle(entry)
         if h is old:
             continue
         buffer = handle_buffer(h)
@@ -470,7 +473,7 @@ cdef _Outcome _record(object optimization, list order, object positions, list be
             fresh, at = False, found
         change = _Change.__new__(_Change)
         change.k, change.gone, change.fresh, change.at = k, False, fresh, at
-        change.shape, change.strides, change.offset, change.dtype = handle_layout(h)
+        change.fields = handle_layout(h)
         change.layout = entry.layout
         changes.append(change)
     if aliases:
@@ -531,9 +534,7 @@ cdef list _replay(_Outcome outcome, list order, const int64_t* held, Memory memo
             memory.remove_key(held[2 * change.k + 1])
             continue
         buffer = first_new + change.at if change.fresh else held[2 * change.at]
-        memory.register_at(held[2 * change.k + 1],
-                           new_handle(buffer, change.shape, change.strides, change.offset,
-                                      change.dtype), buffer, change.layout)
+        memory.register_at(held[2 * change.k + 1], change.fields, buffer, change.layout)
     if outcome.aliases:
         aliases = []
         for item in outcome.aliases:
@@ -619,13 +620,26 @@ def launch_records(stream, list records, device, LaunchMemo memo=None):
     """``launch_plan_stream`` on the queue's own records of the executed steps
     (``fastplan.queue._StepRecord``, no ``ExecutedStep`` built): what ``fastplan.planner``
     calls."""
-    cdef Memory memory
+    return _launch_records(stream, records, device, memo, _Memory())
+
+
+def _walked_memory(stream, executed, device, LaunchMemo memo=None):
+    """``launch_plan_stream``'s steps and the memory its walk leaves (for the tests: its live
+    handles, replayed ones included, against refimpl's interpreter memory)."""
+    cdef Memory memory = _Memory()
+    steps = _launch_records(stream, [_record_of(item) for item in executed], device, memo,
+                            memory)
+    return steps, memory
+
+
+cdef tuple _launch_records(object stream, list records, object device, LaunchMemo memo,
+                           Memory memory):
+    """``launch_records`` on a fresh ``memory``."""
     cdef list results = []
     cdef dict table = None
     paused = _gc.isenabled()  # no reference cycles made here either (see fastplan.processor)
     _gc.disable()
     try:
-        memory = _Memory()
         if memo is not None:
             table = memo.table(device)
             memory.use_layout_ids(memo.layout_ids)
