@@ -42,7 +42,9 @@ fresh memo 1981 -> 1797, from a warm one 1084 -> 889 (``python bench/planner_ins
 --workload transformer --size 1000 --path launch-cold`` and ``--path launch``). The handles a
 replay registers are given by their fields (``fastplan.handles.Memory.register_at``) and built
 only when something reads them: most are dropped again unread, by the next replay (launch-cold
-1794 -> 1666, launch 889 -> 752).
+1794 -> 1666, launch 889 -> 752). A state's slots are written into room reserved once for all
+of its tensors, and a tensor id that is a non-negative int64 is its own key without
+``tensor_key``'s call (1666 -> 1612, 752 -> 695).
 
 **The stream inputs.** Each walk starts from a fresh memory holding the stream's inputs,
 buffer k for the k-th input loaded. The memo keeps the handles it made last time
@@ -70,8 +72,8 @@ from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
 
 from fastplan._keys cimport (
-    KeyBuf, KeyTable, buf_bytes, buf_free, buf_init, buf_push, exact_long_long, field_offset,
-    key_hash, list_append_long, new_instance, set_slot, slot,
+    KeyBuf, KeyTable, buf_bytes, buf_free, buf_grow, buf_init, buf_push, exact_long_long,
+    field_offset, key_hash, list_append_long, new_instance, set_slot, slot,
 )
 from fastplan.handles cimport (
     Memory, _InputsMemo, _Live, handle_buffer, handle_layout, live_handle, replayable_op,
@@ -363,6 +365,19 @@ cdef Py_ssize_t _LAYOUT_PACKED = (<Py_ssize_t>1) << 40
 cdef Py_ssize_t _SCAN_HOLDERS = 64
 
 
+cdef inline int _reserve(KeyBuf* b, Py_ssize_t more) except -1:
+    """Room for ``more`` slots past ``b.len`` (``_put`` then writes them unchecked)."""
+    while b.cap - b.len < more:
+        buf_grow(b)
+    return 0
+
+
+cdef inline void _put(KeyBuf* b, int64_t value) noexcept:
+    """``buf_push`` into room ``_reserve`` made."""
+    b.data[b.len] = value
+    b.len += 1
+
+
 cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory,
                       KeyBuf* held) except -1:
     """The dims and the per-tensor slots of a key (``_key``), and in ``held`` two words per
@@ -370,7 +385,7 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
     (``handles.tensor_key``): what a replay reads of the memory before it. False where a dim
     is no exact int64 int."""
     cdef dict holders = None  # buffer -> its first holder's position, past _SCAN_HOLDERS
-    cdef Py_ssize_t users, first, layout, i, q, k = 0
+    cdef Py_ssize_t users, first, layout, i, q, n, k = 0
     cdef long long dim, tensor
     cdef tuple dims = context.dim_tuple()
     cdef _Live entry
@@ -380,19 +395,23 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
         if not exact_long_long(dims[i], &dim):
             return False
         buf_push(b, dim)
-    buf_push(b, len(order))
+    n = len(order)
+    _reserve(b, 1 + 4 * n)  # room for every slot below: written without a check each
+    _reserve(held, 2 * n)
+    _put(b, n)
     for gid in order:
-        tensor = tensor_key(gid)
+        if not exact_long_long(gid, &tensor) or tensor < 0:  # an id past int64 (or none)
+            tensor = tensor_key(gid)
         found = memory.find(tensor)
         k += 1
         if found == NULL:
-            buf_push(held, -1)
-            buf_push(held, tensor)
-            buf_push(b, -1)
+            _put(held, -1)
+            _put(held, tensor)
+            _put(b, -1)
             continue
         entry = <_Live>found
-        buf_push(held, entry.buffer)
-        buf_push(held, tensor)
+        _put(held, entry.buffer)
+        _put(held, tensor)
         users = memory._users[entry.buffer]
         first = k - 1
         if users == 1:  # no other live handle holds the buffer: its first holder is this one
@@ -415,12 +434,12 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
                 first = <Py_ssize_t>at
         layout = entry.layout
         if users < 1024 and first < 1024 and 0 <= layout < _LAYOUT_PACKED:
-            buf_push(b, (layout * 1024 + first) * 1024 + users)
+            _put(b, (layout * 1024 + first) * 1024 + users)
         else:
-            buf_push(b, -2)
-            buf_push(b, layout)
-            buf_push(b, first)
-            buf_push(b, users)
+            _put(b, -2)
+            _put(b, layout)
+            _put(b, first)
+            _put(b, users)
     return True
 
 
@@ -524,7 +543,6 @@ cdef list _replay(_Outcome outcome, list order, const int64_t* held, Memory memo
     their sizes)."""
     cdef Py_ssize_t first_new, buffer
     cdef _Change change
-    cdef tuple pair
     cdef list aliases = None  # None: the step aliases nothing (no list made)
     first_new = memory.next_buffer
     memory.next_buffer = first_new + outcome.new_buffers
@@ -536,11 +554,18 @@ cdef list _replay(_Outcome outcome, list order, const int64_t* held, Memory memo
         buffer = first_new + change.at if change.fresh else held[2 * change.at]
         memory.register_at(held[2 * change.k + 1], change.fields, buffer, change.layout)
     if outcome.aliases:
-        aliases = []
-        for item in outcome.aliases:
-            pair = <tuple>item
-            aliases.append((order[<Py_ssize_t>pair[0]], order[<Py_ssize_t>pair[1]]))
+        aliases = _global_pairs(outcome.aliases, order)
     return aliases
+
+
+cdef list _global_pairs(tuple pairs, list order):
+    """Position pairs (an outcome's aliases) as global id pairs (``order``: id per position)."""
+    cdef list found = []
+    cdef tuple pair
+    for item in pairs:
+        pair = <tuple>item
+        found.append((order[<Py_ssize_t>pair[0]], order[<Py_ssize_t>pair[1]]))
+    return found
 
 
 # --- entry point ---------------------------------------------------------------------------------
@@ -841,8 +866,7 @@ cdef int _replay_execution(_Execution found, list records, Py_ssize_t i, Py_ssiz
             part.blocks_from = blocks
             part.blocks = _widened(blocks, part.widths)
         list_append_long(results, _filled(step, part.blocks, None if not part.aliases
-                                          else [(order[o], order[q])
-                                                for o, q in part.aliases]))
+                                          else _global_pairs(part.aliases, order)))
     return 0
 
 
