@@ -8,6 +8,8 @@ notes §3, §5. Mirrors refimpl/planner/elemwise.py: same names, same order, sam
 twins must return equal objects, so they return the same classes).
 """
 
+cimport cython
+
 from fastplan.relative cimport EncodedOp, encode_cached, new_frozen
 from fastplan.trace_fuser cimport TraceOperationFuser, tof_fuse
 
@@ -19,6 +21,7 @@ __all__ = ["FusedOptimization", "ElemwiseOptimization", "ElementWiseFuser", "NAM
 NAME = "ElementWise"
 
 
+@cython.freelist(64)  # cloned for every new block of the search
 cdef class ElementWiseFuser:
     """burn ``ElementWiseFuser``: a ``TraceOperationFuser`` with the element-wise settings.
 

@@ -12,6 +12,8 @@ alone, then the tail). An op joins only if both accept it: refimpl asks each for
 each (same outcome, half the work).
 """
 
+cimport cython
+
 from fastplan.builder cimport R_NOT_MATMUL, Arg, arg_to_py
 from fastplan.opinfo cimport OpKindC
 from fastplan.relative cimport EncodedOp, encode_cached, new_frozen
@@ -29,6 +31,7 @@ NAME = "Matmul"
 REASON_NOT_MATMUL = "first op not a matmul"
 
 
+@cython.freelist(64)  # cloned for every new block of the search
 cdef class MatmulFuser:
     """burn ``MatmulFuser``.
 

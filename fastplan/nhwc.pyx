@@ -8,6 +8,8 @@ refimpl/planner/nhwc.py: same names, same order, same results; the optimization 
 refimpl's.
 """
 
+cimport cython
+
 from libc.stdint cimport int64_t
 
 from fastplan._vec cimport mem_free, mem_malloc
@@ -62,6 +64,7 @@ def nhwc_permutation(rank):
         mem_free(out)
 
 
+@cython.freelist(64)  # cloned for every new block of the search
 cdef class NHWCRelayoutFuser:
     """burn ``NHWCRelayoutFuser``.
 

@@ -11,6 +11,8 @@ An element-wise op joins both the fused trace and the current fallback, or neith
 ``tof_fuse_both`` runs one undoable trial on each (refimpl: ``refusal`` on clones, then fuse).
 """
 
+cimport cython
+
 from libc.stdint cimport int64_t
 
 from fastplan.builder cimport (
@@ -64,6 +66,7 @@ cdef Reason _reason(int code):
     return reason
 
 
+@cython.freelist(64)  # a trial or clone copy per op fed, made and dropped in bulk
 cdef class ReduceFuser:
     """burn ``ReduceFuser`` (``ReduceSettings::Always``).
 

@@ -23,6 +23,8 @@ Where the structure differs (the result must not):
   full fuser is built as in refimpl. The finishes are C calls (``finish_c``, ``_finish``).
 """
 
+cimport cython
+
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport FieldRead, field, field_read
@@ -94,6 +96,7 @@ cdef inline int _out_index(EncodedOp op):
     return op.c.n_tensors - 1 - after if after >= 0 else -1
 
 
+@cython.freelist(64)  # a trial per op fed, made and dropped in bulk
 cdef class ReduceBlockFuser:
     """burn ``ReduceBlockFuser``: one block, its ops, and its kind.
 
@@ -474,6 +477,7 @@ def _finish_blocks(blocks, max_bindings):
     return _finish_blocks_c(list(blocks), max_bindings)
 
 
+@cython.freelist(64)  # a trial per op fed, made and dropped in bulk
 cdef class ReduceBroadcastedFuser:
     """burn ``ReduceBroadcastedFuser``.
 

@@ -88,3 +88,16 @@ def test_reset_after_reuse_equals_fresh(module, name):
     churn(module, name)
     fuser.reset()
     assert state(feed(fuser, SOFTMAX)) == fresh
+
+
+@pytest.mark.parametrize(("module", "name"), FUSERS)
+def test_clone_of_a_fuser_with_no_shape_equals_refimpl(module, name):
+    """A copy made before any op (no output shape: its shape arena left unallocated) takes
+    ops as a new fuser does."""
+    ours, theirs = make("fastplan", module, name).clone(), \
+        make("refimpl.planner", module, name).clone()
+    churn(module, name)
+    for k in range(1, len(SOFTMAX) + 1):
+        feed(ours, SOFTMAX[k - 1:k])
+        feed(theirs, SOFTMAX[k - 1:k])
+        assert state(ours) == state(theirs)
