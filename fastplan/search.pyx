@@ -8,7 +8,9 @@ burn counterpart: ``crates/burn-fusion/src/search/optimization/stream.rs``
 Where the structure differs (the result must not): an op's data flow is read once when it is
 registered (``block.op_flow``) and handed to every block that sees it; the block DAG is built
 from those flows. ``BlocksOptimizerResult`` is refimpl's class (plain data). Hole searches
-nest on an explicit stack of ``_HoleFrame``s, as in refimpl.
+nest on an explicit stack of ``_HoleFrame``s, as in refimpl. ``BlocksOptimizer.run`` over a
+single block takes the order ``[0]`` without building its one-node DAG (refimpl builds it;
+the order is the same): most runs of a transformer's exploration hold one block.
 
 Invariants (refimpl's):
 
@@ -83,9 +85,12 @@ cdef class BlocksOptimizer:
         cdef Block block
         cdef bint logged
         self._merging_pass()
-        order = blocks_dag(self.blocks).topological_order()
-        if order is None:
-            order = list(range(len(self.blocks)))
+        if len(self.blocks) == 1:  # one node, no edge: its own order (no DAG to build)
+            order = [0]
+        else:
+            order = blocks_dag(self.blocks).topological_order()
+            if order is None:
+                order = list(range(len(self.blocks)))
         resolved = [False] * self.num_ops
         logged = self.log.enabled(_BASIC)
         for index in order:
