@@ -61,7 +61,6 @@ cdef class OperationQueue:
     cdef list _rel  # each pending op's relative OperationIr (None: not built; past its end: none
     # asked for yet)
     cdef dict _made  # key -> (relative OperationIr, EncodedOp) built from it (``rel_at``)
-    cdef list _outs  # global id of each pending op's ``out`` tensor (_NO_OUT: none)
     cdef list _history  # every op ever queued, in order (the segments of ``executed``)
     cdef Py_ssize_t _first  # history position of the first pending op
     cdef list _records  # _StepRecord per executed step
@@ -75,8 +74,8 @@ cdef class OperationQueue:
     cdef uint32_t _id_gen  # entries of older segments are stale (``_clear`` bumps it)
     cdef bint _id_table  # the table is in use (else ``g2r``)
     cdef list g2r_keys  # converter: g2r's keys in insertion (= relative id) order, as inserted
-    cdef list r2g_ids  # converter: relative id -> global tensor id
-    cdef list r2g_tensors  # converter: relative id -> latest snapshot
+    cdef list r2g_ids  # converter: relative id -> global tensor id, once the id table is off
+    # (the table holds exact int64 ints only: ``g2r_keys`` is that map then)
     cdef dict dims  # converter: dimension value -> shape id (1 -> 0), once _dim_keys is off
     cdef int64_t _dim_keys[64]  # converter: the dims by shape id while all are exact int64 ints
     cdef Py_ssize_t _n_dim_keys  # entries of _dim_keys in use; -1: ``dims`` is in use
@@ -85,7 +84,6 @@ cdef class OperationQueue:
     cdef list ranges  # converter: stashed slice ranges
     cdef object _log  # the FusionLog (property ``log``)
     cdef bint _basic  # the log prints executed steps
-    cdef object _out  # set by _encode: the global id of the op's out tensor (or _NO_OUT)
 
     cdef void _clear(self) except *
     cdef int _dims_to_dict(self) except -1
@@ -93,11 +91,13 @@ cdef class OperationQueue:
     cdef list executed_since(self, Py_ssize_t start, bint unfused_context)
     cdef list records_since(self, Py_ssize_t start)
     cdef tuple _segment_of(self, Py_ssize_t first, Py_ssize_t count)
-    cdef int64_t _tensor_id(self, object tensor, object tid) except? -1
+    cdef int64_t _tensor_id(self, object tid) except? -1
     cdef Py_ssize_t _id_find(self, int64_t key, Py_ssize_t* at) noexcept
     cdef int _id_grow(self) except -1
     cdef int _ids_to_dict(self) except -1
     cdef dict _g2r_map(self)
+    cdef list _latest_tensors(self)
+    cdef list _r2g_ids(self)
     cdef Py_ssize_t _dim_id(self, object dim) except -1
     cdef bytes _encode(self, object operation)
     cdef object rel_at(self, Py_ssize_t i)

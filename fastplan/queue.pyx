@@ -20,6 +20,14 @@ Where the structure differs (the result must not):
 * ``converter`` is built on access from the same state.
 * a tensor use is encoded by a module function on borrowed pointers (``_push_tensor``), and
   ``PlanStep``s are allocated untracked and filled slot by slot (``_new_step``).
+* the converter keeps no relative id -> latest snapshot list: ``converter`` reads the latest
+  snapshot of each tensor from the pending ops when asked (``_latest_tensors``). While every
+  id is an exact int64 int, ``g2r_keys`` is also the relative id -> global id map (an id met
+  again is an equal int); a second list is kept only once the ids left the id table
+  (``_r2g_ids``). No list of each pending op's ``out`` id is kept either: a sync's
+  ``produces_pending`` reads the pending ops. A tensor use then pushes one list item where it
+  pushed three (or replaced one): ``--path cache`` at 1k transformer 3164 -> 2975
+  instructions per op (``bench/planner_instructions.py``).
 
 ``ExecutedStep`` is refimpl's class (plain data).
 """
@@ -40,9 +48,9 @@ from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
     buf_bytes, buf_free, buf_grow, buf_init, buf_push, dtype_of, dtype_slot_at, exact_codes,
     exact_long_long, field_offset, int_slot, interned, list_append_long, list_drop_front,
-    list_empty, list_push,
-    list_replace, list_reserved, new_operation, new_struct, new_tensor, op_code_of, op_codes,
-    slot, slots, status_of, status_slot_at, struct_info, untrack_atomic, value_slot,
+    list_empty, list_push, list_reserved, new_operation, new_struct, new_tensor, op_code_of,
+    op_codes, slot, slots, status_of, status_slot_at, struct_info, tensor_id, untrack_atomic,
+    value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
 from fastplan.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
@@ -70,7 +78,6 @@ _PlanBlock = PlanBlock
 _Operations = Operations
 _ExecutedStep = ExecutedStep
 _BASIC = LogLevel.BASIC
-cdef object _NO_OUT = object()  # the op has no ``out`` tensor
 
 # PlanStep is a frozen dataclass whose __post_init__ only sorts ``aliases``: steps built here
 # have none, so they are filled field by field without it (equal objects, ~10x faster).
@@ -267,7 +274,6 @@ cdef class OperationQueue:
         self.keys = []
         self._rel = []
         self._made = {}
-        self._outs = []
         self._history = []
         self._first = 0
         self._records = []
@@ -304,14 +310,12 @@ cdef class OperationQueue:
         if self.g2r is None:
             self.g2r = {}
             self.r2g_ids = []
-            self.r2g_tensors = []
             self.dims = {}
             self.ranges = []
         else:
             if g2r_used:
                 self.g2r.clear()
-            list_empty(self.r2g_ids)
-            list_empty(self.r2g_tensors)
+                list_empty(self.r2g_ids)
             if dims_used:
                 self.dims.clear()
             list_empty(self.ranges)
@@ -357,7 +361,7 @@ cdef class OperationQueue:
     def converter(self):
         """The ``OperationConverter`` refimpl's queue would hold now (built on access)."""
         r2g = {}
-        for rel, tensor in enumerate(self.r2g_tensors):
+        for rel, tensor in enumerate(self._latest_tensors()):
             r2g[rel] = tensor
         return _Converter(r2g, self._g2r_map(), self._dims_map(),
                           dict(enumerate(self.dim_values)), list(self.scalars),
@@ -437,6 +441,23 @@ cdef class OperationQueue:
             return {tid: rel for rel, tid in enumerate(self.g2r_keys)}
         return dict(self.g2r)
 
+    cdef list _latest_tensors(self):
+        """Relative id -> the latest snapshot of its tensor (refimpl's converter keeps it as it
+        relativises each op): the pending ops' tensor uses walked again, in the order
+        ``_encode`` read them, since the converter was last cleared."""
+        cdef dict g2r = self._g2r_map()
+        cdef list latest = [None] * len(self.g2r_keys)
+        for operation in self.global_ops:
+            for tensor in _tensor_uses(operation):
+                latest[g2r[tensor_id(tensor)]] = tensor
+        return latest
+
+    cdef list _r2g_ids(self):
+        """Relative id -> global id: ``g2r_keys`` while the id table is in use (exact int64
+        ints: the id a later use brings is an equal int), else ``r2g_ids`` (the latest id, as
+        refimpl reads it from the latest snapshot: ``0`` and ``False`` are one key)."""
+        return self.g2r_keys if self._id_table else self.r2g_ids
+
     cdef Py_ssize_t _id_find(self, int64_t key, Py_ssize_t* at) noexcept:
         """The relative id of global id ``key`` in the id table (-1: absent; ``at`` is then
         the free slot for it). The table is never full (``_id_grow``)."""
@@ -476,12 +497,14 @@ cdef class OperationQueue:
         compares it with the others as Python does, ``True == 1``)."""
         cdef Py_ssize_t rel
         self.g2r.clear()
+        list_empty(self.r2g_ids)
         for rel in range(len(self.g2r_keys)):
             PyDict_SetItem(self.g2r, self.g2r_keys[rel], rel)
+            list_push(self.r2g_ids, self.g2r_keys[rel])
         self._id_table = False
         return 0
 
-    cdef int64_t _tensor_id(self, object tensor, object tid) except? -1:
+    cdef int64_t _tensor_id(self, object tid) except? -1:
         """The relative id of global id ``tid`` through ``g2r`` (``_tensor_rel`` reads the id
         table inline and comes here for the rest): leaves the table first if it is in use."""
         cdef PyObject* found
@@ -493,14 +516,12 @@ cdef class OperationQueue:
             rel = <object>found
             # refimpl keeps the latest snapshot per relative id and maps steps back through
             # its id: equal ids (0 and False) may differ in what they print
-            self.r2g_tensors[rel] = tensor
             self.r2g_ids[rel] = tid
             return rel
         rel = len(self.r2g_ids)
         PyDict_SetItem(self.g2r, tid, rel)
         list_push(self.g2r_keys, tid)
         list_push(self.r2g_ids, tid)
-        list_push(self.r2g_tensors, tensor)
         return rel
 
     cdef Py_ssize_t _dim_id(self, object dim) except -1:
@@ -518,30 +539,28 @@ cdef class OperationQueue:
         return sid
 
     cdef bytes _encode(self, object operation):
-        """The key of ``operation``'s relative form, filling the converter's maps; the global
-        id of its ``out`` tensor goes to ``self._out``."""
+        """The key of ``operation``'s relative form, filling the converter's maps."""
         cdef KeyBuf b
         cdef int64_t code, struct_code
         cdef const StructInfo* info
         cdef Py_ssize_t f
         cdef int kind
-        cdef PyObject* tid
+        cdef PyObject* raw
         op_codes(operation, &code, &struct_code)
         desc = slot(operation, _AT.desc)
         info = struct_info(struct_code)
-        self._out = _NO_OUT
         buf_init(&b)
         try:
             buf_push(&b, code)
             buf_push(&b, struct_code)
             for f in range(info.n_fields):
-                value = slot(desc, info.offsets[f])
+                raw = _read(<PyObject*>desc, info.offsets[f])  # borrowed: desc holds it
                 kind = info.kinds[f]
                 if kind == F_TENSOR:
-                    tid = _push_tensor(self, &b, <PyObject*>value)
-                    if f == info.out_field:
-                        self._out = <object>tid
-                elif kind == F_TENSORS:
+                    _push_tensor(self, &b, raw)
+                    continue
+                value = <object>raw
+                if kind == F_TENSORS:
                     tensors = tuple(value)
                     buf_push(&b, len(tensors))
                     for tensor in tensors:
@@ -693,7 +712,6 @@ cdef class OperationQueue:
         list_push(self.global_ops, operation)
         list_push(self.indices, index)
         list_push(self.keys, key)
-        list_push(self._outs, self._out)
         list_push(self.shapes_assigned, len(self.dim_values))
         return 0
 
@@ -714,9 +732,19 @@ cdef class OperationQueue:
         return self.produces(tensor_ids)
 
     cdef bint produces(self, object tensor_ids) except -1:
+        """``produces_pending``: the ``out`` tensor of each pending op, read at its slot (a
+        sync asks; the ops were checked when queued)."""
+        cdef int64_t code, struct_code
+        cdef const StructInfo* info
         wanted = set(tensor_ids)
-        for out in self._outs:
-            if out is not _NO_OUT and out in wanted:
+        for operation in self.global_ops:
+            if not exact_codes(operation, &code, &struct_code):
+                continue
+            info = struct_info(struct_code)
+            if info.out_field < 0 or info.kinds[info.out_field] != F_TENSOR:
+                continue
+            out = slot(slot(operation, _AT.desc), info.offsets[info.out_field])
+            if tensor_id(out) in wanted:
                 return True
         return False
 
@@ -809,14 +837,15 @@ cdef class OperationQueue:
                          self._global_ids(leaf.outputs), leaf.blocks)
 
     cdef tuple _global_ids(self, tuple relative_ids):
-        cdef list ids = self.r2g_ids
+        cdef list ids = self._r2g_ids()
         cdef Py_ssize_t i, n = len(relative_ids)
         cdef tuple found = PyTuple_New(n)
+        cdef long long rel
         for i in range(n):
             rid = relative_ids[i]
-            if type(rid) is not int or not 0 <= rid < len(ids):
+            if not exact_long_long(rid, &rel) or not 0 <= rel < len(ids):
                 raise KeyError(rid)
-            value = ids[<Py_ssize_t>rid]
+            value = ids[<Py_ssize_t>rel]
             Py_INCREF(value)
             PyTuple_SET_ITEM(found, i, value)
         untrack_atomic(found)
@@ -829,11 +858,9 @@ cdef class OperationQueue:
         if count == len(self.global_ops):  # the whole queue (the usual drain)
             list_empty(self.global_ops)
             list_empty(self.indices)
-            list_empty(self._outs)
         else:
             list_drop_front(self.global_ops, count)
             list_drop_front(self.indices, count)
-            list_drop_front(self._outs, count)
         self._first += count
         n = len(self.global_ops)
         self._clear()
@@ -875,6 +902,24 @@ cdef bint _same_values(object relative, object operation) except -1:
             if slot(mine, info.offsets[f]) is not slot(theirs, info.offsets[f]):
                 return False
     return True
+
+
+cdef list _tensor_uses(object operation):
+    """The tensors of a queued op (checked by ``_encode``), in the order ``_encode`` reads
+    them: fields in schema order, a tuple field's tensors in turn."""
+    cdef int64_t code, struct_code
+    cdef const StructInfo* info
+    cdef Py_ssize_t f
+    cdef list found = []
+    op_codes(operation, &code, &struct_code)
+    info = struct_info(struct_code)
+    desc = slot(operation, _AT.desc)
+    for f in range(info.n_fields):
+        if info.kinds[f] == F_TENSOR:
+            found.append(slot(desc, info.offsets[f]))
+        elif info.kinds[f] == F_TENSORS:
+            found.extend(tuple(slot(desc, info.offsets[f])))
+    return found
 
 
 cdef object _tensor_at(const int64_t* p, Py_ssize_t* pos):
@@ -925,6 +970,7 @@ cdef inline PyObject* _push_tensor(OperationQueue q, KeyBuf* b, PyObject* tensor
     cdef PyObject* dim
     cdef Py_ssize_t i, k, n, rank
     cdef int64_t rel
+    cdef int64_t* out
     cdef long long c_dim
     if _type_of(tensor) != _TENSOR_TYPE:
         raise BoundaryError(
@@ -934,16 +980,19 @@ cdef inline PyObject* _push_tensor(OperationQueue q, KeyBuf* b, PyObject* tensor
         raise BoundaryError(
             f"a tensor shape must be a tuple, not {type(<object>shape).__name__}")
     tid = _read(tensor, _AT.tid)
-    rel = _tensor_rel(q, tensor, tid)
+    rel = _tensor_rel(q, tid)
     rank = _tuple_size(shape)
     while b.len + rank + 4 > b.cap:  # room for the whole use: no check per slot below
         buf_grow(b)
-    b.data[b.len] = rel
-    b.data[b.len + 1] = rank
-    b.len += 2
+    # the slots are written through a local pointer and the length set once at the end: a
+    # store through ``b.data`` (int64) may alias ``b.len`` for the compiler, which then reads
+    # it again after every slot
+    out = b.data + b.len
+    out[0] = rel
+    out[1] = rank
+    n = q._n_dim_keys
     for i in range(rank):
         dim = _tuple_item(shape, i)
-        n = q._n_dim_keys
         if n >= 0 and exact_long_long(<object>dim, &c_dim):
             for k in range(n):
                 if q._dim_keys[k] == c_dim:
@@ -952,30 +1001,34 @@ cdef inline PyObject* _push_tensor(OperationQueue q, KeyBuf* b, PyObject* tensor
                 if n < 64:
                     k = n
                     q._dim_keys[k] = c_dim
-                    q._n_dim_keys = n + 1
+                    n += 1
+                    q._n_dim_keys = n
                     list_push(q.dim_values, <object>dim)
                 else:
                     k = q._dim_id(<object>dim)
+                    n = q._n_dim_keys
         else:
             k = q._dim_id(<object>dim)
-        b.data[b.len] = k
-        b.len += 1
-    b.data[b.len] = dtype_slot_at(_AT, <object>_read(tensor, _AT.dtype))
-    b.data[b.len + 1] = status_slot_at(_AT, <object>_read(tensor, _AT.status))
-    b.len += 2
+            n = q._n_dim_keys
+        out[2 + i] = k
+    out[2 + rank] = dtype_slot_at(_AT, <object>_read(tensor, _AT.dtype))
+    out[3 + rank] = status_slot_at(_AT, <object>_read(tensor, _AT.status))
+    b.len += rank + 4
     return tid
 
 
-cdef inline int64_t _tensor_rel(OperationQueue q, PyObject* tensor, PyObject* tid) except? -1:
+cdef inline int64_t _tensor_rel(OperationQueue q, PyObject* tid) except? -1:
     """The relative id of global id ``tid`` (taking it in if new), through the id table while
-    every id is an exact int64 int (else ``_tensor_id``)."""
+    every id is an exact int64 int (else ``_tensor_id``). The table's ids need no other list:
+    ``g2r_keys`` is then relative id -> global id, and the latest snapshot of each tensor is
+    read again from the pending ops when asked (``_latest_tensors``)."""
     cdef long long key
     cdef uint64_t i, mask
     cdef IdSlot* entry
     cdef Py_ssize_t rel
     if not q._id_table or not exact_long_long(<object>tid, &key):
-        return q._tensor_id(<object>tensor, <object>tid)
-    rel = len(q.r2g_ids)
+        return q._tensor_id(<object>tid)
+    rel = len(q.g2r_keys)
     if 2 * (rel + 1) > q._id_cap:
         q._id_grow()
     mask = <uint64_t>q._id_cap - 1
@@ -985,14 +1038,11 @@ cdef inline int64_t _tensor_rel(OperationQueue q, PyObject* tensor, PyObject* ti
         entry = &q._ids[i]
         if entry.gen != q._id_gen:
             break
-        if entry.key == key:  # as ``_tensor_id``: the latest snapshot (the id is an equal int)
-            list_replace(q.r2g_tensors, entry.rel, <object>tensor)
+        if entry.key == key:
             return entry.rel
         i += 1
     entry.key = key
     entry.rel = rel
     entry.gen = q._id_gen
     list_push(q.g2r_keys, <object>tid)
-    list_push(q.r2g_ids, <object>tid)
-    list_push(q.r2g_tensors, <object>tensor)
     return rel

@@ -1,0 +1,120 @@
+"""The plan-cache hit path keeps less per op and must still show what refimpl shows.
+
+fastplan's queue keeps no list of the latest tensor snapshots (the converter's ``r2g`` is read
+again from the pending ops when asked), no relative id -> global id list while every id is an
+exact int64 int (``g2r_keys`` is that map), and no list of each pending op's ``out`` id
+(``produces_pending`` reads the ops). These tests drive both twins through the paths that
+read them: the converter, a sync's ``produces_pending``, and the fused steps' inputs and
+outputs of a warm planner, with ids inside and outside the id table.
+
+burn counterpart: ``crates/burn-fusion/src/stream/queue/{base,execution}.rs``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+import fastplan
+from refimpl.devices import profile_named
+from refimpl.dtypes import DType
+from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
+from refimpl.ops import op_named
+from refimpl.planner.processor import StreamPlanner as ReferencePlanner
+from refimpl.planner.queue import OperationQueue as ReferenceQueue
+from refimpl.planner.registry import FusionRegistry as ReferenceRegistry
+from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.strategies import streams
+from refimpl.stream import stream_to_json
+
+pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
+
+if fastplan.COMPILED:
+    from fastplan.bench import build, shifted
+    from fastplan.processor import StreamPlanner
+    from fastplan.queue import OperationQueue
+    from fastplan.registry import FusionRegistry
+
+
+def _tensor(tid, status=TensorStatus.ReadOnly, shape=(4, 8)) -> TensorIr:
+    return TensorIr(tid, shape, DType.F32, status)
+
+
+def _exp(source: TensorIr, out: TensorIr) -> OperationIr:
+    return OperationIr(op_named("Float.Exp"), UnaryOpIr(source, out))
+
+
+def _both(ops) -> tuple:
+    twin, reference = OperationQueue(), ReferenceQueue()
+    for index, op in enumerate(ops):
+        twin.add(index, op)
+        reference.add(index, op)
+    return twin, reference
+
+
+def _converter_view(queue) -> tuple:
+    converter = queue.converter
+    return ([(rel, type(t.id), t) for rel, t in converter.tensors_relative2global.items()],
+            [(type(k), k, v) for k, v in converter.tensors_global2relative.items()])
+
+
+@pytest.mark.parametrize("ids", [(10, 11, 12), (2**70, 2**70 + 1, 2**70 + 2), (True, 5, 1)],
+                         ids=["table", "past-int64", "bool-and-int"])
+def test_converter_keeps_the_latest_snapshot_matches_refimpl(ids):
+    """A tensor used again with another status (and, for ``True`` then ``1``, another id
+    object) is the latest snapshot in both converters, before and after a partial drain."""
+    a, b, c = ids
+    ops = [
+        _exp(_tensor(a), _tensor(b, TensorStatus.NotInit)),
+        _exp(_tensor(b, TensorStatus.ReadWrite), _tensor(c, TensorStatus.NotInit)),
+        _exp(_tensor(c), _tensor(a if type(a) is not bool else 1, TensorStatus.NotInit)),
+        _exp(_tensor(1 if type(a) is bool else a, TensorStatus.ReadWrite),
+             _tensor(b, TensorStatus.NotInit)),
+    ]
+    twin, reference = _both(ops)
+    assert _converter_view(twin) == _converter_view(reference)
+    ordering = (0,)
+    twin.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+    reference.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+    assert _converter_view(twin) == _converter_view(reference)
+    assert list(twin.keys) == list(_both(ops[1:])[0].keys)
+
+
+@given(stream=streams(max_ops=12), data=st.data())
+def test_produces_pending_matches_refimpl(stream, data):
+    """Whether a pending op outputs one of the tensors asked about, after any adds and
+    partial executions (the ops' ``out`` ids are read from the pending ops)."""
+    note(stream_to_json(stream))
+    ops = [item for item in stream.items if isinstance(item, OperationIr)]
+    twin, reference = OperationQueue(), ReferenceQueue()
+    known = sorted({t.id for op in ops for t in (*op.inputs(), *op.outputs())}) or [0]
+    for index, op in enumerate(ops):
+        twin.add(index, op)
+        reference.add(index, op)
+        asked = data.draw(st.lists(st.sampled_from(known + [-1]), max_size=3), label="asked")
+        assert twin.produces_pending(asked) == reference.produces_pending(asked)
+        if data.draw(st.booleans(), label="execute"):
+            count = data.draw(st.integers(1, len(reference.global_ops)), label="count")
+            ordering = tuple(range(count))
+            twin.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+            reference.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+
+
+@pytest.mark.parametrize("offset", [0, 2**64], ids=["table", "past-int64"])
+@pytest.mark.parametrize("workload", ["transformer", "mixed"])
+def test_cache_hits_give_refimpls_steps(workload, offset):
+    """A warm planner's next iteration (every segment a plan-cache hit) gives refimpl's steps,
+    fused inputs and outputs included, with ids in the id table and past int64 (the
+    relative -> global map is then the queue's own list)."""
+    profile = profile_named("metal")
+    stream = shifted(build(workload, 60), offset)
+    nxt = shifted(stream, 10 * (len(stream.items) + 1))
+    twin = StreamPlanner(FusionRegistry().fusers(profile))
+    reference = ReferencePlanner(ReferenceRegistry().fusers(profile))
+    assert twin.run(stream) == reference.run(stream)
+    hits = twin.num_cache_hits
+    steps = twin.run(nxt)
+    assert steps == reference.run(nxt)
+    assert twin.num_cache_hits > hits
+    assert any(step.kind == "fused" and step.inputs for step in steps)
