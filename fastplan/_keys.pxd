@@ -142,7 +142,19 @@ cdef object new_struct(int64_t struct_code, list values)
 cdef object new_operation(object op, object desc)
 cdef const StructInfo* struct_info(int64_t struct_code) noexcept
 cdef const Slots* slots() noexcept
-cdef void prefetch_ahead(tuple items, Py_ssize_t i) noexcept
+ctypedef struct ReadAhead:
+    # what ``prefetch_ahead`` learnt of one item two items before it is encoded: the ring of
+    # the last few (``AHEAD_RING`` entries, at ``index % AHEAD_RING``) lives in the caller
+    PyObject* item  # the item read (borrowed from the stream's tuple; NULL: none)
+    int64_t code  # its op code, and its operand-struct code (``exact_codes``; -1: not exact)
+    int64_t struct_code
+    Py_ssize_t n_operands  # its tensor fields' values (a TensorIr or a tuple of them)
+    PyObject* operands[MAX_FIELDS]  # (borrowed from its desc)
+
+cdef enum:
+    AHEAD_RING = 4  # entries of a ReadAhead ring (a power of two)
+
+cdef void prefetch_ahead(tuple items, Py_ssize_t i, ReadAhead* ring) noexcept
 cdef object tensor_type()
 
 

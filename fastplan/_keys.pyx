@@ -252,14 +252,31 @@ cdef inline Py_ssize_t _codes(PyObject* item, Py_ssize_t* code) noexcept:
     return _OP_STRUCT_CODE[c]
 
 
-cdef void _prefetch_operands(PyObject* item, bint tensors_read) noexcept:
+cdef void _prefetch_operands(PyObject* item, bint tensors_read, ReadAhead* read) noexcept:
     """Prefetch the tensors of ``item``'s desc (or, once those are read, what each tensor
-    points at: its id and its shape)."""
+    points at: its id and its shape). The first stage notes the item's codes and its tensor
+    fields' values in ``read``; the second reads them there (the same item, one call later)
+    instead of walking the desc again."""
     cdef Py_ssize_t f, k, op_code
-    cdef Py_ssize_t code = _codes(item, &op_code)
+    cdef Py_ssize_t code
     cdef const StructInfo* info
     cdef PyObject* desc
     cdef PyObject* value
+    if tensors_read and read.item == item:  # the operands the first stage found
+        for f in range(read.n_operands):
+            value = read.operands[f]
+            if _type_of(value) == <void*>_TensorIr:
+                _prefetch(_field(value, _SLOTS.tid))
+                _prefetch(_field(value, _SLOTS.shape))
+            elif _type_of(value) == <void*>tuple:
+                for k in range(min(len(<tuple><object>value), 8)):
+                    _prefetch((<PyTupleObject*>value).ob_item[k])
+        return
+    code = _codes(item, &op_code)
+    read.item = item
+    read.code = op_code if code >= 0 else -1
+    read.struct_code = code
+    read.n_operands = 0
     if code < 0:
         return
     info = &_STRUCT_INFO[code]
@@ -270,23 +287,26 @@ cdef void _prefetch_operands(PyObject* item, bint tensors_read) noexcept:
         value = _field(desc, info.offsets[f])
         if value == NULL:
             continue
+        read.operands[read.n_operands] = value
+        read.n_operands += 1
         if not tensors_read:
             _prefetch(value)
-        elif _type_of(value) == <void*>_TensorIr:
-            _prefetch(_field(value, _SLOTS.tid))
-            _prefetch(_field(value, _SLOTS.shape))
-        elif _type_of(value) == <void*>tuple:
-            for k in range(min(len(<tuple><object>value), 8)):
-                _prefetch((<PyTupleObject*>value).ob_item[k])
+    if tensors_read:  # no first stage for this item: the second one's reads, as it would
+        _prefetch_operands(item, True, read)
 
 
-cdef void prefetch_ahead(tuple items, Py_ssize_t i) noexcept:
+cdef void prefetch_ahead(tuple items, Py_ssize_t i, ReadAhead* ring) noexcept:
     """Ask the CPU for the memory the next items' encoding will read, a stage per item ahead:
     item ``i + 4`` itself, the desc of ``i + 3``, the tensors of ``i + 2``, the ids and shapes
     of ``i + 1``. Each stage reads only what the stage before it fetched. A stream built
     before it is planned is spread over the heap: without this, reading an op's tensors is a
     chain of cache misses (``docs/fastplan.md``, "Reading ahead"). Prefetching never faults;
-    nothing here sets an error or changes an object."""
+    nothing here sets an error or changes an object.
+
+    The tensors' stage checks the item's exact types and notes its op and operand-struct
+    codes in ``ring[(i + 2) % AHEAD_RING]`` (``ReadAhead``): the ids' stage of the next call
+    reads them there, and the caller hands them to the encoding of item ``i + 2`` (the same
+    checks, ``exact_codes``, made once instead of three times)."""
     cdef Py_ssize_t n = len(items)
     cdef PyObject** at = (<PyTupleObject*><PyObject*>items).ob_item
     cdef PyObject* item
@@ -297,9 +317,9 @@ cdef void prefetch_ahead(tuple items, Py_ssize_t i) noexcept:
         if _type_of(item) == <void*>_OperationIr:
             _prefetch(_field(item, _SLOTS.desc))
     if i + 2 < n:
-        _prefetch_operands(at[i + 2], False)
+        _prefetch_operands(at[i + 2], False, &ring[(i + 2) & (AHEAD_RING - 1)])
     if i + 1 < n:
-        _prefetch_operands(at[i + 1], True)
+        _prefetch_operands(at[i + 1], True, &ring[(i + 1) & (AHEAD_RING - 1)])
 
 
 cdef object tensor_type():

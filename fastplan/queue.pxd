@@ -100,6 +100,7 @@ cdef class OperationQueue:
     cdef list _r2g_ids(self)
     cdef Py_ssize_t _dim_id(self, object dim) except -1
     cdef bytes _encode(self, object operation)
+    cdef bytes _encode_coded(self, object operation, int64_t code, int64_t struct_code)
     cdef object rel_at(self, Py_ssize_t i)
     cdef bytes key_at(self, Py_ssize_t i)
     cdef Py_ssize_t size(self) noexcept
@@ -107,6 +108,8 @@ cdef class OperationQueue:
     cdef int execute_plan(self, object optimization, Py_ssize_t plan_id) except -1
     cdef object _compile(self, object optimization, Py_ssize_t plan_id)
     cdef int add_op(self, object index, object operation) except -1
+    cdef int add_op_coded(self, object index, object operation, int64_t code,
+                          int64_t struct_code) except -1
     cdef bint produces(self, object tensor_ids) except -1
     cdef int _run(self, object optimization) except -1
     cdef int _run_leaves(self, list leaves, object optimization) except -1

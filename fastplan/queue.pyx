@@ -48,7 +48,7 @@ from fastplan._keys cimport (
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
     buf_bytes, buf_free, buf_grow, buf_init, buf_push, dtype_of, dtype_slot_at, exact_codes,
     exact_long_long, field_offset, int_slot, interned, list_append_long, list_drop_front,
-    list_empty, list_push, list_reserved, new_operation, new_struct, new_tensor, op_code_of,
+    list_empty, list_push, list_reserved, new_operation, new_struct, new_tensor,
     op_codes, slot, slots, status_of, status_slot_at, struct_info, tensor_id, untrack_atomic,
     value_slot,
 )
@@ -540,13 +540,17 @@ cdef class OperationQueue:
 
     cdef bytes _encode(self, object operation):
         """The key of ``operation``'s relative form, filling the converter's maps."""
+        return self._encode_coded(operation, -1, -1)
+
+    cdef bytes _encode_coded(self, object operation, int64_t code, int64_t struct_code):
+        """``_encode`` of an op whose codes ``exact_codes`` gave (``code`` -1: not known)."""
         cdef KeyBuf b
-        cdef int64_t code, struct_code
         cdef const StructInfo* info
         cdef Py_ssize_t f
         cdef int kind
         cdef PyObject* raw
-        op_codes(operation, &code, &struct_code)
+        if code < 0:
+            op_codes(operation, &code, &struct_code)
         desc = slot(operation, _AT.desc)
         info = struct_info(struct_code)
         buf_init(&b)
@@ -707,7 +711,13 @@ cdef class OperationQueue:
         self.add_op(index, operation)
 
     cdef int add_op(self, object index, object operation) except -1:
-        key = self._encode(operation)
+        return self.add_op_coded(index, operation, -1, -1)
+
+    cdef int add_op_coded(self, object index, object operation, int64_t code,
+                          int64_t struct_code) except -1:
+        """``add_op`` of an op whose codes ``exact_codes`` gave (``code`` -1: not known; the
+        stream's read-ahead knows them, ``fastplan._keys.prefetch_ahead``)."""
+        key = self._encode_coded(operation, code, struct_code)
         list_append_long(self._history, operation)
         list_push(self.global_ops, operation)
         list_push(self.indices, index)
@@ -802,9 +812,10 @@ cdef class OperationQueue:
         return 0
 
     cdef bint _drops_only(self, list leaves) except -1:
-        """Whether the leaves are unfused ``Drop`` ops only."""
+        """Whether the leaves are unfused ``Drop`` ops only (an op's code is its key's first
+        slot)."""
         cdef _Leaf leaf
-        cdef Py_ssize_t i, pos, n = len(self.global_ops)
+        cdef Py_ssize_t i, pos, n = len(self.keys)
         for leaf in leaves:
             if leaf.fused:
                 return False
@@ -812,7 +823,8 @@ cdef class OperationQueue:
                 pos = leaf.ordering[i]
                 if pos < 0:
                     pos += n
-                if not 0 <= pos < n or op_code_of(self.global_ops[pos]) != _DROP_CODE:
+                if not 0 <= pos < n or \
+                        (<const int64_t*>PyBytes_AS_STRING(self.keys[pos]))[0] != _DROP_CODE:
                     return False
         return True
 

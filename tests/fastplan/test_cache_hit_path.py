@@ -5,7 +5,9 @@ again from the pending ops when asked), no relative id -> global id list while e
 exact int64 int (``g2r_keys`` is that map), and no list of each pending op's ``out`` id
 (``produces_pending`` reads the ops). These tests drive both twins through the paths that
 read them: the converter, a sync's ``produces_pending``, and the fused steps' inputs and
-outputs of a warm planner, with ids inside and outside the id table.
+outputs of a warm planner, with ids inside and outside the id table. ``StreamPlanner.run``
+encodes an item with the codes its read-ahead noted (``fastplan._keys.ReadAhead``): an item it
+refuses, Syncs and repeated items go through it too.
 
 burn counterpart: ``crates/burn-fusion/src/stream/queue/{base,execution}.rs``.
 """
@@ -19,18 +21,19 @@ from hypothesis import strategies as st
 import fastplan
 from refimpl.devices import profile_named
 from refimpl.dtypes import DType
-from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
+from refimpl.ir import BinaryOpIr, OperationIr, Sync, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
 from refimpl.planner.processor import StreamPlanner as ReferencePlanner
 from refimpl.planner.queue import OperationQueue as ReferenceQueue
 from refimpl.planner.registry import FusionRegistry as ReferenceRegistry
 from refimpl.planner.strategy import BlockOptimization, Operations
 from refimpl.strategies import streams
-from refimpl.stream import stream_to_json
+from refimpl.stream import Stream, stream_to_json
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
+    from fastplan._keys import BoundaryError
     from fastplan.bench import build, shifted
     from fastplan.processor import StreamPlanner
     from fastplan.queue import OperationQueue
@@ -118,3 +121,45 @@ def test_cache_hits_give_refimpls_steps(workload, offset):
     assert steps == reference.run(nxt)
     assert twin.num_cache_hits > hits
     assert any(step.kind == "fused" and step.inputs for step in steps)
+
+
+def _bad_desc(op: OperationIr) -> OperationIr:
+    """``op`` with a desc of another struct than its op takes (the boundary refuses it)."""
+    other = BinaryOpIr if type(op.desc) is not BinaryOpIr else UnaryOpIr
+    return OperationIr(op.op, other.__new__(other))
+
+
+@pytest.mark.parametrize("position", [0, 1, 2, 3, 7, -1])
+def test_an_op_the_read_ahead_refuses_is_refused_by_the_encoding(position):
+    """``StreamPlanner.run`` encodes an item with the codes its read-ahead noted two items
+    before (none for the first items): an op the read-ahead finds of no exact typed form is
+    encoded without them, and refused with the error a queue gives for it alone."""
+    stream = build("transformer", 12)
+    items = list(stream.items)
+    while not isinstance(items[position], OperationIr):
+        position += 1
+    items[position] = bad = _bad_desc(items[position])
+    with pytest.raises(BoundaryError) as planned:
+        StreamPlanner(FusionRegistry().fusers(profile_named("metal"))).run(
+            Stream(stream.inputs, tuple(items)))
+    with pytest.raises(BoundaryError) as alone:
+        OperationQueue().add(0, bad)
+    assert str(planned.value) == str(alone.value)
+
+
+def test_read_ahead_over_syncs_and_repeated_items_matches_refimpl():
+    """Syncs between the ops (read ahead, never encoded) and the same op object at several
+    positions (the ring's entry is found by identity): refimpl's steps."""
+    profile = profile_named("metal")
+    stream = build("transformer", 40)
+    ops = [item for item in stream.items if isinstance(item, OperationIr)]
+    items = []
+    for op in ops:
+        items.append(op)
+        if op.op.name.endswith("Drop"):
+            items.append(Sync(()))
+    repeated = Stream(stream.inputs, tuple(items))
+    twin = StreamPlanner(FusionRegistry().fusers(profile))
+    reference = ReferencePlanner(ReferenceRegistry().fusers(profile))
+    assert twin.run(repeated) == reference.run(repeated)
+    assert twin.run(repeated) == reference.run(repeated)  # the same items again: cache hits
