@@ -160,6 +160,15 @@ cdef object tensor_type()
 
 cdef extern from *:
     """
+    #define fastplan_type_has_gc(op) PyType_IS_GC(Py_TYPE(op))
+    """
+    # Whether the object's type is a GC type (a flag of the type; PyObject_GC_IsTracked is a
+    # call into CPython): an object of any other type is never tracked.
+    bint _type_has_gc "fastplan_type_has_gc"(PyObject* op) noexcept
+
+
+cdef extern from *:
+    """
     static inline PyObject* fastplan_new_instance(PyTypeObject* tp) {
         return tp->tp_alloc(tp, 0);
     }
@@ -305,7 +314,9 @@ cdef inline void untrack_atomic(object container) noexcept:
     else:
         return
     for i in range(n):
-        if _gc_is_tracked(items[i]):
+        # an item whose type is no GC type is never tracked (ints, strings, floats): the
+        # flag is read here, the call made only for the others
+        if _type_has_gc(items[i]) and _gc_is_tracked(items[i]):
             return
     _gc_untrack(obj)
 

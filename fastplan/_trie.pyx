@@ -17,6 +17,7 @@ cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.ref cimport PyObject
+from libc.string cimport memcmp
 
 from fastplan._keys cimport KeyTable, key_hash
 
@@ -40,18 +41,21 @@ cdef class _Node:
 cdef _Node trie_child(_Node node, bytes key):
     """The node one op (``key``) below ``node``, or ``None``. Few children are compared one
     by one (a key is hashed only where many ops may follow, with ``key_hash``: an op key is
-    a fresh ``bytes`` object per op, whose siphash a dict would compute each time)."""
+    a fresh ``bytes`` object per op, whose siphash a dict would compute each time), by
+    length and ``memcmp`` (the keys are exact ``bytes``: ``trie_add`` stores the store's)."""
     cdef PyObject* found
     cdef tuple children = node.children
-    cdef Py_ssize_t i, size
-    cdef const char* data
+    cdef Py_ssize_t i, size = PyBytes_GET_SIZE(key)
+    cdef const char* data = PyBytes_AS_STRING(key)
+    cdef bytes other
     if node.index is not None:
-        data, size = PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)
         found = node.index.find(data, size, key_hash(data, size))
         return None if found == NULL else <_Node>found
     if children is not None:
         for i in range(0, len(children), 2):
-            if <bytes>children[i] == key:
+            other = <bytes>children[i]
+            if PyBytes_GET_SIZE(other) == size and \
+                    memcmp(PyBytes_AS_STRING(other), data, <size_t>size) == 0:
                 return <_Node>children[i + 1]
     return None
 
