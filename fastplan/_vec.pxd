@@ -102,9 +102,9 @@ cdef inline int vec_reserve(Vec* v, Py_ssize_t n) noexcept nogil:
     return 0
 
 
-cdef inline int vec_copy(Vec* dst, const Vec* src) noexcept nogil:
-    """``dst`` becomes a copy of ``src`` (``dst`` must be empty or freshly initialised)."""
-    vec_init(dst, src.itemsize)
+cdef inline int vec_assign(Vec* dst, const Vec* src) noexcept nogil:
+    """``dst`` (empty, initialised for ``src``'s item size) becomes a copy of ``src``, in its
+    own buffer (kept from before where it is large enough)."""
     if src.len == 0:
         return 0
     if vec_reserve(dst, src.len) < 0:
@@ -112,6 +112,12 @@ cdef inline int vec_copy(Vec* dst, const Vec* src) noexcept nogil:
     memcpy(dst.data, src.data, <size_t>src.len * <size_t>src.itemsize)
     dst.len = src.len
     return 0
+
+
+cdef inline int vec_copy(Vec* dst, const Vec* src) noexcept nogil:
+    """``dst`` becomes a copy of ``src`` (``dst`` must be empty or freshly initialised)."""
+    vec_init(dst, src.itemsize)
+    return vec_assign(dst, src)
 
 
 cdef inline char* vec_at(const Vec* v, Py_ssize_t i) noexcept nogil:

@@ -35,8 +35,8 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from fastplan._vec cimport (
-    Log, UndoRec, Vec, field_set, log_record, mem_calloc, mem_free, vec_copy, vec_free, vec_init,
-    vec_push, vec_reserve, vec_set,
+    Log, UndoRec, Vec, field_set, log_record, mem_calloc, mem_free, vec_assign, vec_copy, vec_free,
+    vec_init, vec_push, vec_reserve, vec_set,
 )
 from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 
@@ -217,25 +217,30 @@ cdef void block_decref(Block* b) noexcept nogil:
         _block_free(b)
 
 
-cdef Block* block_clone(const Block* b) noexcept nogil:
-    cdef Block* c = <Block*>mem_calloc(1, sizeof(Block))
+cdef int _block_assign(Block* c, const Block* b) noexcept nogil:
+    """``c`` (a new or cleared block: empty vectors) takes ``b``'s contents, in its own
+    buffers; -1 when memory runs out."""
     cdef int rc = 0
-    if c == NULL:
-        return NULL
-    c.refs = 1
     c.settings = b.settings
     memcpy(c.counts, b.counts, sizeof(b.counts))
     c.write_keys = b.write_keys
-    rc |= vec_copy(&c.locals, &b.locals)
-    rc |= vec_copy(&c.ops, &b.ops)
-    rc |= vec_copy(&c.cat, &b.cat)
-    rc |= vec_copy(&c.reads, &b.reads)
-    rc |= vec_copy(&c.writes, &b.writes)
-    rc |= vec_copy(&c.outputs, &b.outputs)
-    rc |= vec_copy(&c.outputs_unhandled, &b.outputs_unhandled)
-    rc |= vec_copy(&c.local_inputs, &b.local_inputs)
-    rc |= vec_copy(&c.shape_ref, &b.shape_ref)
-    if rc != 0:
+    rc |= vec_assign(&c.locals, &b.locals)
+    rc |= vec_assign(&c.ops, &b.ops)
+    rc |= vec_assign(&c.cat, &b.cat)
+    rc |= vec_assign(&c.reads, &b.reads)
+    rc |= vec_assign(&c.writes, &b.writes)
+    rc |= vec_assign(&c.outputs, &b.outputs)
+    rc |= vec_assign(&c.outputs_unhandled, &b.outputs_unhandled)
+    rc |= vec_assign(&c.local_inputs, &b.local_inputs)
+    rc |= vec_assign(&c.shape_ref, &b.shape_ref)
+    return rc
+
+
+cdef Block* block_clone(const Block* b) noexcept nogil:
+    cdef Block* c = block_new(b.settings)
+    if c == NULL:
+        return NULL
+    if _block_assign(c, b) != 0:
         _block_free(c)
         return NULL
     return c
@@ -283,25 +288,30 @@ cdef void res_decref(Resources* r) noexcept nogil:
         _res_free(r)
 
 
-cdef Resources* res_clone(const Resources* r) noexcept nogil:
-    cdef Resources* c = <Resources*>mem_calloc(1, sizeof(Resources))
+cdef int _res_assign(Resources* c, const Resources* r) noexcept nogil:
+    """``c`` (new or cleared resources: empty vectors) takes ``r``'s contents, in its own
+    buffers; -1 when memory runs out."""
     cdef int rc = 0
+    c.num_reshaped = r.num_reshaped
+    rc |= vec_assign(&c.outputs, &r.outputs)
+    rc |= vec_assign(&c.inputs, &r.inputs)
+    rc |= vec_assign(&c.dims, &r.dims)
+    rc |= vec_assign(&c.scalars, &r.scalars)
+    rc |= vec_assign(&c.views, &r.views)
+    rc |= vec_assign(&c.indexed, &r.indexed)
+    rc |= vec_assign(&c.inputs_unhandled, &r.inputs_unhandled)
+    rc |= vec_assign(&c.outputs_unhandled, &r.outputs_unhandled)
+    rc |= vec_assign(&c.dropped, &r.dropped)
+    rc |= vec_assign(&c.buffers, &r.buffers)
+    rc |= vec_assign(&c.registers, &r.registers)
+    return rc
+
+
+cdef Resources* res_clone(const Resources* r) noexcept nogil:
+    cdef Resources* c = res_new()
     if c == NULL:
         return NULL
-    c.refs = 1
-    c.num_reshaped = r.num_reshaped
-    rc |= vec_copy(&c.outputs, &r.outputs)
-    rc |= vec_copy(&c.inputs, &r.inputs)
-    rc |= vec_copy(&c.dims, &r.dims)
-    rc |= vec_copy(&c.scalars, &r.scalars)
-    rc |= vec_copy(&c.views, &r.views)
-    rc |= vec_copy(&c.indexed, &r.indexed)
-    rc |= vec_copy(&c.inputs_unhandled, &r.inputs_unhandled)
-    rc |= vec_copy(&c.outputs_unhandled, &r.outputs_unhandled)
-    rc |= vec_copy(&c.dropped, &r.dropped)
-    rc |= vec_copy(&c.buffers, &r.buffers)
-    rc |= vec_copy(&c.registers, &r.registers)
-    if rc != 0:
+    if _res_assign(c, r) != 0:
         _res_free(c)
         return NULL
     return c
@@ -359,53 +369,6 @@ cdef bint _pool_put(Trace* t) noexcept nogil:
     _trace_pool[_trace_pool_len] = t
     _trace_pool_len += 1
     return True
-
-
-cdef inline int _vec_assign(Vec* dst, const Vec* src) noexcept nogil:
-    """``dst`` (empty, same item size) becomes a copy of ``src``, in its own buffer."""
-    if src.len == 0:
-        return 0
-    if vec_reserve(dst, src.len) < 0:
-        return -1
-    memcpy(dst.data, src.data, <size_t>src.len * <size_t>src.itemsize)
-    dst.len = src.len
-    return 0
-
-
-cdef int _block_assign(Block* c, const Block* b) noexcept nogil:
-    """``block_clone`` into ``c``, a cleared block of the pool."""
-    cdef int rc = 0
-    c.settings = b.settings
-    memcpy(c.counts, b.counts, sizeof(b.counts))
-    c.write_keys = b.write_keys
-    rc |= _vec_assign(&c.locals, &b.locals)
-    rc |= _vec_assign(&c.ops, &b.ops)
-    rc |= _vec_assign(&c.cat, &b.cat)
-    rc |= _vec_assign(&c.reads, &b.reads)
-    rc |= _vec_assign(&c.writes, &b.writes)
-    rc |= _vec_assign(&c.outputs, &b.outputs)
-    rc |= _vec_assign(&c.outputs_unhandled, &b.outputs_unhandled)
-    rc |= _vec_assign(&c.local_inputs, &b.local_inputs)
-    rc |= _vec_assign(&c.shape_ref, &b.shape_ref)
-    return rc
-
-
-cdef int _res_assign(Resources* c, const Resources* r) noexcept nogil:
-    """``res_clone`` into ``c``, cleared resources of the pool."""
-    cdef int rc = 0
-    c.num_reshaped = r.num_reshaped
-    rc |= _vec_assign(&c.outputs, &r.outputs)
-    rc |= _vec_assign(&c.inputs, &r.inputs)
-    rc |= _vec_assign(&c.dims, &r.dims)
-    rc |= _vec_assign(&c.scalars, &r.scalars)
-    rc |= _vec_assign(&c.views, &r.views)
-    rc |= _vec_assign(&c.indexed, &r.indexed)
-    rc |= _vec_assign(&c.inputs_unhandled, &r.inputs_unhandled)
-    rc |= _vec_assign(&c.outputs_unhandled, &r.outputs_unhandled)
-    rc |= _vec_assign(&c.dropped, &r.dropped)
-    rc |= _vec_assign(&c.buffers, &r.buffers)
-    rc |= _vec_assign(&c.registers, &r.registers)
-    return rc
 
 
 cdef Trace* trace_new(int32_t settings) noexcept nogil:

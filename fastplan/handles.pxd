@@ -55,6 +55,7 @@ cdef class Memory:
     cdef PyObject* find(self, long long key) noexcept
     cdef PyObject* live_entry(self, object tensor_id) except? NULL
     cdef int _put(self, long long key, _Live entry) except -1
+    cdef int _replace(self, long long key, _Live entry) except -1
     cdef int _delete(self, long long key) except -1
     cdef int _grow(self) except -1
     cdef void _clear_live(self) noexcept

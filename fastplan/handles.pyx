@@ -721,6 +721,12 @@ cdef class Memory:
         """``register`` with the handle's layout id already known."""
         cdef long long key = tensor_key(tensor_id)
         cdef Py_ssize_t buffer = self._buffer(_buffer_of(handle))
+        self._replace(key, _new_live(handle, buffer, layout))
+        return 0
+
+    cdef int _replace(self, long long key, _Live entry) except -1:
+        """``entry`` becomes the live handle of tensor ``key``: the use counts of the buffer
+        it leaves and of the one it takes, the undo log where one is kept."""
         cdef PyObject* found = self.find(key)
         old = _ABSENT if found == NULL else <_Live>found
         if found != NULL:
@@ -728,8 +734,8 @@ cdef class Memory:
         if self._undo is not None:
             self._undo.append(key)
             self._undo.append(old)
-        self._count(buffer, 1)
-        self._put(key, _new_live(handle, buffer, layout))
+        self._count(entry.buffer, 1)
+        self._put(key, entry)
         return 0
 
     cdef int register_at(self, long long key, tuple fields, Py_ssize_t buffer,
@@ -738,23 +744,14 @@ cdef class Memory:
         buffer number and its ``(shape, strides, offset, dtype)``: a buffer this memory
         allocated (below ``next_buffer``; the launch memo's replay, which read it from the
         memory). The ``Handle`` is built when first read (``live_handle``)."""
-        cdef PyObject* found
         cdef _Live entry
         if not 0 <= buffer < (1LL << 40):
             raise BoundaryError(f"buffer {buffer} was not allocated by this fastplan Memory")
         if buffer >= self._users_cap:
             self._buffer(buffer)  # grows the use counts
-        found = self.find(key)
-        old = _ABSENT if found == NULL else <_Live>found
-        if found != NULL:
-            self._count((<_Live>old).buffer, -1)
-        if self._undo is not None:
-            self._undo.append(key)
-            self._undo.append(old)
-        self._count(buffer, 1)
         entry = _new_live(None, buffer, layout)
         entry._fields = fields
-        self._put(key, entry)
+        self._replace(key, entry)
         return 0
 
     cdef int remove_key(self, long long key) except -1:
