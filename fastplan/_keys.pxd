@@ -118,6 +118,8 @@ cdef class KeyTable:
     cdef Py_ssize_t n  # entries
     cdef size_t _slot(self, const char* data, Py_ssize_t size, uint64_t h) noexcept
     cdef PyObject* find(self, const char* data, Py_ssize_t size, uint64_t h) noexcept
+    cdef const KeySlot* find_slot(self, const char* data, Py_ssize_t size,
+                                  uint64_t h) noexcept
     cdef int put(self, const char* data, Py_ssize_t size, uint64_t h, object key,
                  object value) except -1
     cdef int _grow(self) except -1

@@ -400,6 +400,16 @@ cdef class KeyTable:
             return NULL
         return self.slots[self._slot(data, size, h)].value
 
+    cdef const KeySlot* find_slot(self, const char* data, Py_ssize_t size,
+                                  uint64_t h) noexcept:
+        """The entry of the key ``data[:size]`` (its ``bytes`` key and its value, borrowed),
+        or NULL."""
+        cdef const KeySlot* at
+        if self.cap == 0:
+            return NULL
+        at = &self.slots[self._slot(data, size, h)]
+        return NULL if at.key == NULL else at
+
     cdef int put(self, const char* data, Py_ssize_t size, uint64_t h, object key,
                  object value) except -1:
         """Store ``value`` under the key ``data[:size]`` (``key``: that key as ``bytes``, or

@@ -1,6 +1,8 @@
 # cython: language_level=3
 """C-level declarations of fastplan._trie (used by cache)."""
 
+from cpython.ref cimport PyObject
+
 from fastplan._keys cimport KeyTable
 
 cdef enum:
@@ -16,6 +18,7 @@ cdef class _Node:
 
 
 cdef _Node trie_child(_Node node, bytes key)
+cdef _Node trie_child_at(_Node node, const char* data, Py_ssize_t size, PyObject** stored)
 cdef tuple trie_children(_Node node)
 cdef list trie_ids_below(_Node top, Py_ssize_t limit)
 cdef int trie_add(_Node node, tuple keys, Py_ssize_t plan_id) except -1

@@ -19,7 +19,7 @@ from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.ref cimport PyObject
 from libc.string cimport memcmp
 
-from fastplan._keys cimport KeyTable, key_hash
+from fastplan._keys cimport KeySlot, KeyTable, key_hash
 
 
 @cython.no_gc  # holds tuples and KeyTables of keys, ids and nodes below it: never a cycle
@@ -39,23 +39,34 @@ cdef class _Node:
 
 
 cdef _Node trie_child(_Node node, bytes key):
-    """The node one op (``key``) below ``node``, or ``None``. Few children are compared one
-    by one (a key is hashed only where many ops may follow, with ``key_hash``: an op key is
-    a fresh ``bytes`` object per op, whose siphash a dict would compute each time), by
-    length and ``memcmp`` (the keys are exact ``bytes``: ``trie_add`` stores the store's)."""
-    cdef PyObject* found
+    """The node one op (``key``) below ``node``, or ``None`` (``trie_child_at``)."""
+    cdef PyObject* stored
+    return trie_child_at(node, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), &stored)
+
+
+cdef _Node trie_child_at(_Node node, const char* data, Py_ssize_t size, PyObject** stored):
+    """The node one op below ``node`` whose key is ``data[:size]``, or ``None``; ``stored``
+    is then the trie's own ``bytes`` of that key (borrowed: the node holds it), which an
+    encoding that found it uses instead of making another. Few children are compared one by
+    one (a key is hashed only where many ops may follow, with ``key_hash``: a ``bytes``
+    object's siphash costs several times that), by length and ``memcmp`` (the keys are exact
+    ``bytes``: ``trie_add`` stores the store's)."""
     cdef tuple children = node.children
-    cdef Py_ssize_t i, size = PyBytes_GET_SIZE(key)
-    cdef const char* data = PyBytes_AS_STRING(key)
+    cdef const KeySlot* entry
+    cdef Py_ssize_t i
     cdef bytes other
     if node.index is not None:
-        found = node.index.find(data, size, key_hash(data, size))
-        return None if found == NULL else <_Node>found
+        entry = node.index.find_slot(data, size, key_hash(data, size))
+        if entry == NULL:
+            return None
+        stored[0] = entry.key
+        return <_Node>entry.value
     if children is not None:
         for i in range(0, len(children), 2):
             other = <bytes>children[i]
             if PyBytes_GET_SIZE(other) == size and \
                     memcmp(PyBytes_AS_STRING(other), data, <size_t>size) == 0:
+                stored[0] = <PyObject*>other
                 return <_Node>children[i + 1]
     return None
 

@@ -1,6 +1,7 @@
 # cython: language_level=3
 """C-level declarations of fastplan.cache (used by queue and processor)."""
 
+from fastplan._keys cimport KeyBuf
 from fastplan._trie cimport _Node
 from fastplan._vec cimport Vec
 
@@ -77,6 +78,9 @@ cdef class Policy:
     cdef int advise(self, ExecutionPlanStore store, Py_ssize_t n, bint lazy,
                     Py_ssize_t* plan_id) except -1
     cdef int update_key(self, ExecutionPlanStore store, bytes key) except -1
+    cdef bytes update_buf(self, ExecutionPlanStore store, const KeyBuf* b)
+    cdef bytes _update_at(self, ExecutionPlanStore store, const char* data, Py_ssize_t size,
+                          object key)
     cdef int _check_candidates(self, ExecutionPlanStore store, _Node node) except -1
     cdef list _candidate_ids(self)
     cdef void _update_availables(self, bytes key) noexcept

@@ -27,6 +27,10 @@ validators from the node when read. The candidates found in full (refimpl's avai
 and their trigger checks are C structs; ``Policy.availables`` builds refimpl's objects from
 them when read.
 
+``fastplan.queue`` hands the policy an op's key while it is still in the encoding's buffer
+(``Policy.update_buf``): the trie is walked on those bytes, and the key the queue keeps is the
+trie's own ``bytes`` object when the walk found it there (a cache hit makes no key object).
+
 Policy (per queued op, ``update``; then ``action``):
 
 * a found plan (an available plan whose trigger matched, or ``Always``) that fits the queue ->
@@ -38,10 +42,13 @@ Policy (per queued op, ``update``; then ``action``):
 """
 
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.pyport cimport PY_SSIZE_T_MAX
+from cpython.ref cimport PyObject
+from libc.stdint cimport int64_t
 
-from fastplan._keys cimport list_empty, list_push, relative_key
-from fastplan._trie cimport _Node, trie_add, trie_child, trie_ids_below
+from fastplan._keys cimport KeyBuf, list_empty, list_push, relative_key
+from fastplan._trie cimport _Node, trie_add, trie_child, trie_child_at, trie_ids_below
 from fastplan._vec cimport vec_at, vec_free, vec_init, vec_push
 
 from refimpl.planner.cache import (
@@ -327,21 +334,37 @@ cdef class Policy:
 
     cdef int update_key(self, ExecutionPlanStore store, bytes key) except -1:
         """``update`` with the op's key."""
+        self._update_at(store, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), key)
+        return 0
+
+    cdef bytes update_buf(self, ExecutionPlanStore store, const KeyBuf* b):
+        """``update`` with the op's key still in the encoding's buffer: the key as ``bytes``,
+        the trie's own object when the walk found it there (a cache hit makes none)."""
+        return self._update_at(store, <const char*>b.data, b.len * <Py_ssize_t>sizeof(int64_t),
+                               None)
+
+    cdef bytes _update_at(self, ExecutionPlanStore store, const char* data, Py_ssize_t size,
+                          object key):
+        """``update`` with the key ``data[:size]`` (``key``: it as ``bytes``, or ``None``:
+        taken from the trie when found there, else made); returns the key."""
         cdef _Node node = self._node
+        cdef PyObject* stored = NULL
         if self.num_operations == 0:  # the candidates: the plans stored now
             node = store._root
             self._start_count = len(store.plans)
         if node is not None:
-            node = trie_child(node, key)
+            node = trie_child_at(node, data, size, &stored)
             if node is not None and node.ends is not None:
                 self._check_candidates(store, node)
             self._node = node if node is not None and node.min_below < self._start_count \
                 else None
+        if key is None:
+            key = <bytes>stored if stored != NULL else PyBytes_FromStringAndSize(data, size)
         if self._available.len:
-            self._update_availables(key)
+            self._update_availables(<bytes>key)
             self._check_availables()
         self.num_operations += 1
-        return 0
+        return <bytes>key
 
     cdef int _check_candidates(self, ExecutionPlanStore store, _Node node) except -1:
         """Fully matched candidates (the plans ending at ``node``, the ops seen) become

@@ -26,6 +26,9 @@ cdef class Processor:
     cdef object _log  # the FusionLog (property ``log``)
     cdef bint _full  # the log prints cache hits and completed explorations
     cdef int process_c(self, object segment, ExecutionPlanStore store, bint lazy) except -1
+    cdef int process_added(self, OperationQueue queue, ExecutionPlanStore store) except -1
+    cdef int _advance(self, object segment, OperationQueue queue, ExecutionPlanStore store,
+                      bint lazy) except -1
     cdef int _execute_cached(self, object segment, OperationQueue queue,
                              ExecutionPlanStore store, bint lazy,
                              Py_ssize_t plan_id) except -1

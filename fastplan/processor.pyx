@@ -21,6 +21,9 @@ Where the structure differs (the result must not):
   again, and the queue encodes the item with the codes (``add_op_coded``) instead of checking
   its types a third time. ``--path cache`` at 1k transformer 2975 -> 2905 instructions per op
   (``bench/planner_instructions.py``).
+* ``StreamPlanner`` queues an op and updates the policy in one call
+  (``OperationQueue.add_op_updating``: the policy reads the key in the encoding's buffer,
+  ``fastplan.cache``), then advises without updating it again (``Processor.process_added``).
 
 ``StreamSegment`` (a ``Protocol``) and ``Exploration`` are refimpl's classes.
 ``StreamPlanner`` is the entry point for a runtime that registers ops one by one:
@@ -198,8 +201,6 @@ cdef class Processor:
 
     cdef int process_c(self, object segment, ExecutionPlanStore store, bint lazy) except -1:
         cdef OperationQueue queue = segment if type(segment) is OperationQueue else None
-        cdef Py_ssize_t n, plan_id = -1
-        cdef int code
         cdef list keys
         if lazy:
             if queue is not None:
@@ -211,6 +212,19 @@ cdef class Processor:
                 operations = segment.operations()
                 self.policy.update_key(store, relative_key(operations[len(operations) - 1]))
             self.explorer.num_deferred += 1
+        return self._advance(segment, queue, store, lazy)
+
+    cdef int process_added(self, OperationQueue queue, ExecutionPlanStore store) except -1:
+        """``process_c`` (lazy) of an op the queue added with the policy updated already
+        (``OperationQueue.add_op_updating``)."""
+        self.explorer.num_deferred += 1
+        return self._advance(queue, queue, store, True)
+
+    cdef int _advance(self, object segment, OperationQueue queue, ExecutionPlanStore store,
+                      bint lazy) except -1:
+        """What ``process_c`` does once the policy has seen the queued ops."""
+        cdef Py_ssize_t n, plan_id = -1
+        cdef int code
         while True:
             n = len(queue.global_ops) if queue is not None else len(segment.operations())
             if n == 0:
@@ -345,8 +359,8 @@ cdef class StreamPlanner:
 
     def register(self, index, operation):
         """Queue one op and let the processor react lazily."""
-        self.queue.add_op(index, operation)
-        self.processor.process_c(self.queue, self.store, True)
+        self.queue.add_op_updating(index, operation, -1, -1, self.processor.policy, self.store)
+        self.processor.process_added(self.queue, self.store)
 
     def sync(self, tensors=()):
         """A read of ``tensors`` (all pending ops if empty): drain when it needs a pending
@@ -396,10 +410,11 @@ cdef class StreamPlanner:
                     # of the exact typed form (else the encoding checks it, and says why)
                     read = &ring[index & (AHEAD_RING - 1)]
                     if ahead and read.item == <PyObject*>item:
-                        queue.add_op_coded(index, item, read.code, read.struct_code)
+                        queue.add_op_updating(index, item, read.code, read.struct_code,
+                                              processor.policy, store)
                     else:
-                        queue.add_op(index, item)
-                    processor.process_c(queue, store, True)
+                        queue.add_op_updating(index, item, -1, -1, processor.policy, store)
+                    processor.process_added(queue, store)
                 index += 1
             processor.process_c(queue, store, False)
         finally:

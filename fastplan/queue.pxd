@@ -4,6 +4,7 @@
 from libc.stdint cimport int64_t, uint32_t
 
 from fastplan._keys cimport KeyBuf, Slots
+from fastplan.cache cimport ExecutionPlanStore, Policy
 
 
 cdef class _StepContext:
@@ -101,6 +102,8 @@ cdef class OperationQueue:
     cdef Py_ssize_t _dim_id(self, object dim) except -1
     cdef bytes _encode(self, object operation)
     cdef bytes _encode_coded(self, object operation, int64_t code, int64_t struct_code)
+    cdef int _encode_into(self, object operation, int64_t code, int64_t struct_code,
+                          KeyBuf* b) except -1
     cdef object rel_at(self, Py_ssize_t i)
     cdef bytes key_at(self, Py_ssize_t i)
     cdef Py_ssize_t size(self) noexcept
@@ -110,6 +113,9 @@ cdef class OperationQueue:
     cdef int add_op(self, object index, object operation) except -1
     cdef int add_op_coded(self, object index, object operation, int64_t code,
                           int64_t struct_code) except -1
+    cdef int add_op_updating(self, object index, object operation, int64_t code,
+                             int64_t struct_code, Policy policy,
+                             ExecutionPlanStore store) except -1
     cdef bint produces(self, object tensor_ids) except -1
     cdef int _run(self, object optimization) except -1
     cdef int _run_leaves(self, list leaves, object optimization) except -1

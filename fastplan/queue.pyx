@@ -28,6 +28,11 @@ Where the structure differs (the result must not):
   ``produces_pending`` reads the pending ops. A tensor use then pushes one list item where it
   pushed three (or replaced one): ``--path cache`` at 1k transformer 3164 -> 2975
   instructions per op (``bench/planner_instructions.py``).
+* ``StreamPlanner`` queues an op with ``add_op_updating``: its key is encoded into a buffer,
+  and the policy walks its plan trie on that buffer (``Policy.update_buf``). Where the trie
+  holds the key (a plan-cache hit), the queue keeps the trie's own ``bytes`` object, and makes
+  and later frees none. At 1k transformer, ``--path cache`` 2932 -> 2814 and ``--path plan``
+  7835 -> 7696 instructions per op (``bench/planner_instructions.py``).
 
 ``ExecutedStep`` is refimpl's class (plain data).
 """
@@ -53,6 +58,7 @@ from fastplan._keys cimport (
     value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
+from fastplan.cache cimport ExecutionPlanStore, Policy
 from fastplan.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
 from fastplan.strategy cimport (
     fused_optimization, leaves_of, main_trace_of, max_shape_id_of, trace_ids, trace_op_names,
@@ -545,6 +551,16 @@ cdef class OperationQueue:
     cdef bytes _encode_coded(self, object operation, int64_t code, int64_t struct_code):
         """``_encode`` of an op whose codes ``exact_codes`` gave (``code`` -1: not known)."""
         cdef KeyBuf b
+        buf_init(&b)
+        try:
+            self._encode_into(operation, code, struct_code, &b)
+            return buf_bytes(&b)
+        finally:
+            buf_free(&b)
+
+    cdef int _encode_into(self, object operation, int64_t code, int64_t struct_code,
+                          KeyBuf* b) except -1:
+        """The slots of ``operation``'s key, pushed into ``b`` (``_encode_coded``)."""
         cdef const StructInfo* info
         cdef Py_ssize_t f
         cdef int kind
@@ -553,38 +569,34 @@ cdef class OperationQueue:
             op_codes(operation, &code, &struct_code)
         desc = slot(operation, _AT.desc)
         info = struct_info(struct_code)
-        buf_init(&b)
-        try:
-            buf_push(&b, code)
-            buf_push(&b, struct_code)
-            for f in range(info.n_fields):
-                raw = _read(<PyObject*>desc, info.offsets[f])  # borrowed: desc holds it
-                kind = info.kinds[f]
-                if kind == F_TENSOR:
-                    _push_tensor(self, &b, raw)
-                    continue
-                value = <object>raw
-                if kind == F_TENSORS:
-                    tensors = tuple(value)
-                    buf_push(&b, len(tensors))
-                    for tensor in tensors:
-                        _push_tensor(self, &b, <PyObject*>tensor)
-                elif kind == F_SCALAR:
-                    list_push(self.scalars, value)
-                    buf_push(&b, len(self.scalars) - 1)
-                elif kind == F_INT:
-                    buf_push(&b, int_slot(value))
-                elif kind == F_RANGES:
-                    placeholders = []
-                    for one in value:
-                        list_push(self.ranges, one)
-                        placeholders.append((len(self.ranges) - 1, len(self.ranges) - 1))
-                    buf_push(&b, value_slot(tuple(placeholders)))
-                else:
-                    buf_push(&b, value_slot(value))
-            return buf_bytes(&b)
-        finally:
-            buf_free(&b)
+        buf_push(b, code)
+        buf_push(b, struct_code)
+        for f in range(info.n_fields):
+            raw = _read(<PyObject*>desc, info.offsets[f])  # borrowed: desc holds it
+            kind = info.kinds[f]
+            if kind == F_TENSOR:
+                _push_tensor(self, b, raw)
+                continue
+            value = <object>raw
+            if kind == F_TENSORS:
+                tensors = tuple(value)
+                buf_push(b, len(tensors))
+                for tensor in tensors:
+                    _push_tensor(self, b, <PyObject*>tensor)
+            elif kind == F_SCALAR:
+                list_push(self.scalars, value)
+                buf_push(b, len(self.scalars) - 1)
+            elif kind == F_INT:
+                buf_push(b, int_slot(value))
+            elif kind == F_RANGES:
+                placeholders = []
+                for one in value:
+                    list_push(self.ranges, one)
+                    placeholders.append((len(self.ranges) - 1, len(self.ranges) - 1))
+                buf_push(b, value_slot(tuple(placeholders)))
+            else:
+                buf_push(b, value_slot(value))
+        return 0
 
     cdef object rel_at(self, Py_ssize_t i):
         """The relative op at position ``i``, built from its key on first use with its
@@ -718,6 +730,26 @@ cdef class OperationQueue:
         """``add_op`` of an op whose codes ``exact_codes`` gave (``code`` -1: not known; the
         stream's read-ahead knows them, ``fastplan._keys.prefetch_ahead``)."""
         key = self._encode_coded(operation, code, struct_code)
+        list_append_long(self._history, operation)
+        list_push(self.global_ops, operation)
+        list_push(self.indices, index)
+        list_push(self.keys, key)
+        list_push(self.shapes_assigned, len(self.dim_values))
+        return 0
+
+    cdef int add_op_updating(self, object index, object operation, int64_t code,
+                             int64_t struct_code, Policy policy,
+                             ExecutionPlanStore store) except -1:
+        """``add_op_coded``, then ``policy.update_key`` of the op's key, which the policy
+        reads in the encoding's buffer: a key its plan trie holds is that ``bytes`` object,
+        and no other is made (``Policy.update_buf``)."""
+        cdef KeyBuf b
+        buf_init(&b)
+        try:
+            self._encode_into(operation, code, struct_code, &b)
+            key = policy.update_buf(store, &b)
+        finally:
+            buf_free(&b)
         list_append_long(self._history, operation)
         list_push(self.global_ops, operation)
         list_push(self.indices, index)
