@@ -28,6 +28,14 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
   ``handles`` snapshot, launch planning, the memo's records); a replayed handle is most
   often dropped again unread, by the next replay;
 * ``with_values`` is always false: values are ``refimpl.handles.Memory``'s job;
+* ``init_targets`` (each walk's memory asks it of the whole stream when it loads the inputs)
+  passes over an exact ``OperationIr`` whose op is an entry of the op table that creates
+  nothing by the op's address, probed in a set of those entries built once from ``OPS``;
+  only any other item is read as refimpl reads it. It cost about 60 instructions per item
+  (``op_code_of``'s call per item, and ``init_targets`` called through Python), 63 k of
+  transformer's 1.70 M of launch planning at 1k; with the launch slice's other changes,
+  launch-cold at 1k 1613 -> 1550 instructions per op (``python
+  bench/planner_instructions.py --workload transformer --size 1000 --path launch-cold``);
 * a memory indexes the layout table it takes ids from (``_layout_id``: the key's words probed
   in a ``KeyTable`` where they lie, a ``bytes`` key made and hashed only for a layout the
   memory has not met), and a handle's slots are filled directly (``_handle``), as
@@ -41,7 +49,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsUnsignedLongLong
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
@@ -189,10 +197,74 @@ def init_targets(stream):
 
     Mirrors refimpl.handles.init_targets.
     """
+    return init_targets_c(stream)
+
+
+# The op table's entries that create nothing (every op but ``Init``), by address: an open
+# addressing set built once from ``OPS`` (held here for good, so the addresses stay valid).
+# ``init_targets_c`` skips an exact ``OperationIr`` whose op is one of them with a probe or
+# two instead of ``op_code_of``'s call.
+cdef tuple _OPS_HELD = tuple(OPS)
+cdef object _OPERATION_IR = OperationIr
+
+
+cdef extern from *:
+    """
+    #define fastplan_type_address(o) ((void*)Py_TYPE(o))
+    """
+    void* _type_address "fastplan_type_address"(PyObject* o) noexcept
+
+
+cdef enum:
+    _PLAIN_CAP = 2048  # a power of two, at least 4x the table's ops
+cdef PyObject* _PLAIN_OPS[_PLAIN_CAP]
+memset(_PLAIN_OPS, 0, sizeof(_PLAIN_OPS))
+assert len(_OPS_HELD) * 4 <= _PLAIN_CAP
+
+
+cdef inline size_t _plain_home(PyObject* op) noexcept:
+    return ((<size_t>op) >> 4) & (_PLAIN_CAP - 1)
+
+
+cdef bint _is_plain_op(PyObject* op) noexcept:
+    """Whether ``op`` is an entry of ``OPS`` that creates nothing (by address)."""
+    cdef size_t i = _plain_home(op)
+    while _PLAIN_OPS[i] != NULL:
+        if _PLAIN_OPS[i] == op:
+            return True
+        i = (i + 1) & (_PLAIN_CAP - 1)
+    return False
+
+
+for _op in _OPS_HELD:
+    if _ACTIONS[_op.code] != _CREATE and not _is_plain_op(<PyObject*>_op):
+        _i = _plain_home(<PyObject*>_op)
+        while _PLAIN_OPS[_i] != NULL:
+            _i = (_i + 1) & (_PLAIN_CAP - 1)
+        _PLAIN_OPS[_i] = <PyObject*>_op
+
+
+cdef frozenset init_targets_c(object stream):
+    """``init_targets`` as a C call (each walk's memory loads the stream's inputs): an exact
+    ``OperationIr`` whose op is an entry of the op table that creates nothing is passed over
+    by the op's address (``_is_plain_op``), any other item asked as before."""
     cdef list found = []
     cdef int64_t code, struct_code
-    cdef Py_ssize_t known
-    for item in stream.items:
+    cdef Py_ssize_t known, i, n
+    cdef Py_ssize_t op_at = slots().op
+    cdef PyObject* obj
+    cdef PyObject* op
+    items = stream.items
+    if type(items) is not tuple:
+        items = tuple(items)
+    n = len(<tuple>items)
+    for i in range(n):
+        obj = PyTuple_GET_ITEM(<tuple>items, i)
+        if _type_address(obj) == <void*>_OPERATION_IR:
+            op = (<PyObject**>((<char*>obj) + op_at))[0]
+            if op != NULL and _is_plain_op(op):
+                continue
+        item = <object>obj
         known = op_code_of(item)
         if known >= 0 and _ACTIONS[known] != _CREATE:  # a table op that creates nothing
             continue
@@ -841,7 +913,7 @@ cdef class Memory:
         if reuse and memo.layout_ids is not self.layout_ids:  # its layout ids are not ours
             memo.specs, memo.made, memo.layout_ids = [], [], self.layout_ids
         self.inputs = dict(stream.inputs)
-        deferred = init_targets(stream)
+        deferred = init_targets_c(stream)
         for tensor_id in sorted(stream.inputs):
             if tensor_id in deferred:
                 continue

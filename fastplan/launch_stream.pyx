@@ -46,6 +46,21 @@ only when something reads them: most are dropped again unread, by the next repla
 of its tensors, and a tensor id that is a non-negative int64 is its own key without
 ``tensor_key``'s call (1666 -> 1612, 752 -> 695).
 
+A key reserves one slot per tensor before its tensors are read, and a tensor whose three
+ints do not pack into one slot reserves its three more when it is met (four per tensor were
+reserved before: most keys then outgrew the buffer's inline slots, a heap block allocated
+and freed per key).
+
+**Reading the optimizations.** A ``ReduceBroadcasted`` step reads its optimization's main
+trace (``main_trace()``: the broadcasted optimization's ``trace``) and, for refimpl's
+``ReduceOptimization`` and ``ElemwiseOptimization`` fallbacks, their op counts (``len()``:
+``num_ops``) and names (constants of the classes) as fields, without a Python method call
+each; an optimization of any other class is asked as refimpl asks it. With the key's
+reservation and ``fastplan.handles.init_targets``'s address test, launch-cold at 1k
+transformer 1613 -> 1550 instructions per op, plan() 7833 -> 7750 (``python
+bench/planner_instructions.py --workload transformer --size 1000 --path launch-cold``, and
+``--path plan``).
+
 **The stream inputs.** Each walk starts from a fresh memory holding the stream's inputs,
 buffer k for the k-th input loaded. The memo keeps the handles it made last time
 (``fastplan.handles.Memory.load_inputs_with``): an input whose layout is the k-th one's
@@ -72,8 +87,9 @@ from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
 
 from fastplan._keys cimport (
-    KeyBuf, KeyTable, buf_bytes, buf_free, buf_grow, buf_init, buf_push, exact_long_long,
-    field_offset, key_hash, list_append_long, new_instance, set_slot, slot,
+    FieldRead, KeyBuf, KeyTable, buf_bytes, buf_free, buf_grow, buf_init, buf_push,
+    exact_long_long, field, field_offset, field_read, key_hash, list_append_long, new_instance,
+    set_slot, slot,
 )
 from fastplan.handles cimport (
     Memory, _InputsMemo, _Live, handle_buffer, handle_layout, live_handle, replayable_op,
@@ -89,7 +105,10 @@ from fastplan._keys import BoundaryError
 from fastplan.handles import Memory as _Memory
 
 from refimpl.planner.launch import LaunchError
+from refimpl.planner.elemwise import ElemwiseOptimization
 from refimpl.planner.plan import PlanBlock, PlanStep
+from refimpl.planner.reduce import ReduceOptimization
+from refimpl.planner.reduce_broadcasted import ReduceBroadcastedOptimization
 
 __all__ = ["LaunchMemo", "launch_plan_stream"]
 
@@ -277,10 +296,20 @@ cdef void _reduce_ops(_Step run, object opt, list ops) except *:
 
 cdef void _reduce_broadcasted(_Step run, object opt) except *:
     cdef Py_ssize_t start = 0, n
-    run.main = run.dry_run(opt.main_trace())
+    cdef type kind
+    if type(opt) is _RB_OPTIMIZATION:  # main_trace(): the broadcasted optimization's trace
+        run.main = run.dry_run(field(field(opt, &_BROADCASTED), &_TRACE))
+    else:
+        run.main = run.dry_run(opt.main_trace())
     for block in opt.fallbacks:
-        n = block.len()
-        if block.name == "Reduce":
+        kind = type(block)
+        if kind is _REDUCE_OPTIMIZATION or kind is _ELEMWISE_OPTIMIZATION:
+            n = field(block, &_NUM_OPS)  # len() and name, read without the method calls
+            is_reduce = kind is _REDUCE_OPTIMIZATION
+        else:
+            n = block.len()
+            is_reduce = block.name == "Reduce"
+        if is_reduce:
             main = run.main
             _reduce_ops(run, block, run.ops[start:start + n])
             run.main = main
@@ -306,6 +335,21 @@ cdef void _run_fused(_Step run, object fuser, object opt) except *:
         run.path = "unfused"
         for op in run.ops:
             run.memory.run_unfused(op)
+
+
+# The optimizations of refimpl's fusers whose methods ``_reduce_broadcasted`` reads as fields
+# (``main_trace()`` is ``broadcasted.trace``, ``len()`` is ``num_ops``, ``name`` a constant of
+# the class).
+cdef object _RB_OPTIMIZATION = ReduceBroadcastedOptimization
+cdef object _REDUCE_OPTIMIZATION = ReduceOptimization
+cdef object _ELEMWISE_OPTIMIZATION = ElemwiseOptimization
+assert ReduceOptimization.name == "Reduce" and ElemwiseOptimization.name != "Reduce"
+assert ReduceOptimization.len is ElemwiseOptimization.len  # FusedOptimization's: num_ops
+assert ReduceBroadcastedOptimization.main_trace.__qualname__.startswith(
+    "ReduceBroadcastedOptimization.")
+cdef FieldRead _BROADCASTED = field_read("broadcasted")
+cdef FieldRead _TRACE = field_read("trace")
+cdef FieldRead _NUM_OPS = field_read("num_ops")
 
 
 cdef int _check_extents(object context, Memory memory) except -1:
@@ -396,7 +440,11 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
             return False
         buf_push(b, dim)
     n = len(order)
-    _reserve(b, 1 + 4 * n)  # room for every slot below: written without a check each
+    # room for one slot per tensor below, written without a check each; a tensor whose
+    # three ints do not pack into one slot reserves its three more (rare: past 1024 users
+    # or positions). Reserving four per tensor made most keys outgrow the buffer's inline
+    # slots, a heap block allocated and freed per key.
+    _reserve(b, 1 + n)
     _reserve(held, 2 * n)
     _put(b, n)
     for gid in order:
@@ -436,6 +484,7 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
         if users < 1024 and first < 1024 and 0 <= layout < _LAYOUT_PACKED:
             _put(b, (layout * 1024 + first) * 1024 + users)
         else:
+            _reserve(b, 3 + n - k + 1)  # the three, and one for each tensor left
             _put(b, -2)
             _put(b, layout)
             _put(b, first)

@@ -1,0 +1,130 @@
+"""The launch planning paths changed in the h-launch slice, against refimpl.
+
+* ``fastplan.handles.init_targets`` passes over an op of the table that creates nothing by
+  the op's address: every such op of ``OPS`` (with a desc it never reads), ``Init`` ops, syncs
+  and items of other classes, in a tuple or a list of items, classify as refimpl's;
+* ``fastplan.launch.context_of`` reads an op's target dtype only for an op with scalar fields
+  (or one whose ``out`` is not a plain ``TensorIr``): equal contexts on the executed steps of
+  the benchmark streams, and refimpl's ``AttributeError`` for an ``out`` without a dtype;
+* the walk reads a ``ReduceBroadcasted`` optimization's main trace and its fallbacks' op
+  counts as fields: a stream of softmax and layer norms plans as refimpl's, with and without
+  the launch memo.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import fastplan
+from refimpl.dtypes import DType
+from refimpl.ir import InitOperationIr, OperationIr, Sync, TensorIr, TensorStatus
+from refimpl.ops import OPS, OpKind, op_named
+from refimpl.stream import InputSpec, Stream
+
+pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
+
+
+def _init(tensor_id: int, spec: InputSpec) -> OperationIr:
+    out = TensorIr(tensor_id, tuple(spec.shape), spec.dtype, TensorStatus.NotInit)
+    return OperationIr(op_named("Init"), InitOperationIr(out))
+
+
+def test_init_targets_skips_every_plain_op_of_the_table() -> None:
+    from fastplan.handles import init_targets as fast_init_targets
+    from refimpl.handles import init_targets as ref_init_targets
+
+    spec = InputSpec((2, 3), DType.F32, random=1)
+    plain = [OperationIr(op, object()) for op in OPS if op.kind is not OpKind.INIT]
+    assert plain
+    init = _init(7, spec)
+    copied = OperationIr(dataclasses.replace(init.op), init.desc)  # not the table's entry
+    sync = Sync((TensorIr(7, (2, 3), DType.F32, TensorStatus.ReadOnly),))
+    for items, expected in ((plain, set()), (plain + [init], {7}), ([sync, copied], {7}),
+                            ([init, sync] + plain[:3], {7}), ([], set())):
+        for container in (tuple, list):
+            stream = Stream({7: spec}, container(items))
+            assert fast_init_targets(stream) == ref_init_targets(stream) == expected
+
+
+@pytest.mark.parametrize("workload", ["transformer", "mixed", "elementwise"])
+def test_context_of_matches_refimpl_on_executed_steps(workload: str) -> None:
+    from fastplan import bench
+    from fastplan.launch import context_of as fast_context_of
+    from fastplan.processor import StreamPlanner
+    from fastplan.registry import FusionRegistry
+    from refimpl.devices import profile_named
+    from refimpl.planner.launch import context_of as ref_context_of
+
+    profile = profile_named("metal")
+    stream = bench.build(workload, 120)
+    planner = StreamPlanner(FusionRegistry().fusers(profile))
+    planner.run(stream)
+    fused = [item for item in planner.queue.executed if item.step.kind == "fused"]
+    assert fused
+    for item in fused:
+        args = (item.segment, item.tensors_global2relative, item.shapes_relative2global,
+                item.scalars)
+        assert fast_context_of(*args) == ref_context_of(*args)
+
+
+def test_context_of_fails_as_refimpl_on_an_out_without_dtype() -> None:
+    from fastplan.launch import context_of as fast_context_of
+    from refimpl.planner.launch import context_of as ref_context_of
+
+    @dataclasses.dataclass(frozen=True)
+    class Odd:  # an id and a shape, no dtype
+        id: int
+        shape: tuple
+
+    x = TensorIr(0, (2, 3), DType.F32, TensorStatus.ReadOnly)
+    exp = op_named("Float.Exp")
+    desc = exp.struct(x, Odd(1, (2, 3)))
+    op = OperationIr(exp, desc)
+    errors = []
+    for context_of in (fast_context_of, ref_context_of):
+        with pytest.raises(AttributeError) as caught:
+            context_of((op,), {0: 0, 1: 1}, {}, ())
+        errors.append(type(caught.value))
+    assert errors[0] is errors[1]
+
+
+def _norm_stream():
+    """Softmax and layer-norm shaped steps (reductions broadcast back): ReduceBroadcasted."""
+    from refimpl.frontend import Session
+
+    s = Session(executor=None)
+    x = s.random((4, 16), seed=0)
+    for _ in range(3):
+        m = x.max_dim(1)
+        e = (x - m).exp()
+        x = e / e.sum_dim(1)
+        mean = x.mean_dim(1)
+        x = (x - mean) * 2.0
+    s.sync(x)
+    return s.close()
+
+
+def test_reduce_broadcasted_walk_matches_refimpl() -> None:
+    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.processor import StreamPlanner as FastPlanner
+    from fastplan.registry import FusionRegistry as FastRegistry
+    from refimpl.devices import PRESETS
+    from refimpl.interpreter import launch_plan_stream as ref_launch_plan_stream
+    from refimpl.planner import StreamPlanner as RefPlanner
+    from refimpl.planner.registry import FusionRegistry as RefRegistry
+
+    stream = _norm_stream()
+    for profile in PRESETS.values():
+        ref = RefPlanner(RefRegistry().fusers(profile))
+        ref.run(stream)
+        expected = ref_launch_plan_stream(stream, ref.queue.executed, profile)
+        fast = FastPlanner(FastRegistry().fusers(profile))
+        fast.run(stream)
+        if profile.name == "metal":
+            assert any(step.fuser == "ReduceBroadcasted" for step in expected)
+        memo = LaunchMemo()
+        assert launch_plan_stream(stream, fast.queue.executed, profile) == expected
+        assert launch_plan_stream(stream, fast.queue.executed, profile, memo) == expected
+        assert launch_plan_stream(stream, fast.queue.executed, profile, memo) == expected
