@@ -2,6 +2,7 @@
 """C-level declaration of fastplan.handles.Memory (fastplan.launch_stream reads its state)."""
 
 from cpython.ref cimport PyObject
+from libc.stdint cimport uint64_t
 
 from fastplan._keys cimport KeyTable
 
@@ -85,6 +86,26 @@ cdef class Memory:
     cpdef Py_ssize_t users(self, object buffer)
     cpdef run_unfused(self, object op)
     cdef _run_unfused_any(self, object op)
+
+
+cdef inline size_t live_home(long long key, Py_ssize_t cap) noexcept:
+    """The first slot of a ``Memory``'s live table that ``key`` probes (Fibonacci hashing:
+    consecutive ids spread out); ``cap`` is the table's size, a power of two."""
+    return <size_t>((<uint64_t>key * <uint64_t>0x9E3779B97F4A7C15) >> 32) & <size_t>(cap - 1)
+
+
+cdef inline PyObject* live_find(Memory memory, long long key) noexcept:
+    """``memory.find(key)`` inline: the ``_Live`` of tensor key ``key`` (borrowed), or NULL.
+    The launch memo's keys read every tensor of an execution through it."""
+    cdef Py_ssize_t cap = memory._live_cap
+    cdef LiveSlot* table = memory._live
+    cdef size_t i
+    if cap == 0:
+        return NULL
+    i = live_home(key, cap)
+    while table[i].entry != NULL and table[i].key != key:
+        i = (i + 1) & <size_t>(cap - 1)
+    return table[i].entry
 
 
 cdef inline object live_handle(_Live entry):

@@ -11,10 +11,11 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
   ``handle.can_mut()``) is one lookup instead of a scan of every live handle; a tensor's
   handle, its buffer number and its layout id live in one entry (``_Live``), held in a C
   table keyed by the tensor id's 64 bits (``handles`` and ``layouts`` are snapshots of
-  it), and the counts in a C array by buffer number. A tensor id that is no exact int
-  in [0, 2**64) (burn's u64 ``TensorId``), or a handle on a buffer this memory did not
-  allocate, is outside fastplan's boundary: ``BoundaryError``, and the planner's launch
-  planning then runs refimpl's walk;
+  it; its probe is ``live_find``, inline in handles.pxd so that the launch memo's keys
+  read it without a method call), and the counts in a C array by buffer number. A tensor
+  id that is no exact int in [0, 2**64) (burn's u64 ``TensorId``), or a handle on a buffer
+  this memory did not allocate, is outside fastplan's boundary: ``BoundaryError``, and the
+  planner's launch planning then runs refimpl's walk;
 * ``sizes`` (buffer -> elements; only the value paths read it) is shared by a memory and its
   forks instead of copied: an entry is a fact about a buffer number, and a number a discarded
   fork allocated is written again when the memory allocates it;
@@ -510,8 +511,9 @@ cdef inline object _tensor_id_of_key(long long key):
 
 
 cdef inline size_t _home(long long key, Py_ssize_t cap) noexcept:
-    """The first slot a key probes (Fibonacci hashing: consecutive ids spread out)."""
-    return <size_t>((<uint64_t>key * <uint64_t>0x9E3779B97F4A7C15) >> 32) & <size_t>(cap - 1)
+    """The first slot a key probes (``live_home``, handles.pxd: ``live_find`` probes the
+    same way)."""
+    return live_home(key, cap)
 
 
 cdef inline size_t _slot(LiveSlot* table, Py_ssize_t cap, long long key) noexcept:
@@ -564,13 +566,11 @@ cdef class Memory:
 
     cdef PyObject* find(self, long long key) noexcept:
         """The ``_Live`` of tensor id ``key`` (borrowed), or NULL."""
-        if self._live_cap == 0:
-            return NULL
-        return self._live[_slot(self._live, self._live_cap, key)].entry
+        return live_find(self, key)
 
     cdef PyObject* live_entry(self, object tensor_id) except? NULL:
         """``find`` for a tensor id as given (``BoundaryError`` for one outside the table)."""
-        return self.find(tensor_key(tensor_id))
+        return live_find(self, tensor_key(tensor_id))
 
     cdef int _put(self, long long key, _Live entry) except -1:
         """Set the ``_Live`` of tensor id ``key``."""
@@ -799,7 +799,7 @@ cdef class Memory:
     cdef int _replace(self, long long key, _Live entry) except -1:
         """``entry`` becomes the live handle of tensor ``key``: the use counts of the buffer
         it leaves and of the one it takes, the undo log where one is kept."""
-        cdef PyObject* found = self.find(key)
+        cdef PyObject* found = live_find(self, key)
         old = _ABSENT if found == NULL else <_Live>found
         if found != NULL:
             self._count((<_Live>old).buffer, -1)
@@ -828,7 +828,7 @@ cdef class Memory:
 
     cdef int remove_key(self, long long key) except -1:
         """``remove`` for a tensor key (``tensor_key``'s)."""
-        cdef PyObject* found = self.find(key)
+        cdef PyObject* found = live_find(self, key)
         if found != NULL:
             self._drop(key, <_Live>found)
         return 0
@@ -860,7 +860,7 @@ cdef class Memory:
         """burn ``get_handle``: a ``ReadWrite`` fetch removes the handle, ``ReadOnly`` keeps it."""
         cdef _Live entry
         cdef long long key = tensor_key(tensor_id)
-        cdef PyObject* found = self.find(key)
+        cdef PyObject* found = live_find(self, key)
         if found == NULL:
             raise TensorIdError(f"tensor {tensor_id} has no live handle")
         entry = <_Live>found
@@ -871,7 +871,7 @@ cdef class Memory:
     cpdef remove(self, object tensor_id):
         cdef _Live entry
         cdef long long key = tensor_key(tensor_id)
-        cdef PyObject* found = self.find(key)
+        cdef PyObject* found = live_find(self, key)
         if found != NULL:
             entry = <_Live>found
             self._drop(key, entry)

@@ -128,3 +128,47 @@ def test_reduce_broadcasted_walk_matches_refimpl() -> None:
         assert launch_plan_stream(stream, fast.queue.executed, profile) == expected
         assert launch_plan_stream(stream, fast.queue.executed, profile, memo) == expected
         assert launch_plan_stream(stream, fast.queue.executed, profile, memo) == expected
+
+
+def test_live_table_probe_after_growth_and_removals() -> None:
+    """``Memory``'s lookups probe the live table inline (``live_find``): ids that collide,
+    a table grown several times and entries removed between them are found as a dict
+    finds them."""
+    from fastplan.handles import Memory as FastMemory
+    from refimpl.handles import Memory as RefMemory
+
+    fast, ref = FastMemory(), RefMemory(with_values=False)
+    ids = [k * 2**32 for k in range(40)] + list(range(300, 700, 3)) + [2**64 - 1, 2**63]
+    for memory in (fast, ref):
+        for n, tid in enumerate(ids):
+            memory.register(tid, memory.alloc((2, n + 1), DType.F32))
+        for tid in ids[::3]:
+            memory.remove(tid)
+    assert fast.handles == ref.handles
+    for tid in ids + [1, 2**32 + 1, 299]:
+        assert (tid in fast.handles) == (tid in ref.handles)
+        if tid in ref.handles:
+            assert fast.handle(tid) == ref.handle(tid)
+            assert fast.users(ref.handle(tid).buffer) == ref.users(ref.handle(tid).buffer)
+
+
+def test_memo_walk_matches_refimpl_on_a_transformer() -> None:
+    """Many executions replayed from the memo (keys read through ``live_find``), with and
+    without a warm memo, against refimpl's walk."""
+    from fastplan import bench
+    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.processor import StreamPlanner as FastPlanner
+    from fastplan.registry import FusionRegistry as FastRegistry
+    from refimpl.devices import profile_named
+    from refimpl.interpreter import launch_plan_stream as ref_launch_plan_stream
+
+    profile = profile_named("metal")
+    stream = bench.build("transformer", 300)
+    fast = FastPlanner(FastRegistry().fusers(profile))
+    fast.run(stream)
+    executed = fast.queue.executed
+    expected = ref_launch_plan_stream(stream, executed, profile)
+    memo = LaunchMemo()
+    assert launch_plan_stream(stream, executed, profile, memo) == expected
+    assert memo.hits > 0
+    assert launch_plan_stream(stream, executed, profile, memo) == expected
