@@ -5,12 +5,24 @@ from fastplan.graph cimport _Flow
 from fastplan.merging cimport _Merger
 
 
+cdef class _Pass:
+    cdef list strategies
+    cdef list ordering
+    cdef list holes
+
+
 cdef class BlocksOptimizer:
     cdef public list blocks  # the blocks to merge and optimize
     cdef public object num_ops  # largest end position: the segment length they cover
     cdef public object log  # a refimpl.planner.log.FusionLog
     cdef _Merger merger  # the search's merging context (None: built from Python, no memo)
+    cdef object _levels_of  # the log _basic and _full were read from (None: not read yet)
+    cdef bint _basic  # _levels_of prints block decisions
+    cdef bint _full  # _levels_of prints search events
     cdef object run(self)
+    cdef int _read_levels(self) except -1
+    cdef _Pass run_c(self)
+    cdef int _merging_pass_c(self) except -1
 
 
 cdef class StreamOptimizer:
@@ -21,6 +33,7 @@ cdef class StreamOptimizer:
     cdef public object max_blocks  # None: no cap
     cdef object _log  # the FusionLog (property ``log``)
     cdef bint _full  # the log prints stream events
+    cdef bint _basic  # the log prints block decisions
     cdef bint _fusers_reset  # self.fusers were reset and never fed since
     cdef _Merger _merger  # refused merges of this optimizer's blocks (merging.pyx)
     cdef list _flows  # the data flow of each registered op, by position (for repair)
@@ -37,5 +50,5 @@ cdef class StreamOptimizer:
     cdef void _new_block(self, object operation, _Flow flow) except *
     cdef void _dependent(self, object operation, _Flow flow) except *
     cdef StreamOptimizer empty_clone(self)
-    cdef object first_pass(self, bint consume)
+    cdef _Pass first_pass(self, bint consume)
     cdef object optimized(self, object operations, bint consume)
