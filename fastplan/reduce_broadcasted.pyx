@@ -21,6 +21,8 @@ Where the structure differs (the result must not):
   it holds exactly the fuser's blocks: it is the full fuser ``_finish_blocks`` would build
   again, op for op; the reductions' arguments are the ones its dry run recorded. Otherwise the
   full fuser is built as in refimpl. The finishes are C calls (``finish_c``, ``_finish``).
+* ``_set_closed`` finds the status of ``Closed`` and ``Abort`` (the states a fuser closes
+  with) by identity: a dict lookup hashes the Enum through a Python call.
 """
 
 cimport cython
@@ -76,6 +78,9 @@ _STARTING = ReduceBroadcastedState.Starting
 cdef FieldRead _STATE = field_read("state")  # ReduceBroadcastedStatus.state (_keys.field)
 # The status of each state without a shape (frozen values, built once with refimpl's defaults)
 cdef dict _BARE_STATUS = {state: ReduceBroadcastedStatus(state) for state in ReduceBroadcastedState}
+# the two a fuser closes with, found by identity (an Enum's hash is a Python call)
+cdef object _CLOSED_STATUS = _BARE_STATUS[_CLOSED]
+cdef object _ABORT_STATUS = _BARE_STATUS[_ABORT]
 
 
 # The encoded tensors of an op are its TENSOR/TENSORS fields in SCHEMA order (a TENSORS field
@@ -524,7 +529,12 @@ cdef class ReduceBroadcastedFuser:
 
     cdef int _close(self, object state, object reason) except -1:
         """``_set_closed`` without a Python call."""
-        found = _BARE_STATUS.get(state)
+        if state is _CLOSED:
+            found = _CLOSED_STATUS
+        elif state is _ABORT:
+            found = _ABORT_STATUS
+        else:
+            found = _BARE_STATUS.get(state)
         self.state = ReduceBroadcastedStatus(state) if found is None else found
         self.closed_reason = reason
         return 0
