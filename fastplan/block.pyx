@@ -20,6 +20,11 @@ Where the structure differs (the result must not):
   (the ``state`` each registration renews) and kept, as the search builds the DAG of the same
   blocks again and again; refimpl reads ``produced``, ``read`` and ``freed`` every time;
 * ``RegistrationResult`` and ``OperationNode`` are refimpl's classes (plain data).
+* ``op_flow`` fills its tuples in place with ``PyTuple_SET_ITEM``; the id it hands over is a
+  Python int variable (``cdef object tid``), so that the reference ``Py_INCREF`` takes is the
+  one the tuple steals. (Left to Cython's inference the id was an ``int64_t``, each call made
+  its own int, and the one the tuple held was freed under it: a use after free for any id past
+  CPython's small-int cache, 256, a segfault after a few searches over such ops.)
 
 Invariants (refimpl's):
 
@@ -259,6 +264,10 @@ cdef _Flow op_flow(object operation):
     cdef tuple read, freed, rw
     cdef tuple produced = ()
     cdef _Flow flow
+    # a Python int: PyTuple_SET_ITEM steals the reference Py_INCREF takes on this object (an
+    # int64_t here, as Cython would infer, makes each call a new int, the first one leaked and
+    # the one the tuple holds freed under it: an id past the small-int cache was freed in use)
+    cdef object tid
     if after >= 0:
         out = encoded.c.n_tensors - 1 - after
     n_read = encoded.c.n_tensors - (1 if out >= 0 else 0)

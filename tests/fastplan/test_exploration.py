@@ -170,3 +170,25 @@ def test_closing_status(state):
     assert ours.closed_reason == theirs.closed_reason == "why"
     assert ours.status() == theirs.status()
     assert ours.properties() == theirs.properties()
+
+
+# Tensor ids past CPython's small-int cache (256): op_flow's tuples must own their ids.
+BIG = [add(1000 + 10 * k, 1001 + 10 * k, 1002 + 10 * k) for k in range(3)] + \
+    [add(1002, 2001, 2002), add(1012, 2011, 2012)]
+
+
+@pytest.mark.parametrize("rounds", [8])
+def test_searches_over_large_ids(rounds):
+    """Searches over ops whose ids are large ints, again and again (a freed id crashed the
+    third or fourth one); every flow's ids stay the ops' own, and the results refimpl's."""
+    patterns = [[BIG[0], BIG[3]], [BIG[1], BIG[4]]]
+    theirs = _search(ref_search, BIG, patterns).optimize(BIG)
+    for _ in range(rounds):
+        search = _search(fast_search, BIG, patterns)
+        ids = sorted({tid for block in search.blocks
+                      for tid in block.read() + block.produced()})
+        assert ids == sorted({t.id for o in BIG for t in (*o.inputs(), *o.outputs())})
+        assert search.optimize(BIG) == theirs
+        del search
+        junk = [object() for _ in range(200)]  # reuse what was freed, if anything was
+        del junk
