@@ -972,6 +972,9 @@ cdef object _tensor_at(const int64_t* p, Py_ssize_t* pos):
     cdef Py_ssize_t rank = p[pos[0] + 1]
     cdef Py_ssize_t at = pos[0] + 2
     cdef Py_ssize_t i
+    # a Python int: the reference Py_INCREF takes is the one PyTuple_SET_ITEM steals (an
+    # int64_t, as Cython would infer, made a new int per call: the tuple's was freed under it)
+    cdef object dim
     cdef tuple shape = PyTuple_New(rank)
     for i in range(rank):
         dim = p[at + i]

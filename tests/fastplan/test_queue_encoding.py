@@ -72,3 +72,23 @@ def test_steps_are_plain_untracked_plan_steps():
     assert not gc.is_tracked(step)
     del queue, step
     gc.collect()
+
+
+def test_relative_shapes_past_the_small_int_cache_are_refimpls():
+    """A segment of over 256 distinct dimensions: the relative ops' shapes hold shape ids past
+    CPython's small-int cache, which the queue's decoding once freed while the shape tuple held
+    them (read back as whatever took their memory)."""
+    from tests.planner.fuser_ops import NI, op, t
+    ops = [op("Float.Exp", input=t(2 * k, (2, 1000 + k)), out=t(2 * k + 1, (2, 1000 + k), NI))
+           for k in range(300)]
+    twin, reference = OperationQueue(), ReferenceQueue()
+    for index, operation in enumerate(ops):
+        twin.add(index, operation)
+        reference.add(index, operation)
+    theirs = list(reference.operations())
+    for _ in range(3):
+        ours = list(twin.operations())
+        junk = [10**6 + j for j in range(5000)]  # reuse what was freed, if anything was
+        gc.collect()
+        assert ours == theirs
+        del junk
