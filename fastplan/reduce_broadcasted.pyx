@@ -23,6 +23,13 @@ Where the structure differs (the result must not):
   full fuser is built as in refimpl. The finishes are C calls (``finish_c``, ``_finish``).
 * ``_set_closed`` finds the status of ``Closed`` and ``Abort`` (the states a fuser closes
   with) by identity: a dict lookup hashes the Enum through a Python call.
+* ``FullFuserAnalyzer`` keeps no ``_full`` (refimpl's ids of the full-shape sides, never
+  read): a full-shape op only looks up what it receives, and records nothing; it copies
+  ``last_single`` for the last block only (the only copy read), and the dry run of a
+  consistency check registers its blocks with ``register_c`` (it was a method call through
+  Python). transformer's plan() at 1k (18 full checks): the analyzers' constructors 46 k ->
+  20 k instructions, ``_full_run`` 129 k -> 101 k (``bench/planner_instructions.py --workload
+  transformer --size 1000 --path plan --keep DIR``, then ``callgrind_annotate --inclusive=yes``).
 """
 
 cimport cython
@@ -272,29 +279,34 @@ cdef class FullFuserAnalyzer:
 
     cdef list _analyses  # per boundary: [(EncodedOp, tensor index, block_pos)]
     cdef dict _single  # ids available after a reduce's write side -> block_pos
-    cdef dict _full  # ids available on full-shape sides (kept, unused)
     cdef list _block_data
-    cdef list _current_full
     cdef list _current_single
     cdef dict last_single  # _single when the last block's last segment started
 
     def __init__(self, blocks):
         cdef ReduceBlockFuser block
-        cdef Py_ssize_t pos, ops_index
-        self._analyses, self._single, self._full = [], {}, {}
-        self._block_data, self._current_full, self._current_single = [], [], []
-        for block in blocks:
+        cdef Py_ssize_t pos, ops_index, k, last
+        cdef list items = blocks if type(blocks) is list else list(blocks)
+        cdef list encoded
+        self._analyses, self._single = [], {}
+        self._block_data, self._current_single = [], []
+        last = len(items) - 1
+        for k in range(len(items)):
+            block = items[k]
             ops_index = block.ops_index
-            self.last_single = dict(self._single)
-            for pos in range(len(block.encoded)):
-                op = block.encoded[pos]
+            encoded = block.encoded
+            if k == last:  # only the last block's copy is kept
+                self.last_single = dict(self._single)
+            for pos in range(len(encoded)):
+                op = encoded[pos]
                 if block.elemwise or pos < ops_index:
-                    self._register(op, self._current_full)
+                    self._register(op, None)
                 elif pos > ops_index:
                     self._register(op, self._current_single)
                 else:
                     self._next_block()
-                    self.last_single = dict(self._single)
+                    if k == last:
+                        self.last_single = dict(self._single)
             self._next_block()
         self._analyses.pop(0)  # the first block receives nothing
 
@@ -304,25 +316,28 @@ cdef class FullFuserAnalyzer:
         self._block_data = []
         for tid in self._current_single:
             self._single.setdefault(tid, block_pos)
-        for tid in self._current_full:
-            self._full.setdefault(tid, block_pos)
-        self._current_single, self._current_full = [], []
+        self._current_single = []
         return 0
 
     cdef int _register(self, EncodedOp op, list current) except -1:
         # Only values from a reduce's write side can be read across blocks (a broadcast);
-        # full-shape values live in another reduction loop.
+        # full-shape values live in another reduction loop. ``current`` is None on a
+        # full-shape side: refimpl's _full (those ids) is never read.
         cdef Py_ssize_t i
         cdef int out = _out_index(op)
+        if not self._single and current is None:
+            return 0  # nothing to receive, nothing to record
         for i in range(op.c.n_tensors):
             if i == out:
                 continue
             tid = op.c.tensors[i].id
-            block_pos = self._single.get(tid)
-            if block_pos is not None:
-                self._block_data.append((op, i, block_pos))
-            current.append(tid)
-        if out >= 0:
+            if self._single:
+                block_pos = self._single.get(tid)
+                if block_pos is not None:
+                    self._block_data.append((op, i, block_pos))
+            if current is not None:
+                current.append(tid)
+        if out >= 0 and current is not None:
             current.append(op.c.tensors[out].id)
         return 0
 
@@ -549,7 +564,7 @@ cdef class ReduceBroadcastedFuser:
             full = ReduceBroadcastedFullFuser(self.max_bindings, analyzer)
             full.dry = True
             for block in self.blocks:
-                full.register(block)
+                full.register_c(block)
         except Refusal:
             return None
         return full, analyzer
