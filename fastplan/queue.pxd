@@ -85,6 +85,10 @@ cdef class OperationQueue:
     cdef list ranges  # converter: stashed slice ranges
     cdef object _log  # the FusionLog (property ``log``)
     cdef bint _basic  # the log prints executed steps
+    # set by ``execute_plan_updating`` for its call only: the drain resets this policy and
+    # updates it with the key of each op left, read in the encoding's buffer
+    cdef Policy _drain_policy
+    cdef ExecutionPlanStore _drain_store
 
     cdef void _clear(self) except *
     cdef int _dims_to_dict(self) except -1
@@ -109,6 +113,8 @@ cdef class OperationQueue:
     cdef Py_ssize_t size(self) noexcept
     cdef object _materialize(self, Py_ssize_t i)
     cdef int execute_plan(self, object optimization, Py_ssize_t plan_id) except -1
+    cdef int execute_plan_updating(self, object optimization, Py_ssize_t plan_id,
+                                   Policy policy, ExecutionPlanStore store) except -1
     cdef object _compile(self, object optimization, Py_ssize_t plan_id)
     cdef int add_op(self, object index, object operation) except -1
     cdef int add_op_coded(self, object index, object operation, int64_t code,

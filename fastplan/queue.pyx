@@ -33,6 +33,12 @@ Where the structure differs (the result must not):
   holds the key (a plan-cache hit), the queue keeps the trie's own ``bytes`` object, and makes
   and later frees none. At 1k transformer, ``--path cache`` 2932 -> 2814 and ``--path plan``
   7835 -> 7696 instructions per op (``bench/planner_instructions.py``).
+* The processor executes a plan with ``execute_plan_updating``: the drain resets the
+  processor's policy and encodes each op left into a buffer that the policy reads
+  (``Policy.update_buf``), so a key the trie holds is kept as the trie's ``bytes``; a plain
+  ``execute_plan`` (``execute``) makes each key as before. At 1k transformer
+  (327 of 816 drains leave an op), ``--path cache`` 2811 -> 2779 and ``--path plan``
+  7469 -> 7457 instructions per op (``bench/planner_instructions.py``).
 
 ``ExecutedStep`` is refimpl's class (plain data).
 """
@@ -694,6 +700,20 @@ cdef class OperationQueue:
         self._run_leaves(compiled.leaves, optimization)
         return 0
 
+    cdef int execute_plan_updating(self, object optimization, Py_ssize_t plan_id,
+                                   Policy policy, ExecutionPlanStore store) except -1:
+        """``execute_plan``, then ``policy.reset_all`` and ``policy.update_key`` of each op
+        left, done by the drain as it encodes those ops again: it reads each key in the
+        encoding's buffer (``Policy.update_buf``), so that a key the plan trie holds is that
+        ``bytes`` object and no other is made and freed (the processor's ``_reset`` did it
+        after the drain, from a new ``bytes`` per op left)."""
+        self._drain_policy, self._drain_store = policy, store
+        try:
+            return self.execute_plan(optimization, plan_id)
+        finally:
+            self._drain_policy = None
+            self._drain_store = None
+
     cdef object _compile(self, object optimization, Py_ssize_t plan_id):
         """``optimization`` read (``_Compiled``), once per stored plan: kept by plan id and
         checked to be the very object read (``plan_id`` -1: not kept)."""
@@ -899,6 +919,8 @@ cdef class OperationQueue:
         """Forget the first ``count`` ops and re-relativise the rest (burn ``drain_queue`` +
         ``reset_relative``)."""
         cdef Py_ssize_t i, n
+        cdef Policy policy = self._drain_policy
+        cdef KeyBuf b
         if count == len(self.global_ops):  # the whole queue (the usual drain)
             list_empty(self.global_ops)
             list_empty(self.indices)
@@ -911,8 +933,21 @@ cdef class OperationQueue:
         list_empty(self.keys)
         list_empty(self._rel)
         list_empty(self.shapes_assigned)
+        if policy is None:
+            for i in range(n):
+                list_push(self.keys, self._encode(self.global_ops[i]))
+                list_push(self.shapes_assigned, len(self.dim_values))
+            return 0
+        # ``execute_plan_updating``: the policy starts over on the ops left (``add_op_updating``)
+        policy.reset_all()
         for i in range(n):
-            list_push(self.keys, self._encode(self.global_ops[i]))
+            buf_init(&b)
+            try:
+                self._encode_into(self.global_ops[i], -1, -1, &b)
+                key = policy.update_buf(self._drain_store, &b)
+            finally:
+                buf_free(&b)
+            list_push(self.keys, key)
             list_push(self.shapes_assigned, len(self.dim_values))
         return 0
 
