@@ -271,6 +271,17 @@ cdef class _StepRecord:
 # mapping that nobody writes to.
 cdef object _NO_CONTEXT = MappingProxyType({})
 
+cdef inline int _queued(OperationQueue q, object index, object operation, bytes key) except -1:
+    """Append an encoded op (its key made) to the queue's pending lists and its history (a
+    module function: the compiler inlines it into both ``add_op`` paths)."""
+    list_append_long(q._history, operation)
+    list_push(q.global_ops, operation)
+    list_push(q.indices, index)
+    list_push(q.keys, key)
+    list_push(q.shapes_assigned, len(q.dim_values))
+    return 0
+
+
 cdef class OperationQueue:
     """Pending ops of one stream (burn ``OperationQueue``); also the processor's segment
     (burn ``Segment``).
@@ -749,13 +760,7 @@ cdef class OperationQueue:
                           int64_t struct_code) except -1:
         """``add_op`` of an op whose codes ``exact_codes`` gave (``code`` -1: not known; the
         stream's read-ahead knows them, ``fastplan._keys.prefetch_ahead``)."""
-        key = self._encode_coded(operation, code, struct_code)
-        list_append_long(self._history, operation)
-        list_push(self.global_ops, operation)
-        list_push(self.indices, index)
-        list_push(self.keys, key)
-        list_push(self.shapes_assigned, len(self.dim_values))
-        return 0
+        return _queued(self, index, operation, self._encode_coded(operation, code, struct_code))
 
     cdef int add_op_updating(self, object index, object operation, int64_t code,
                              int64_t struct_code, Policy policy,
@@ -770,12 +775,7 @@ cdef class OperationQueue:
             key = policy.update_buf(store, &b)
         finally:
             buf_free(&b)
-        list_append_long(self._history, operation)
-        list_push(self.global_ops, operation)
-        list_push(self.indices, index)
-        list_push(self.keys, key)
-        list_push(self.shapes_assigned, len(self.dim_values))
-        return 0
+        return _queued(self, index, operation, key)
 
     def forget_steps(self):
         """Drop the executed steps (``steps``, ``executed``); the pending ops stay.

@@ -3,12 +3,21 @@
 ``StreamPlanner.run`` and ``register`` queue an op with ``OperationQueue.add_op_updating``: the
 key is encoded into a buffer, the policy walks its plan trie on the buffer
 (``Policy.update_buf``), and the queue keeps the trie's own ``bytes`` when the walk found the
-key there (a fresh one otherwise). These tests drive both twins through that path: keys found
-and not found in the trie, syncs between them, a warm planner fed op by op, and an op the
-boundary refuses (the policy must not have seen it).
+key there (a fresh one otherwise). The drain after a processor's execution does the same for
+the ops it leaves pending (``OperationQueue.execute_plan_updating``: the policy is reset and
+updated on each key left, where the processor's ``_reset`` did it afterwards from a new
+``bytes`` per op).
 
-burn counterpart: ``crates/burn-fusion/src/stream/execution/policy.rs`` (``Policy::update``)
-and ``crates/burn-fusion/src/stream/queue/base.rs`` (``OperationQueue::add``).
+These tests drive both twins through those paths: keys found and not found in the trie, syncs
+between them, a warm planner fed op by op, an op the boundary refuses (the policy must not have
+seen it), the policy after every drain against refimpl's (cold and warm planners, streams whose
+partial drains leave ops), the pending keys against those a new queue makes, and
+``OperationQueue.execute`` (no policy) with the keys it made before.
+
+burn counterpart: ``crates/burn-fusion/src/stream/execution/policy.rs`` (``Policy::update``),
+``crates/burn-fusion/src/stream/execution/processor.rs`` (``Processor::reset``) and
+``crates/burn-fusion/src/stream/queue/{base,execution}.rs`` (``OperationQueue::add``,
+``OperationQueue::execute``).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 if fastplan.COMPILED:
     from fastplan._keys import BoundaryError
     from fastplan.bench import build, shifted
+    from fastplan.cache import ExecutionPlanStore
     from fastplan.processor import StreamPlanner
     from fastplan.queue import OperationQueue
     from fastplan.registry import FusionRegistry
@@ -43,6 +53,37 @@ def _fresh_keys(queue) -> list:
     for index, op in zip(queue.indices, queue.global_ops):
         fresh.add(index, op)
     return list(fresh.keys)
+
+
+def _policy_state(policy) -> tuple:
+    return (policy.num_operations, policy.found,
+            [c.target for c in policy.candidates],
+            [(a.plan_id, a.size, len(a.triggers)) for a in policy.availables])
+
+
+def _feed(twin, reference, items, *, check=True) -> int:
+    """Register ``items`` in both planners; after each, compare (when ``check``). Returns how
+    many drains left ops pending."""
+    partial = 0
+    for index, item in enumerate(items):
+        before = len(twin.queue.steps)
+        if isinstance(item, OperationIr):
+            twin.register(index, item)
+            reference.register(index, item)
+        else:
+            twin.sync(item.tensors)
+            reference.sync(item.tensors)
+        if len(twin.queue.steps) != before and twin.queue.global_ops:
+            partial += 1
+        if check:
+            assert twin.queue.steps == reference.queue.steps
+            assert len(twin.queue.keys) == len(reference.queue.global_ops)
+            assert list(twin.queue.keys) == _fresh_keys(twin.queue)
+            assert _policy_state(twin.processor.policy) == \
+                _policy_state(reference.processor.policy)
+            assert twin.processor.explorer.num_deferred == \
+                reference.processor.explorer.num_deferred
+    return partial
 
 
 @pytest.mark.parametrize("workload", ["transformer", "mixed", "elementwise"])
@@ -139,3 +180,74 @@ def test_run_twice_and_with_syncs_matches_refimpl():
     for s in (stream, nxt, synced, nxt):
         assert twin.run(s) == reference.run(s)
 
+
+@pytest.mark.parametrize("workload", ["transformer", "mixed", "elementwise"])
+def test_policy_after_each_drain_matches_refimpl_cold_and_warm(workload):
+    """A cold planner (explorations, stored plans executed) and then a warm one (cache hits),
+    fed op by op: after every op the policy, the explorer's deferred count and the pending
+    keys are refimpl's; transformer's drains leave ops pending."""
+    stream = build(workload, 40)
+    nxt = shifted(stream, 10 * (len(stream.items) + 1))
+    twin, reference = _planners()
+    cold = _feed(twin, reference, stream.items)
+    twin.drain()
+    reference.drain()
+    hits = twin.num_cache_hits
+    warm = _feed(twin, reference, nxt.items)
+    twin.drain()
+    reference.drain()
+    assert twin.queue.steps == reference.queue.steps
+    assert twin.num_cache_hits > hits
+    if workload == "transformer":
+        assert cold > 0 and warm > 0, "partial drains were exercised"
+
+
+def test_keys_left_by_a_drain_are_the_tries_objects_on_a_hit():
+    """On a warm iteration, a key left pending by a drain that the plan trie holds is equal to
+    a new queue's; the policy then advises as refimpl's does to the end."""
+    stream = build("transformer", 60)
+    nxt = shifted(stream, 10 * (len(stream.items) + 1))
+    twin, reference = _planners()
+    assert twin.run(stream) == reference.run(stream)
+    assert twin.run(nxt) == reference.run(nxt)
+    third = shifted(nxt, 10 * (len(nxt.items) + 1))
+    assert _feed(twin, reference, third.items) > 0
+    twin.drain()
+    reference.drain()
+    assert twin.queue.steps == reference.queue.steps
+
+
+def test_queue_execute_without_a_policy_keeps_its_keys():
+    """``OperationQueue.execute`` (no processor, no policy) encodes the ops left as before: the
+    keys equal a new queue's, and the queue can execute again."""
+    stream = build("transformer", 30)
+    twin, _ = _planners()
+    twin.run(stream)
+    store = twin.store
+    assert len(store) > 0
+    ops = [item for item in stream.items if isinstance(item, OperationIr)]
+    plan = store.get(0)
+    size = len(plan.optimization.ordering)
+    queue = OperationQueue()
+    for index, op in enumerate(ops[:size + 3]):
+        queue.add(index, op)
+    queue.execute(0, store)
+    assert len(queue.global_ops) == 3
+    assert list(queue.keys) == _fresh_keys(queue)
+    assert isinstance(store, ExecutionPlanStore)
+
+
+def test_run_with_syncs_between_drains_matches_refimpl():
+    """``run`` with a sync after every op (every drain at a sync leaves no op, the lazy ones
+    leave some): refimpl's steps over three iterations."""
+    stream = build("transformer", 40)
+    items = []
+    for item in stream.items:
+        items.append(item)
+        if isinstance(item, OperationIr) and len(items) % 5 == 0:
+            items.append(Sync(()))
+    synced = type(stream)(stream.inputs, tuple(items))
+    twin, reference = _planners()
+    for s in (stream, synced, stream, synced):
+        assert twin.run(s) == reference.run(s)
+        assert _policy_state(twin.processor.policy) == _policy_state(reference.processor.policy)

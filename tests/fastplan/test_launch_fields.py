@@ -1,4 +1,4 @@
-"""The launch planning paths changed in the h-launch slice, against refimpl.
+"""The launch planning paths that read ops and optimizations without a Python call, against refimpl.
 
 * ``fastplan.handles.init_targets`` passes over an op of the table that creates nothing by
   the op's address: every such op of ``OPS`` (with a desc it never reads), ``Init`` ops, syncs
