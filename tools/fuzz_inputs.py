@@ -21,6 +21,11 @@ edge streams, ``Session`` recordings of ``RECIPES``, streams hypothesis draws fr
 * ``py-garbage`` — a pool stream with an item, an operand field, a tensor field or an input
   replaced by anything (None, str, float, huge int, nested tuple, a wrong dataclass;
   test_boundary's ``_replace_somewhere``), or a typed change;
+* ``wide`` — ids and dimensions past CPython's small-int cache (the ints -5..256 are shared
+  objects, so a reference count handled wrongly on one of them does no harm and shows nowhere):
+  a pool stream with every tensor id moved past 256 (from one offset, or scattered), or one
+  segment of ``WIDE_CHAINS`` independent chains on rank-4 tensors whose dimensions are distinct
+  and past 256 (over 256 relative shape ids), with large ids too;
 * ``catalogue`` / ``valid`` — a catalogue entry (JSON or Python form), a pool stream as it is.
 
 The mutators mirror the hypothesis-driven ones of the tests (which draw from a hypothesis
@@ -46,13 +51,15 @@ from refimpl.stream import InputSpec, Stream, load_stream, stream_to_json
 from tests.fastplan.test_boundary import EDGE_STREAMS, _tensors_in
 from tests.refimpl.test_bad_input import BASES, CATALOGUE, PY_CATALOGUE, _source
 
-__all__ = ["DEVICES", "GENERATORS", "POOL_DRAWS", "POOL_MAX_ITEMS", "RECIPES", "FuzzInput", "Pool", "build_pool",
-           "make_input"]
+__all__ = ["DEVICES", "GENERATORS", "POOL_DRAWS", "POOL_MAX_ITEMS", "RECIPES", "SMALL_INTS", "WIDE_CHAINS",
+           "FuzzInput", "Pool", "build_pool", "make_input"]
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL_MAX_ITEMS = 16  # refimpl plans one of 16 items in about 10 ms, one of 100 in 100 ms
 POOL_DRAWS = 200  # streams hypothesis draws for the pool
 RECIPE_VARIANTS = 4  # recordings of each recipe (shapes differ)
+SMALL_INTS = 256  # CPython's cached ints end here: past it every int is an object of its own
+WIDE_CHAINS = 65  # rank-4 inputs of distinct dimensions: 260 > SMALL_INTS shape ids in one segment
 DEVICES = tuple(PRESETS)
 
 # --- the pool of valid streams -------------------------------------------------------------
@@ -177,7 +184,7 @@ _JSON_LEAVES = (None, True, False, -3, -1, 0, 1, 2, 7, 2**31, 2**64, 2**65, 0.5,
                 "", "a", "0", "f32", "i32", "bool", "ReadWrite", "NotInit", "Sync", "Drop",
                 "NumericFloat.Add", "BaseFloat.Cat")
 _JSON_KEYS = ("", "id", "shape", "dtype", "status", "op", "out", "tensors", "axis", "dim", "x")
-_F32, _RO, _NEW = DType.F32, TensorStatus.ReadOnly, TensorStatus.NotInit
+_F32, _RO, _RW, _NEW = DType.F32, TensorStatus.ReadOnly, TensorStatus.ReadWrite, TensorStatus.NotInit
 _GARBAGE = (None, True, False, 0, -1, 7, 2**63, 2**64, -(2**70), 2**70, 0.5, float("nan"),
             float("inf"), "", "a", "f32", "NotInit", "Float.Exp", (), (0,), (0, 1), ((0, 1),),
             ((1, 2), 3), [0, 1], [], {}, {"id": 0}, b"\x00", 1 + 2j, frozenset({1}),
@@ -472,6 +479,70 @@ def _valid(rng: random.Random, pool: Pool) -> Stream:
     return rng.choice(pool.streams)
 
 
+def _wide_ids(rng: random.Random, count: int) -> list[int]:
+    """``count`` distinct tensor ids past ``SMALL_INTS``: consecutive from an offset, or
+    scattered up to the 63-bit edge, in no order."""
+    if rng.randrange(2):
+        start = rng.choice((SMALL_INTS + 1, 1000, 2**16, 2**31 - 1, 2**40, 2**63 - 1 - count))
+        return list(range(start, start + count))
+    ids: set[int] = set()
+    while len(ids) < count:
+        ids.add(rng.randrange(SMALL_INTS + 1, 2**rng.choice((12, 20, 32, 62))))
+    return rng.sample(sorted(ids), count)
+
+
+def _relabelled(rng: random.Random, pool: Pool) -> str:
+    """A pool stream (JSON) whose tensor ids are all moved past ``SMALL_INTS``, one to one."""
+    doc = json.loads(rng.choice(pool.texts[:len(pool.streams)]))
+    tensors = _tensors_in(doc["ops"])
+    syncs = [entry for entry in doc["ops"] if entry.get("op") == "Sync"]
+    old = sorted({int(key) for key in doc["inputs"]} | {t["id"] for t in tensors}
+                 | {i for entry in syncs for i in entry["tensors"]})
+    new = dict(zip(old, _wide_ids(rng, len(old)), strict=True))
+    doc["inputs"] = {str(new[int(key)]): spec for key, spec in doc["inputs"].items()}
+    for tensor in tensors:
+        tensor["id"] = new[tensor["id"]]
+    for entry in syncs:
+        entry["tensors"] = [new[i] for i in entry["tensors"]]
+    return json.dumps(doc)
+
+
+def _op(name: str, **values: Any) -> OperationIr:
+    entry = op_named(name)
+    return OperationIr(entry, entry.struct(**values))
+
+
+def _many_dims(rng: random.Random) -> Stream:
+    """``WIDE_CHAINS`` independent chains (``exp``, then ``mul`` by the input; one of them ends
+    in a ``sum_dim``) on rank-4 inputs whose dimensions are distinct and past ``SMALL_INTS``: one
+    segment of over 256 relative shape ids, with ids past the cache too (a valid stream:
+    refimpl plans it in about 0.2 s)."""
+    dims = rng.sample(range(SMALL_INTS + 1, SMALL_INTS + 1 + 6 * WIDE_CHAINS), 4 * WIDE_CHAINS)
+    ids = iter(_wide_ids(rng, 4 * WIDE_CHAINS))
+    inputs: dict[int, InputSpec] = {}
+    items: list[OperationIr] = []
+    summed_at = rng.randrange(WIDE_CHAINS)
+    for k in range(WIDE_CHAINS):
+        shape = tuple(dims[4 * k:4 * k + 4])
+        x, y, z = next(ids), next(ids), next(ids)
+        inputs[x] = InputSpec(shape, _F32, random=k)
+        items.append(_op("Float.Exp", input=TensorIr(x, shape, _F32, _RO),
+                         out=TensorIr(y, shape, _F32, _NEW)))
+        items.append(_op("NumericFloat.Mul", lhs=TensorIr(y, shape, _F32, _RW),
+                         rhs=TensorIr(x, shape, _F32, _RW), out=TensorIr(z, shape, _F32, _NEW)))
+        if k == summed_at:
+            axis = rng.randrange(4)
+            summed = shape[:axis] + (1,) + shape[axis + 1:]
+            items.append(_op("NumericFloat.SumDim", input=TensorIr(z, shape, _F32, _RW),
+                             out=TensorIr(next(ids), summed, _F32, _NEW), axis=axis))
+    return Stream(inputs, tuple(items))
+
+
+def _wide(rng: random.Random, pool: Pool) -> Any:
+    # one in eight: a segment of many dimensions takes refimpl about 0.3 s, a pool stream 10 ms
+    return _many_dims(rng) if rng.randrange(8) == 0 else _relabelled(rng, pool)
+
+
 # name -> (weight, generator(rng, pool) -> JSON text/bytes or a Stream)
 GENERATORS: dict[str, tuple[int, Callable[[random.Random, Pool], Any]]] = {
     "json-semantic": (36, _json_semantic),
@@ -480,6 +551,7 @@ GENERATORS: dict[str, tuple[int, Callable[[random.Random, Pool], Any]]] = {
     "py-garbage": (12, _py_garbage),
     "valid": (6, _valid),
     "catalogue": (4, _catalogue),
+    "wide": (2, _wide),
 }
 
 

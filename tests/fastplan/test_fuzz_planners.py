@@ -15,8 +15,11 @@ from dataclasses import dataclass
 import pytest
 
 import fastplan
-from tools.fuzz_inputs import GENERATORS, build_pool, make_input
-from tools.fuzz_planners import Checker, count_fallbacks, main, summarize
+from refimpl.ir import OperationIr
+from refimpl.validate import validate_stream
+from tools.fuzz_inputs import (GENERATORS, SMALL_INTS, FuzzInput, _many_dims, _relabelled,
+                               build_pool, make_input)
+from tools.fuzz_planners import Checker, count_fallbacks, evaluate, main, summarize
 from tools.fuzz_workers import Config, run_checks
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
@@ -61,6 +64,43 @@ def test_fuzz_planners_inputs_depend_on_seed_and_index_only(pool):
     assert repr(make_input(1, 5, pool)) != repr(make_input(0, 5, pool))
     kinds = Counter(make_input(0, index, pool).kind for index in range(3000))
     assert set(kinds) == set(GENERATORS)
+
+
+def _ids_and_dims(stream) -> tuple[set[int], set[int]]:
+    ids, dims = set(stream.inputs), set()
+    for item in stream.items:
+        if isinstance(item, OperationIr):
+            for tensor in (*item.inputs(), *item.outputs()):
+                ids.add(tensor.id)
+                dims.update(tensor.shape)
+        else:
+            ids.update(item.tensors)
+    return ids, dims
+
+
+def test_fuzz_planners_wide_inputs_reach_past_the_small_int_cache(pool):
+    """The ``wide`` generator's streams: a pool stream relabelled one to one onto ids past 256
+    (its items and inputs otherwise the same), and one valid segment of over 256 distinct
+    dimensions; both planners plan them alike (stop 34's two use-after-free bugs hid below
+    256)."""
+    import random
+
+    from refimpl.stream import stream_from_json
+
+    rng = random.Random(0)
+    for index in range(12):
+        text = _relabelled(rng, pool)
+        stream = stream_from_json(text, validate=False)
+        ids, _ = _ids_and_dims(stream)
+        assert min(ids) > SMALL_INTS
+        assert len(stream.items) in {len(s.items) for s in pool.streams}
+        result = evaluate(FuzzInput(index, "wide", "webgpu-default", text))
+        assert result.outcome in ("equal-plan", "same-error"), result
+    stream = _many_dims(rng)
+    validate_stream(stream)
+    ids, dims = _ids_and_dims(stream)
+    assert min(ids) > SMALL_INTS and len(dims - {1}) > SMALL_INTS
+    assert evaluate(FuzzInput(99, "wide", "webgpu-default", stream)).outcome == "equal-plan"
 
 
 @dataclass(frozen=True)
