@@ -61,18 +61,22 @@ def _policy_state(policy) -> tuple:
             [(a.plan_id, a.size, len(a.triggers)) for a in policy.availables])
 
 
+def _give(index, item, *planners) -> None:
+    """Register the op ``item`` in each planner, or sync its tensors."""
+    for planner in planners:
+        if isinstance(item, OperationIr):
+            planner.register(index, item)
+        else:
+            planner.sync(item.tensors)
+
+
 def _feed(twin, reference, items, *, check=True) -> int:
     """Register ``items`` in both planners; after each, compare (when ``check``). Returns how
     many drains left ops pending."""
     partial = 0
     for index, item in enumerate(items):
         before = len(twin.queue.steps)
-        if isinstance(item, OperationIr):
-            twin.register(index, item)
-            reference.register(index, item)
-        else:
-            twin.sync(item.tensors)
-            reference.sync(item.tensors)
+        _give(index, item, twin, reference)
         if len(twin.queue.steps) != before and twin.queue.global_ops:
             partial += 1
         if check:
@@ -97,12 +101,7 @@ def test_register_op_by_op_on_a_warm_planner_matches_refimpl(workload):
     assert twin.run(stream) == reference.run(stream)
     hits = twin.num_cache_hits
     for index, item in enumerate(nxt.items):
-        if isinstance(item, OperationIr):
-            twin.register(index, item)
-            reference.register(index, item)
-        else:
-            twin.sync(item.tensors)
-            reference.sync(item.tensors)
+        _give(index, item, twin, reference)
         assert twin.queue.steps == reference.queue.steps
         assert list(twin.queue.keys) == _fresh_keys(twin.queue)
         assert len(twin.queue.keys) == len(reference.queue.global_ops)
@@ -127,12 +126,7 @@ def test_keys_found_in_the_trie_are_equal_to_made_ones(offset):
     assert twin.run(stream) == reference.run(stream)
     cut = len(nxt.items) - 7
     for index, item in enumerate(nxt.items[:cut]):
-        if isinstance(item, OperationIr):
-            twin.register(index, item)
-            reference.register(index, item)
-        elif isinstance(item, Sync):
-            twin.sync(item.tensors)
-            reference.sync(item.tensors)
+        _give(index, item, twin, reference)
     assert twin.queue.global_ops, "the cut leaves ops pending"
     assert list(twin.queue.keys) == _fresh_keys(twin.queue)
     twin.drain()
