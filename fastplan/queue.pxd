@@ -65,6 +65,8 @@ cdef class OperationQueue:
     cdef list _history  # every op ever queued, in order (the segments of ``executed``)
     cdef Py_ssize_t _first  # history position of the first pending op
     cdef list _records  # _StepRecord per executed step
+    cdef list _dims_seen  # the last DIMS_SEEN dims tuples the contexts took (``_dims_now``)
+    cdef Py_ssize_t _dims_next  # the entry of ``_dims_seen`` the next new tuple replaces
     cdef list _executed  # the ExecutedSteps built so far from _records
     cdef bint _taken  # a _StepContext holds the converter's g2r_keys / dim_values / scalars
     cdef list _compiled_plans  # plan id -> _Compiled (or None): the processor's plans read
@@ -91,6 +93,7 @@ cdef class OperationQueue:
     cdef ExecutionPlanStore _drain_store
 
     cdef void _clear(self) except *
+    cdef tuple _dims_now(self)
     cdef int _dims_to_dict(self) except -1
     cdef dict _dims_map(self)
     cdef list executed_since(self, Py_ssize_t start, bint unfused_context)

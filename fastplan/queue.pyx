@@ -40,6 +40,17 @@ Where the structure differs (the result must not):
   (327 of 816 drains leave an op), ``--path cache`` 2811 -> 2779 and ``--path plan``
   7469 -> 7457 instructions per op (``bench/planner_instructions.py``).
 
+* a ``_StepContext`` takes its dims as a tuple made for an earlier context when the
+  converter's dim list holds the very same objects (``_dims_now``, one of the last
+  ``DIMS_SEEN``): a stream's segments use few distinct dim lists (10 for the 291 executed steps
+  of transformer at 1k), and the contexts only read them, so most contexts make and free no
+  tuple. The context of an unfused execution copies the tensor order by a list slice (``list()``
+  went through the generic sequence path), and a stored plan's leaf keeps its segment
+  positions as C ints where each is an exact int in ``[0, 2**31)`` (``_Leaf.positions``; the
+  tuple is read as before otherwise), which ``_step`` and ``_drops_only`` read. With
+  ``Processor._store``'s slices (``fastplan.processor``), transformer ``--path plan`` at 1k
+  7399 -> 7246 instructions per op (``bench/planner_instructions.py``).
+
 ``ExecutedStep`` is refimpl's class (plain data).
 """
 
@@ -152,6 +163,11 @@ cdef class _Leaf:
 
     cdef bint fused
     cdef tuple ordering  # segment positions
+    # ``ordering`` as C ints when each is an exact int in [0, 2**31) (else NULL: read the tuple)
+    cdef Py_ssize_t* positions
+
+    def __dealloc__(self):
+        mem_free(self.positions)
     cdef Py_ssize_t count  # ops it executes: opt.len() or len(ordering)
     cdef object opt  # the fuser's optimization (fused leaves)
     cdef object fuser  # opt.name
@@ -163,7 +179,20 @@ cdef class _Leaf:
 
 cdef _Leaf _read_leaf(object leaf):
     cdef _Leaf info = _Leaf.__new__(_Leaf)
+    cdef Py_ssize_t i, n
+    cdef long long pos
     info.ordering = tuple(leaf.ordering)
+    n = len(info.ordering)
+    if n:
+        info.positions = <Py_ssize_t*>mem_calloc(n, sizeof(Py_ssize_t))
+        if info.positions == NULL:
+            raise MemoryError()
+        for i in range(n):
+            if not exact_long_long(info.ordering[i], &pos) or not 0 <= pos < 0x7FFFFFFF:
+                mem_free(info.positions)
+                info.positions = NULL
+                break
+            info.positions[i] = <Py_ssize_t>pos
     if isinstance(leaf, _Operations):
         info.fused = False
         info.count = len(info.ordering)
@@ -300,6 +329,7 @@ cdef class OperationQueue:
         self._history = []
         self._first = 0
         self._records = []
+        self._dims_seen = []
         self._executed = []
         self._compiled_plans = []
         self._segment_maps = None
@@ -835,17 +865,15 @@ cdef class OperationQueue:
                     # below starts new ones (``_clear``); the dims it gets as the tuple launch
                     # planning reads, and the queue keeps its list to empty in place
                     context.order = self.g2r_keys
-                    context.dims = tuple(self.dim_values)
-                    untrack_atomic(context.dims)
+                    context.dims = self._dims_now()
                     context.scalars = self.scalars if len(self.scalars) else ()
                     self._taken = True
                     break
             else:  # the walk reads only the tensor order and the dims: copies, and the
                 # queue keeps its maps to empty in place
-                context.order = list(self.g2r_keys)
+                context.order = self.g2r_keys[:]
                 untrack_atomic(context.order)
-                context.dims = tuple(self.dim_values)
-                untrack_atomic(context.dims)
+                context.dims = self._dims_now()
                 context.scalars = ()
         for leaf in leaves:
             step = self._step(leaf)
@@ -863,6 +891,34 @@ cdef class OperationQueue:
         self._drain(executed)
         return 0
 
+    cdef tuple _dims_now(self):
+        """``tuple(dim_values)``, untracked: a tuple made for an earlier context when it holds
+        the very same objects (one of the last ``DIMS_SEEN``: a stream's segments use few
+        distinct dim lists, and the contexts only read them)."""
+        cdef PyObject* values = <PyObject*>self.dim_values
+        cdef Py_ssize_t n = _var_size(values), i, j
+        cdef PyObject* seen
+        cdef tuple dims
+        if self._dims_seen is None:  # a queue made without ``__init__``
+            self._dims_seen = []
+        for j in range(len(self._dims_seen)):
+            seen = _list_item(<PyObject*>self._dims_seen, j)
+            if _var_size(seen) != n:
+                continue
+            for i in range(n):
+                if _tuple_item(seen, i) != _list_item(values, i):
+                    break
+            else:
+                return <tuple>seen
+        dims = tuple(self.dim_values)
+        untrack_atomic(dims)
+        if len(self._dims_seen) < DIMS_SEEN:
+            list_push(self._dims_seen, dims)
+        else:
+            self._dims_seen[self._dims_next] = dims
+            self._dims_next = (self._dims_next + 1) % DIMS_SEEN
+        return dims
+
     cdef bint _drops_only(self, list leaves) except -1:
         """Whether the leaves are unfused ``Drop`` ops only (an op's code is its key's first
         slot)."""
@@ -872,9 +928,12 @@ cdef class OperationQueue:
             if leaf.fused:
                 return False
             for i in range(len(leaf.ordering)):
-                pos = leaf.ordering[i]
-                if pos < 0:
-                    pos += n
+                if leaf.positions != NULL:
+                    pos = leaf.positions[i]
+                else:
+                    pos = leaf.ordering[i]
+                    if pos < 0:
+                        pos += n
                 if not 0 <= pos < n or \
                         (<const int64_t*>PyBytes_AS_STRING(self.keys[pos]))[0] != _DROP_CODE:
                     return False
@@ -886,9 +945,12 @@ cdef class OperationQueue:
         cdef Py_ssize_t i, pos, n = len(leaf.ordering)
         cdef tuple ops = PyTuple_New(n)
         for i in range(n):
-            pos = leaf.ordering[i]
-            if pos < 0:  # a plan made by hand: refimpl's list indexing
-                pos += len(indices)
+            if leaf.positions != NULL:  # read once (``_read_leaf``), none negative
+                pos = leaf.positions[i]
+            else:
+                pos = leaf.ordering[i]
+                if pos < 0:  # a plan made by hand: refimpl's list indexing
+                    pos += len(indices)
             if not 0 <= pos < len(indices):
                 raise IndexError("list index out of range")
             value = indices[pos]
@@ -953,6 +1015,7 @@ cdef class OperationQueue:
 
 
 cdef enum:
+    DIMS_SEEN = 8  # dims tuples a queue keeps for its next contexts to share (``_dims_now``)
     _MADE_LIMIT = 4096  # relative ops an OperationQueue keeps by key (emptied when full)
     _RESERVE = 64  # most items a new map list (_clear) is made to hold before it grows
 
@@ -1025,7 +1088,9 @@ cdef object _tensor_at(const int64_t* p, Py_ssize_t* pos):
 cdef extern from "Python.h":
     void* _type_of "Py_TYPE"(PyObject* op) noexcept
     Py_ssize_t _tuple_size "PyTuple_GET_SIZE"(PyObject* op) noexcept
+    Py_ssize_t _var_size "Py_SIZE"(PyObject* op) noexcept
     PyObject* _tuple_item "PyTuple_GET_ITEM"(PyObject* op, Py_ssize_t i) noexcept
+    PyObject* _list_item "PyList_GET_ITEM"(PyObject* op, Py_ssize_t i) noexcept
 
 cdef const Slots* _AT = slots()  # the field offsets and enum members, for good
 cdef void* _TENSOR_TYPE = <void*>TensorIr
