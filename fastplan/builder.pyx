@@ -24,6 +24,14 @@ Where the structure differs (the result must not):
   the growth of its vectors. Only memory is kept, never a trace's contents. It took mixed
   plan() at 1k from 46886 to 44188 instructions per op, transformer from 8937 to 8691
   (``bench/planner_instructions.py --workload mixed --size 1000 --path plan``).
+* the objects of a finished trace are built at their slot offsets, found once per class
+  (``_Frozen``, ``_make``; ``make_frozen`` looks the class up in a dict for every object, and
+  ``_make`` looked up its field names in another), a registered tensor's ``TensorIr`` by
+  ``_keys.new_tensor``; a settings object's code is found by its address in a table of 64
+  (the dict keyed by ``id()`` it replaces cost about 1 300 instructions a call: the builtin
+  ``id``, the lookup of ``get``, the call). Together: transformer's plan() at 1k from 7395 to
+  7231 instructions per op (``bench/planner_instructions.py --workload transformer --size 1000
+  --path plan``).
 
 Invariants (shared with refimpl):
 
@@ -40,10 +48,13 @@ from fastplan._vec cimport (
     Log, UndoRec, Vec, field_set, log_record, mem_calloc, mem_free, vec_assign, vec_copy, vec_free,
     vec_init, vec_push, vec_reserve, vec_set,
 )
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 
+from fastplan._keys cimport dtype_of, field_offset, new_instance, new_tensor, set_slot, status_of
+
 from fastplan.relative cimport (
-    READ_WRITE, EncodedTensor, TensorC, encode_tensor, make_frozen, shape_tuple, tensor_ir,
+    READ_WRITE, EncodedTensor, TensorC, encode_tensor, shape_tuple,
 )
 
 import dataclasses
@@ -96,13 +107,26 @@ cdef uint8_t _ASSIGN = FUSE_ASSIGN
 _SETTINGS = []
 _SETTINGS_FLAGS = []
 _SETTINGS_CODE = {}
-_SETTINGS_BY_ID = {}  # id -> (settings, code); holding the object keeps its id unique
+
+cdef enum:
+    _SEEN_MAX = 64  # settings objects found by address (a program uses a dozen)
+
+# The settings objects already seen, by address, and their codes: a scan of a few pointers
+# (the dict keyed by ``id()`` it replaces cost about 1 300 instructions a call: the builtin
+# ``id``, the method lookup of ``get``, the call; 31 calls in transformer's plan() at 1k).
+# Each object is held (a reference taken once), so that its address stays its own.
+cdef PyObject* _SEEN[_SEEN_MAX]
+cdef int32_t _SEEN_CODE[_SEEN_MAX]
+cdef Py_ssize_t _seen_len = 0
 
 
 cdef int32_t settings_code(object settings) except -1:
-    entry = _SETTINGS_BY_ID.get(id(settings))
-    if entry is not None and entry[0] is settings:
-        return entry[1]
+    global _seen_len
+    cdef Py_ssize_t i
+    cdef PyObject* p = <PyObject*>settings
+    for i in range(_seen_len):
+        if _SEEN[i] == p:
+            return _SEEN_CODE[i]
     code = _SETTINGS_CODE.get(settings)
     if code is None:
         flags = (1 if settings.broadcast else 0) | (2 if settings.output_shape_updates else 0)
@@ -110,8 +134,11 @@ cdef int32_t settings_code(object settings) except -1:
         _SETTINGS.append(settings)
         _SETTINGS_FLAGS.append(flags)
         _SETTINGS_CODE[settings] = code
-    if len(_SETTINGS_BY_ID) < 4096:
-        _SETTINGS_BY_ID[id(settings)] = (settings, code)
+    if _seen_len < _SEEN_MAX:
+        Py_INCREF(settings)
+        _SEEN[_seen_len] = p
+        _SEEN_CODE[_seen_len] = <int32_t>code
+        _seen_len += 1
     return code
 
 
@@ -1217,11 +1244,71 @@ cdef int trace_output_nhwc_layout(Trace* t, int64_t tensor_id, const int64_t* pe
 # (locals, inputs, outputs, scalars at small positions) and the FuseOps made only of them are
 # interned: they are immutable, so sharing them changes nothing but the time (docs/fastplan.md).
 
-_FIELDS = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in (
-    BlockLocal, Input, Output, Scalar, ScalarShape, Literal, MultiBlockLocal, MultiBlockGlobal,
-    MultiBlockPos, InputReshaped, InputSwapDims, UnaryFuseArgs, BinaryFuseArgs, ClampArgs,
-    ConditionalAssignArgs, GatherArgs, SelectArgs, CatArgs, FuseOp, FuseBlock, FuseTrace,
-    FuseResources, RegisteredTensor, ReshapeView, SwapDimsView, NhwcStridesView)}
+# Each class built here has its slot offsets found once (``_Frozen``): ``_make`` fills a new
+# instance at them, as ``make_frozen`` does, without looking the class up in a dict (twice: the
+# field names here, the layout in fastplan.relative), a lookup that cost about 230 of the 430
+# instructions of a small object (transformer's plan() at 1k builds some 500 per plan).
+cdef enum:
+    _MAX_SLOTS = 12  # fields of the largest class built here (FuseResources: 11)
+
+
+ctypedef struct _Frozen:
+    PyObject* cls  # borrowed: the class is held by this module's globals
+    Py_ssize_t n
+    Py_ssize_t off[_MAX_SLOTS]
+
+
+cdef int _frozen_init(_Frozen* f, type cls) except -1:
+    cdef Py_ssize_t i
+    names = tuple([field.name for field in dataclasses.fields(cls)])
+    if len(names) > _MAX_SLOTS:  # (a __post_init__ is not run: make_frozen ran none either)
+        raise TypeError(f"fastplan.builder cannot build {cls.__name__} by its slots")
+    f.cls = <PyObject*>cls
+    f.n = len(names)
+    for i in range(f.n):
+        f.off[i] = field_offset(cls, names[i])  # TypeError where a field is no slot
+    return 0
+
+
+cdef _Frozen _F_BLOCK_LOCAL, _F_INPUT, _F_OUTPUT, _F_SCALAR, _F_SCALAR_SHAPE, _F_LITERAL
+cdef _Frozen _F_MB_LOCAL, _F_MB_GLOBAL, _F_MB_POS, _F_RESHAPED, _F_SWAPPED, _F_FUSE_OP
+cdef _Frozen _F_BLOCK, _F_TRACE, _F_RESOURCES, _F_REGT, _F_RESHAPE_VIEW, _F_SWAP_VIEW
+cdef _Frozen _F_NHWC_VIEW
+cdef _Frozen _F_ARGS[7]  # by _ARGS_* kind
+_frozen_init(&_F_BLOCK_LOCAL, BlockLocal)
+_frozen_init(&_F_INPUT, Input)
+_frozen_init(&_F_OUTPUT, Output)
+_frozen_init(&_F_SCALAR, Scalar)
+_frozen_init(&_F_SCALAR_SHAPE, ScalarShape)
+_frozen_init(&_F_LITERAL, Literal)
+_frozen_init(&_F_MB_LOCAL, MultiBlockLocal)
+_frozen_init(&_F_MB_GLOBAL, MultiBlockGlobal)
+_frozen_init(&_F_MB_POS, MultiBlockPos)
+_frozen_init(&_F_RESHAPED, InputReshaped)
+_frozen_init(&_F_SWAPPED, InputSwapDims)
+_frozen_init(&_F_FUSE_OP, FuseOp)
+_frozen_init(&_F_BLOCK, FuseBlock)
+_frozen_init(&_F_TRACE, FuseTrace)
+_frozen_init(&_F_RESOURCES, FuseResources)
+_frozen_init(&_F_REGT, RegisteredTensor)
+_frozen_init(&_F_RESHAPE_VIEW, ReshapeView)
+_frozen_init(&_F_SWAP_VIEW, SwapDimsView)
+_frozen_init(&_F_NHWC_VIEW, NhwcStridesView)
+for _k, _cls in enumerate(_ARGS_CLASSES):
+    _frozen_init(&_F_ARGS[_k], _cls)
+# the classes _make2 builds
+assert _F_REGT.n == _F_TRACE.n == _F_FUSE_OP.n == _F_BLOCK_LOCAL.n == _F_SCALAR.n == 2
+
+# FuseType members by code, read without a module-global lookup (held by _FT)
+cdef PyObject* _FT_PTR[NUM_FUSE_TYPES]
+for _k in range(NUM_FUSE_TYPES):
+    _FT_PTR[_k] = <PyObject*>_FT[_k]
+
+
+cdef inline object _fuse_type(uint8_t ty):
+    if ty >= NUM_FUSE_TYPES:
+        raise SystemError(f"fastplan: unknown FuseType code {ty}")
+    return <object>_FT_PTR[ty]
 
 cdef enum:
     ARG_CACHE_POS = 256  # interned positions per kind and type
@@ -1250,8 +1337,23 @@ cdef inline Py_ssize_t _arg_slot(const Arg* arg) noexcept nogil:
     return (kind * NUM_FUSE_TYPES + arg.ty) * ARG_CACHE_POS + arg.a
 
 
-cdef object _make(type cls, tuple values):
-    return make_frozen(cls, _FIELDS[cls], values)
+cdef object _make(const _Frozen* f, tuple values):
+    """An instance of ``f``'s class with these field values (``make_frozen``'s result)."""
+    cdef Py_ssize_t i
+    if len(values) != f.n:
+        raise SystemError("fastplan.builder: a frozen object's fields and values differ")
+    obj = new_instance(<PyTypeObject*>f.cls)
+    for i in range(f.n):
+        set_slot(obj, f.off[i], values[i])
+    return obj
+
+
+cdef inline object _make2(const _Frozen* f, object a, object b):
+    """``_make`` of a two-field class, without the values' tuple."""
+    obj = new_instance(<PyTypeObject*>f.cls)
+    set_slot(obj, f.off[0], a)
+    set_slot(obj, f.off[1], b)
+    return obj
 
 
 cdef object _make_arg(const Arg* arg):
@@ -1259,26 +1361,26 @@ cdef object _make_arg(const Arg* arg):
     cdef int64_t i
     ty = _FT[arg.ty]
     if kind == ARG_LOCAL:
-        return _make(BlockLocal, (arg.a, ty))
+        return _make(&_F_BLOCK_LOCAL, (arg.a, ty))
     if kind == ARG_INPUT:
-        return _make(Input, (arg.a, ty, _LAYOUTS[arg.layout]))
+        return _make(&_F_INPUT, (arg.a, ty, _LAYOUTS[arg.layout]))
     if kind == ARG_OUTPUT:
-        return _make(Output, (arg.a, ty, _LAYOUTS[arg.layout]))
+        return _make(&_F_OUTPUT, (arg.a, ty, _LAYOUTS[arg.layout]))
     if kind == ARG_SCALAR:
-        return _make(Scalar, (arg.a, ty))
+        return _make(&_F_SCALAR, (arg.a, ty))
     if kind == ARG_MB_LOCAL or kind == ARG_MB_GLOBAL:
-        pos = _make(MultiBlockPos, (arg.a, arg.b))
-        return _make(MultiBlockLocal if kind == ARG_MB_LOCAL else MultiBlockGlobal, (pos, ty))
+        pos = _make(&_F_MB_POS, (arg.a, arg.b))
+        return _make(&_F_MB_LOCAL if kind == ARG_MB_LOCAL else &_F_MB_GLOBAL, (pos, ty))
     if kind == ARG_LITERAL:
-        return _make(Literal, (arg.a, ty))
+        return _make(&_F_LITERAL, (arg.a, ty))
     if kind == ARG_SCALAR_SHAPE:
-        return _make(ScalarShape, (arg.a,))
-    original = _make(Input, (arg.a, ty, _LAYOUTS[arg.layout]))
+        return _make(&_F_SCALAR_SHAPE, (arg.a,))
+    original = _make(&_F_INPUT, (arg.a, ty, _LAYOUTS[arg.layout]))
     if kind == ARG_RESHAPED:
-        shape = tuple([_make(ScalarShape, (arg.b + i,)) for i in range(arg.c)])
-        return _make(InputReshaped, (original, shape, bool(arg.broadcasted)))
+        shape = tuple([_make(&_F_SCALAR_SHAPE, (arg.b + i,)) for i in range(arg.c)])
+        return _make(&_F_RESHAPED, (original, shape, bool(arg.broadcasted)))
     if kind == ARG_SWAPPED:
-        return _make(InputSwapDims, (original, (arg.b, arg.c), bool(arg.broadcasted)))
+        return _make(&_F_SWAPPED, (original, (arg.b, arg.c), bool(arg.broadcasted)))
     raise SystemError(f"fastplan: unknown FuseArg kind {kind}")
 
 
@@ -1321,7 +1423,7 @@ cdef object _fuse_op_py(uint8_t name, int kind, const Arg* args, Py_ssize_t narg
         values.append(extra[1])
     elif extra is not None:
         values.append(extra)
-    op = _make(FuseOp, (FUSE_OP_NAMES[name], _make(_ARGS_CLASSES[kind], tuple(values))))
+    op = _make2(&_F_FUSE_OP, FUSE_OP_NAMES[name], _make(&_F_ARGS[kind], tuple(values)))
     if interned:  # the entry's previous FuseOp (another key) is let go
         Py_INCREF(op)
         Py_XDECREF(_OP_VALUES[entry])
@@ -1433,8 +1535,10 @@ cdef int fop_from_py(object op, FOp* out, list cat) except -1:
 
 cdef object _regt_to_py(const RegT* e, const Resources* r):
     cdef const int64_t* dims = <const int64_t*>r.dims.data
-    return _make(RegisteredTensor,
-                 (tensor_ir(e.id, &dims[e.dims_off], e.rank, e.dtype, e.status), _FT[e.ty]))
+    cdef object tid = e.id
+    tensor = new_tensor(tid, shape_tuple(&dims[e.dims_off], e.rank), dtype_of(e.dtype),
+                        status_of(e.status))
+    return _make2(&_F_REGT, tensor, _fuse_type(e.ty))
 
 
 cdef tuple _regs_to_py(const Vec* v, const Resources* r):
@@ -1445,11 +1549,11 @@ cdef tuple _regs_to_py(const Vec* v, const Resources* r):
 cdef object _view_to_py(const ViewRec* v, const Resources* r):
     cdef const int64_t* dims = <const int64_t*>r.dims.data
     if v.kind == VIEW_SWAP:
-        return _make(SwapDimsView, (v.a, v.b, (v.d1, v.d2)))
+        return _make(&_F_SWAP_VIEW, (v.a, v.b, (v.d1, v.d2)))
     shape = shape_tuple(&dims[v.dims_off], v.rank)
     if v.kind == VIEW_RESHAPE:
-        return _make(ReshapeView, (v.a, v.b, v.pos, shape))
-    return _make(NhwcStridesView, (v.a, shape))
+        return _make(&_F_RESHAPE_VIEW, (v.a, v.b, v.pos, shape))
+    return _make(&_F_NHWC_VIEW, (v.a, shape))
 
 
 cdef tuple _keyed_sorted(const Vec* v):
@@ -1479,10 +1583,10 @@ cdef object _resources_to_py(const Resources* r, object outputs):
     """``ResourcesBuilder.freeze``: ``outputs`` is the tuple of written tensors."""
     cdef ScalarRec* s = <ScalarRec*>r.scalars.data
     cdef Py_ssize_t i
-    return _make(FuseResources, (
+    return _make(&_F_RESOURCES, (
         outputs,
         _regs_to_py(&r.inputs, r),
-        tuple([(_FT[s[i].ty], s[i].placeholder) for i in range(r.scalars.len)]),
+        tuple([(_fuse_type(s[i].ty), s[i].placeholder) for i in range(r.scalars.len)]),
         tuple([_view_to_py(&(<ViewRec*>r.views.data)[i], r) for i in range(r.views.len)]),
         _keyed_sorted(&r.indexed),
         tuple([(<int64_t*>r.inputs_unhandled.data)[i] for i in range(r.inputs_unhandled.len)]),
@@ -1546,7 +1650,7 @@ cdef tuple _sorted_ops(const Vec* assigns):
 cdef object _block_to_py(const Block* b, const Vec* writes):
     cdef Py_ssize_t i
     ops = tuple([_fop_to_py(&(<FOp*>b.ops.data)[i], b) for i in range(b.ops.len)])
-    return _make(FuseBlock, (settings_object(b.settings), ops,
+    return _make(&_F_BLOCK, (settings_object(b.settings), ops,
                              shape_tuple(<int64_t*>b.shape_ref.data, b.shape_ref.len),
                              _sorted_ops(&b.reads), _sorted_ops(writes)))
 
@@ -1582,7 +1686,7 @@ cdef object trace_finish(Trace* t, const int64_t* shape_ref, Py_ssize_t rank):
         blocks.append(_build_block(t.current, r, &outputs, &buffers))
         written = tuple([_out_entry_to_py(&(<OutEntry*>outputs.data)[i], r)
                          for i in range(outputs.len)])
-        return _make(FuseTrace, (tuple(blocks), _resources_to_py(r, written)))
+        return _make2(&_F_TRACE, tuple(blocks), _resources_to_py(r, written))
     finally:
         vec_free(&outputs)
         vec_free(&buffers)
