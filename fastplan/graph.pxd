@@ -31,5 +31,6 @@ cdef list bits_of(object mask)
 cdef _Flow _flow_of(object node)
 cdef _Flow flow_new(tuple produced, tuple read, tuple freed)
 cdef Dag dag_from(list flows, list positions)
+cdef Dag dag_of_sets(list produced, list read, list freed, list positions)
 cdef bint valid_order(object order) except -1
 cdef bint valid_flows(list flows) except -1

@@ -10,7 +10,10 @@ Where the structure differs (the result must not):
 * a node's data flow is read once per ``Dag`` (``produced()``, ``read()``, ``freed()`` and
   ``position()``); ``produces``/``reads`` are answered by membership in those tuples, which is
   what the ``GraphNode`` protocol says they are;
-* ``bits`` refuses a negative mask (``ValueError``): refimpl's loop would never end on one.
+* ``bits`` refuses a negative mask (``ValueError``): refimpl's loop would never end on one;
+* ``dag_of_sets`` builds a ``Dag`` over nodes given as dicts of ids (the repair's chunks):
+  the same edges as over their flows, membership read in the dicts themselves; a flow's
+  frozensets are made by ``PyFrozenSet_New``, not by a call of the type.
 
 ``GraphNode`` (a ``Protocol``) and ``TestNode`` (a plain test node) are refimpl's classes.
 Bit sets are Python ``int``s, as in refimpl, so any number of nodes works.
@@ -21,6 +24,7 @@ import heapq
 cimport cython
 
 from cpython.long cimport PyLong_Check
+from cpython.set cimport PyFrozenSet_New
 
 from fastplan._keys cimport exact_long_long
 from fastplan._vec cimport mem_calloc, mem_free
@@ -99,8 +103,8 @@ cdef _Flow flow_new(tuple produced, tuple read, tuple freed):
     flow.produced = produced
     flow.read = read
     flow.freed = freed
-    flow.produced_set = frozenset(produced)
-    flow.read_set = frozenset(read)
+    flow.produced_set = PyFrozenSet_New(produced)
+    flow.read_set = PyFrozenSet_New(read)
     return flow
 
 
@@ -192,8 +196,8 @@ cdef int _build(Dag dag, list flows, list positions) except -1:
     cdef _Flow flow
     for flow in flows:  # an op's flow (block.op_flow) comes without its membership sets
         if flow.produced_set is None:
-            flow.produced_set = frozenset(flow.produced)
-            flow.read_set = frozenset(flow.read)
+            flow.produced_set = PyFrozenSet_New(flow.produced)
+            flow.read_set = PyFrozenSet_New(flow.read)
     dag.dependencies = [0] * count
     dag.dependents = [0] * count
     for i in range(count):
@@ -209,6 +213,41 @@ cdef Dag dag_from(list flows, list positions):
     """A ``Dag`` over nodes already read into flows (``positions``: their positions)."""
     cdef Dag dag = Dag.__new__(Dag)
     _build(dag, flows, positions)
+    return dag
+
+
+cdef Dag dag_of_sets(list produced, list read, list freed, list positions):
+    """A ``Dag`` over nodes given as dicts of ids (insertion-ordered sets: ``produced``,
+    ``read`` and ``freed`` of node ``i`` at index ``i``): the edges ``_build`` finds, with
+    membership in the dicts themselves (no tuples nor frozensets made per node)."""
+    cdef Dag dag = Dag.__new__(Dag)
+    cdef Py_ssize_t i, j, count = len(positions)
+    cdef dict node_read, node_freed, other_produced, other_read
+    cdef bint depends
+    if not len(produced) == len(read) == len(freed) == count:
+        raise ValueError("a node's id sets and positions differ in number")
+    dag.dependencies = [0] * count
+    dag.dependents = [0] * count
+    for i in range(count):
+        node_read, node_freed = <dict?>read[i], <dict?>freed[i]
+        for j in range(count):
+            if i == j:
+                continue
+            other_produced, other_read = <dict?>produced[j], <dict?>read[j]
+            depends = False
+            for resource in node_read:
+                if resource in other_produced:
+                    depends = True
+                    break
+            if not depends:
+                for resource in node_freed:
+                    if resource in other_read:
+                        depends = True
+                        break
+            if depends:
+                dag.dependencies[i] |= _ONE << j
+                dag.dependents[j] |= _ONE << i
+    dag.positions = positions
     return dag
 
 

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """C-level declarations of fastplan.search (used by processor)."""
 
-from fastplan.graph cimport _Flow
+from fastplan.graph cimport _Flow, Dag
 from fastplan.merging cimport _Merger
 
 
@@ -9,6 +9,7 @@ cdef class _Pass:
     cdef list strategies
     cdef list ordering
     cdef list holes
+    cdef object single  # the one block's BlockOptimization (one block), else None
 
 
 cdef class BlocksOptimizer:
@@ -19,6 +20,7 @@ cdef class BlocksOptimizer:
     cdef object _levels_of  # the log _basic and _full were read from (None: not read yet)
     cdef bint _basic  # _levels_of prints block decisions
     cdef bint _full  # _levels_of prints search events
+    cdef Dag _dag  # the merging pass's block DAG while its blocks stand unchanged, else None
     cdef object run(self)
     cdef int _read_levels(self) except -1
     cdef _Pass run_c(self)

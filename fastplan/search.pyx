@@ -19,6 +19,15 @@ log's levels are read once per log object (the search's when its ``log`` is set;
 ``enabled`` calls per run; ``_merging_pass`` is a C call. Transformer ``plan()`` at 1k: 7838
 -> 7757 instructions per op (``bench/planner_instructions.py --workload transformer --size
 1000 --path plan``).
+Blocks are sorted by start position by an insertion sort in C (``_by_start``: the order of
+``sort(key=...)``, which called a Python key function per block). A registration with one
+block tries no merge (``_merge`` would find one block at most), and ``_merge`` makes its list
+only once a second block touches the op. The merging pass keeps its block DAG when the
+merge fails (the blocks stand as they were) and the order is found on it, not on a second
+DAG of the same blocks. A pass over one block hands back that block's optimization
+(``_Pass.single``: ``_full`` would build an equal one). With the repair's changes of the
+same stop, ``plan()`` at 1k, instructions per op: transformer 7406 -> 7338, mixed 41324 ->
+40411 (``bench/planner_instructions.py --workload W --size 1000 --path plan``).
 
 Invariants (refimpl's):
 
@@ -64,6 +73,23 @@ def _start(Block block):
     return block.start_pos
 
 
+cdef list _by_start(list blocks):
+    """``blocks`` sorted in place by start position, stably (``list.sort(key=_start)``'s
+    order, by the same ``<``): an insertion sort in C, where the key function was a Python call
+    per block (the search's lists hold at most a few blocks)."""
+    cdef Py_ssize_t i, j, n = len(blocks)
+    cdef Block block
+    for i in range(1, n):
+        block = blocks[i]
+        j = i
+        while j > 0 and block.start_pos < (<Block>blocks[j - 1]).start_pos:
+            blocks[j] = blocks[j - 1]
+            j -= 1
+        if j != i:
+            blocks[j] = block
+    return blocks
+
+
 cdef Dag blocks_dag(list blocks):
     """The dependency graph of blocks (each one node at its start position)."""
     cdef Block block
@@ -100,6 +126,7 @@ cdef class BlocksOptimizer:
 
     cdef _Pass run_c(self):
         """``run``'s three lists, unwrapped (the search reads them at once)."""
+        cdef Dag dag
         cdef list strategies = []
         cdef list ordering = []
         cdef list resolved
@@ -111,17 +138,22 @@ cdef class BlocksOptimizer:
         self._merging_pass_c()
         if len(self.blocks) == 1:  # one node, no edge: its own order (no DAG to build)
             order = [0]
-        else:
-            order = blocks_dag(self.blocks).topological_order()
+        else:  # the merging pass's DAG where it left the blocks as they were
+            dag = self._dag if self._dag is not None else blocks_dag(self.blocks)
+            self._dag = None
+            order = dag.topological_order()
             if order is None:
                 order = list(range(len(self.blocks)))
         resolved = [False] * self.num_ops
         if self.log is not self._levels_of:
             self._read_levels()
         logged = self._basic
+        single = None
         for index in order:
             block = self.blocks[index]
             block_opt = block.optimized(self.log, logged)
+            if len(order) == 1:
+                single = block_opt
             for pos in block_opt.ordering:
                 resolved[pos] = True
             ordering.extend(block_opt.ordering)
@@ -132,6 +164,7 @@ cdef class BlocksOptimizer:
             self.log.write(f"[search] {len(strategies)} strategy chunk(s), holes={holes}")
         done = _Pass.__new__(_Pass)
         done.strategies, done.ordering, done.holes = strategies, ordering, holes
+        done.single = single
         return done
 
     def _merging_pass(self):
@@ -139,17 +172,22 @@ cdef class BlocksOptimizer:
 
     cdef int _merging_pass_c(self) except -1:
         cdef Py_ssize_t index
+        cdef Dag dag
+        self._dag = None
         if len(self.blocks) == 1:
             return 0
-        self.blocks.sort(key=_start)
+        _by_start(self.blocks)
         for index in range(len(self.blocks)):
             (<Block>self.blocks[index]).constituents = _ONE << index
-        guard = blocks_dag(self.blocks).reachability()
+        dag = blocks_dag(self.blocks)
+        guard = dag.reachability()
         result = blocks_merged(self.blocks, guard, False, self.merger)
         if result.kind == "Full":
             self.blocks = result.merged
         elif result.kind == "Partial":
-            self.blocks = sorted(result.merged + result.failed, key=_start)
+            self.blocks = _by_start(result.merged + result.failed)
+        else:  # the same blocks in the same order: ``run_c`` orders them on this DAG
+            self._dag = dag
         return 0
 
 
@@ -174,7 +212,8 @@ cdef BlocksOptimizer _blocks_optimizer(list blocks, object log, bint basic, bint
 @cython.freelist(8)
 cdef class _Pass:
     """What ``BlocksOptimizer.run`` finds (``BlocksOptimizerResult``'s fields), for the search
-    itself: no dataclass built and read back."""
+    itself: no dataclass built and read back; ``single``: the one block's optimization when
+    there was one block (``_full``'s value: the same strategy and ordering)."""
 
 
 cdef Py_ssize_t _last_resolved_end(list resolved):
@@ -267,7 +306,8 @@ cdef class StreamOptimizer:
             self._new_block(operation, flow)
             self.length += 1
             return 0
-        step = self._merge(operation, flow, False)
+        # (one block: no merge to try; ``_merge`` would find at most one block touched)
+        step = self._merge(operation, flow, False) if len(self.blocks) > 1 else STEP_NO_NEED
         if step == STEP_FAIL or step == STEP_PARTIAL:
             self._dependent(operation, flow)
             if not self.stopped:
@@ -356,23 +396,35 @@ cdef class StreamOptimizer:
         return added
 
     cdef int _merge(self, object operation, _Flow flow, bint everything) except -1:
-        cdef list chosen = []
-        cdef Py_ssize_t i
+        cdef list chosen
+        cdef list kept
+        cdef Py_ssize_t i, first = -1, n = len(self.blocks)
         cdef Block block
-        for i in range(len(self.blocks)):
-            block = self.blocks[i]
-            if everything or block.touches(flow):
-                chosen.append(i)
-        if len(chosen) <= 1:
-            return STEP_NO_NEED
+        if everything:
+            if n <= 1:
+                return STEP_NO_NEED
+            chosen = list(range(n))
+        else:  # the list is made once a second block touches the op (most ops touch one)
+            chosen = None
+            for i in range(n):
+                block = self.blocks[i]
+                if block.touches(flow):
+                    if first < 0:
+                        first = i
+                    else:
+                        if chosen is None:
+                            chosen = [first]
+                        chosen.append(i)
+            if chosen is None:
+                return STEP_NO_NEED
         for i in range(len(self.blocks)):
             (<Block>self.blocks[i]).constituents = _ONE << i
         guard = blocks_dag(self.blocks).reachability()
         result = blocks_merged([self.blocks[i] for i in chosen], guard, False, self._merger)
         if result.kind == "Fail":
             return STEP_FAIL
-        kept = [self.blocks[i] for i in range(len(self.blocks)) if i not in chosen]
-        self.blocks = sorted(kept + result.merged + result.failed, key=_start)
+        kept = [self.blocks[i] for i in range(n) if i not in chosen]
+        self.blocks = _by_start(kept + result.merged + result.failed)
         return STEP_FULL if result.kind == "Full" else STEP_PARTIAL
 
     cdef void _new_block(self, object operation, _Flow flow) except *:
@@ -476,6 +528,8 @@ cdef object _full(_Pass result):
     """``result.full()`` (``BlocksOptimizerResult.full``) for the results ``run`` finds: one
     strategy as it is, more composed, with the ordering as a tuple."""
     cdef list strategies = result.strategies
+    if result.single is not None:  # one block: its own optimization is the same value
+        return result.single
     strategy = new_frozen(_Composed, (tuple(strategies),)) if len(strategies) > 1 \
         else strategies[0]
     return new_frozen(_BlockOptimization, (strategy, tuple(result.ordering)))
