@@ -12,6 +12,7 @@ LAYOUT_CAPACITY: int
 class LaunchMemo:
     hits: int
     misses: int
+    keep_steps: bool
     def __init__(self) -> None: ...
     def __len__(self) -> int: ...
 

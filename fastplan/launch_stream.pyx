@@ -73,6 +73,17 @@ A repeated iteration (the plan cache serving the same optimizations on the same 
 planned from the memo; ``tests/fastplan/test_launch_stream.py`` checks the outcome equals
 refimpl's with and without the memo.
 
+**One walk's memo.** ``fastplan.planner.plan`` makes a memo for its one walk and drops it:
+there single fused steps are neither looked up nor stored (``LaunchMemo.keep_steps`` false),
+whole executions are. A queue's fused step belongs to an execution and its key spans the
+same tensors as the execution's, so within one walk the step memo serves a step only where
+its execution missed and an earlier one, of another plan or with other steps, left the same
+state: none in transformer's walk at 1k (7 fused steps walked, 107 replayed with their
+executions), while each first-seen step paid for its key, the handles before it and its
+``_record``. Transformer's ``plan()`` at 1k: 7406 -> 7341 instructions per op (``python
+bench/planner_instructions.py --workload transformer --size 1000 --path plan``). A runtime's
+memo, kept across iterations, keeps both.
+
 A step whose tensors reach past int64 extents is refused with ``OverflowError`` before the C
 cores see it (they would wrap where refimpl's ints do not); ``fastplan.planner`` then hands
 the executed steps to refimpl's walk. The cyclic collector is paused during the walk
@@ -127,18 +138,23 @@ cdef tuple _BLOCK_FIELDS = ("ops", "width")
 
 cdef class LaunchMemo:
     """Launch outcomes of fused steps, per device profile (see the module docstring), and the
-    layout ids their keys are made of. ``hits``/``misses`` count lookups."""
+    layout ids their keys are made of. ``hits``/``misses`` count lookups. ``keep_steps``
+    (true by default): whether single fused steps are stored and looked up as well as whole
+    executions; ``fastplan.planner.plan``'s own memo, made for one walk, keeps executions
+    only."""
 
     cdef dict _by_device
     cdef dict _executions_by_device
     cdef dict layout_ids  # a layout key (fastplan.handles._layout_key) -> layout id
     cdef _InputsMemo inputs  # the handles of the stream inputs loaded last
     cdef public Py_ssize_t hits, misses
+    cdef public bint keep_steps
 
     def __init__(self):
         self._by_device, self._executions_by_device, self.layout_ids = {}, {}, {}
         self.inputs = _InputsMemo()
         self.hits = self.misses = 0
+        self.keep_steps = True
 
     cdef dict table(self, object device):
         found = self._by_device.get(device)
@@ -718,7 +734,8 @@ cdef tuple _launch_records(object stream, list records, object device, LaunchMem
     _gc.disable()
     try:
         if memo is not None:
-            table = memo.table(device)
+            if memo.keep_steps:  # else fused steps are walked without the step memo
+                table = memo.table(device)
             memory.use_layout_ids(memo.layout_ids)
         memory.load_inputs_with(stream, None if memo is None else memo.inputs)
         _walk(stream.items, records, device, memory, memo, table, results)

@@ -17,8 +17,9 @@ byte-equal canonical JSON).
    drain, the end of the stream drains;
 4. the executed steps become the ``Plan``, with their launch plans (``aliases`` per step,
    ``width`` per block) from ``fastplan.launch_stream.launch_plan_stream`` (the compiled
-   launch planning of refimpl's ``refimpl.interpreter.launch_plan_stream``, with its step
-   memo: a fused step met again on the same layouts is replayed).
+   launch planning of refimpl's ``refimpl.interpreter.launch_plan_stream``, with a memo for
+   this walk alone: an execution met again on the same layouts is replayed; single fused
+   steps are not memoised here, ``fastplan.launch_stream``'s "One walk's memo").
 
 ``Plan``, ``PlanStep``, ``PlanBlock``, ``plan_to_json`` and ``plan_from_json`` are refimpl's
 (plain data and its canonical JSON).
@@ -115,17 +116,29 @@ cdef object _plan(object stream, object device, object registry, object log):
 def _launch_planned(stream, _Planner planner, start, profile, memo=None):
     """The steps ``planner`` executed from ``start`` on, launch-planned: ``aliases`` per step,
     ``width`` per block (the unfused steps carry no context: launch planning reads none).
-    ``memo``: a ``LaunchMemo`` a runtime keeps with its planner (a fresh one by default).
+    ``memo``: a ``LaunchMemo`` a runtime keeps with its planner (by default one for this
+    walk alone, keeping whole executions only: ``_one_walk_memo``).
     A negative ``start`` is the caller's error (``ValueError``), not refimpl's to plan."""
     records = planner.queue.records_since(start)
+    if memo is None:  # this walk's own: whole executions only
+        memo = _one_walk_memo()
     try:
-        return launch_records(stream, records, profile,
-                              memo if memo is not None else LaunchMemo())
+        return launch_records(stream, records, profile, memo)
     except Exception:
         # A stream no loader would build (a dim past int64, ...) can make the compiled walk
         # fail where refimpl's fails differently: refimpl decides what it gives, as for the
         # search (see ``plan``).
         return _reference_launch(stream, planner.queue.executed_since(start, False), profile)
+
+
+cdef object _one_walk_memo():
+    """A ``LaunchMemo`` for one walk (``plan``'s, dropped on return): whole executions are
+    stored and replayed, single fused steps are not (``keep_steps`` false: within one walk
+    the step memo serves next to nothing, see ``fastplan.launch_stream``, "One walk's
+    memo"). A runtime passes its own memo, kept across iterations, which keeps both."""
+    memo = LaunchMemo()
+    memo.keep_steps = False
+    return memo
 
 
 def _reference_launch(stream, executed, profile):
