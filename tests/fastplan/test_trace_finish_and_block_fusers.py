@@ -1,4 +1,4 @@
-"""The fusers' finishes after stop 35's h-block slice: objects built at their slot offsets
+"""The fusers' finishes, objects built at their slot offsets
 (``builder._make``/``_make2``, registered tensors without ``make_frozen``), settings codes found
 by address, compared with refimpl's results value for value and class for class; and the
 search's new blocks, whose Matmul fuser is copied at the first op (one shared closed copy when
