@@ -25,28 +25,19 @@ from __future__ import annotations
 import pytest
 
 import fastplan
-from refimpl.devices import profile_named
 from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
-from refimpl.planner.processor import StreamPlanner as ReferencePlanner
 from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.registry import FusionRegistry as ReferenceRegistry
 from refimpl.planner.strategy import BlockOptimization, Operations
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
+from tests.fastplan.test_policy_in_buffer import _planners  # noqa: E402
+
 if fastplan.COMPILED:
     from fastplan.bench import build
-    from fastplan.processor import StreamPlanner
     from fastplan.queue import OperationQueue
-    from fastplan.registry import FusionRegistry
-
-
-def _planners() -> tuple:
-    profile = profile_named("metal")
-    return (StreamPlanner(FusionRegistry().fusers(profile)),
-            ReferencePlanner(ReferenceRegistry().fusers(profile)))
 
 
 def _contexts(queue) -> list:

@@ -21,11 +21,8 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 from fastplan import repair as fast_repair  # noqa: E402
 from fastplan import search as fast_search  # noqa: E402
 
-A1 = add(10, 11, 12)
-A2 = add(12, 13, 14)
-B1 = add(20, 21, 22)
-B2 = add(22, 23, 24)
-C1 = add(30, 31, 32)
+from tests.fastplan.test_exploration import A1, A2, B1, B2, C1  # noqa: E402
+
 D1 = add(40, 41, 42)
 E1 = add(50, 51, 52)
 # B1 frees 21 (ReadWrite) and X reads it after: B1 then X is an invalid order
