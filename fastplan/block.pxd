@@ -2,7 +2,6 @@
 """C-level declarations of fastplan.block (used by merging and search)."""
 
 from fastplan.graph cimport _Flow
-from fastplan.relative cimport EncodedOp
 
 
 cdef class Block:
@@ -20,10 +19,8 @@ cdef class Block:
     cdef unsigned long long state  # names its contents: new at each register_op; clones keep it
     cdef _Flow _flow  # as_flow's value for the contents _flow_state names (None: not built)
     cdef unsigned long long _flow_state
-    cdef bint _lazy  # fusers holds the templates of its Matmul fusers until the first op
 
     cpdef Block clone(self)
-    cdef int _own_fusers(self, EncodedOp first) except -1
     cdef list fusers_sharing(self)
     cdef Block clone_lists(self)
     cdef bint live(self) except -1

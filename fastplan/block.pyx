@@ -20,12 +20,6 @@ Where the structure differs (the result must not):
   (the ``state`` each registration renews) and kept, as the search builds the DAG of the same
   blocks again and again; refimpl reads ``produced``, ``read`` and ``freed`` every time;
 * ``RegistrationResult`` and ``OperationNode`` are refimpl's classes (plain data).
-* ``new_block`` leaves a Matmul fuser's template in the list until the block's first op
-  (``_own_fusers``, which every method reading the fusers runs first): a block whose first op
-  is no matmul takes the one closed copy its template keeps (``MatmulFuser.first_copy``), as
-  refimpl's clone would be once fed that op; the copy, its feeding and its freeing are gone
-  for most new blocks of the search. transformer's plan() at 1k: 7231 -> 7213 instructions
-  per op (``bench/planner_instructions.py --workload transformer --size 1000 --path plan``).
 * ``op_flow`` fills its tuples in place with ``PyTuple_SET_ITEM``; the id it hands over is a
   Python int variable (``cdef object tid``), so that the reference ``Py_INCREF`` takes is the
   one the tuple steals. (Left to Cython's inference the id was an ``int64_t``, each call made
@@ -326,20 +320,9 @@ cdef int _init(Block block, list fusers) except -1:
 
 
 cdef Block new_block(list fusers):
-    """``Block(fusers)`` without the Python call: an empty block with a clone of every fuser.
-    A Matmul fuser is copied at the block's first op (``_own_fusers``): until then the list
-    holds its template."""
+    """``Block(fusers)`` without the Python call: an empty block with a clone of every fuser."""
     cdef Block block = Block.__new__(Block)
-    cdef list own = []
-    cdef bint lazy = False
-    for fuser in fusers:
-        if type(fuser) is MatmulFuser:
-            own.append(fuser)
-            lazy = True
-        else:
-            own.append(_clone(fuser))
-    _init(block, own)
-    block._lazy = lazy
+    _init(block, _clones(fusers))
     return block
 
 
@@ -413,23 +396,9 @@ cdef class Block:
 
     # --- construction ------------------------------------------------------------------------
 
-    cdef int _own_fusers(self, EncodedOp first) except -1:
-        """The block's own copies of the Matmul templates ``new_block`` left, for a block
-        whose first op is ``first`` (None: not known): ``MatmulFuser.first_copy``."""
-        cdef Py_ssize_t i
-        if not self._lazy:
-            return 0
-        for i in range(len(self.fusers)):
-            fuser = self.fusers[i]
-            if type(fuser) is MatmulFuser:
-                self.fusers[i] = (<MatmulFuser>fuser).first_copy(first)
-        self._lazy = False
-        return 0
-
     cpdef Block clone(self):
         """A deep copy: fusers cloned, lists and sets copied."""
         cdef Block other = self.clone_lists()
-        self._own_fusers(None)
         other.fusers = _clones(self.fusers)
         return other
 
@@ -437,7 +406,6 @@ cdef class Block:
         """Copies of the fusers for a merge, sharing every fuser that can no longer change
         (``_frozen``): feeding it more ops leaves it as it is, in both blocks."""
         cdef list fusers = []
-        self._own_fusers(None)
         for fuser in self.fusers:
             fusers.append(fuser if _frozen(fuser) else _clone(fuser))
         return fusers
@@ -445,7 +413,6 @@ cdef class Block:
     cdef bint live(self) except -1:
         """Whether some fuser is not frozen. A merge into a block with none is refused: the
         copy would keep every fuser as it is (none open, none newly ready)."""
-        self._own_fusers(None)
         return _any_live(self.fusers)
 
     cdef Block clone_lists(self):
@@ -504,8 +471,6 @@ cdef class Block:
         return False
 
     cdef int register_op(self, object operation, object pos, _Flow flow) except -1:
-        if self._lazy:
-            self._own_fusers(<EncodedOp?>flow.encoded)
         self._record_op(operation, pos, flow)
         for fuser in self.fusers:
             _feed(fuser, operation, flow.encoded)
@@ -548,14 +513,12 @@ cdef class Block:
         return self.open_()
 
     cdef bint open_(self) except -1:
-        self._own_fusers(None)
         return _any_open(self.fusers)
 
     def has_ready_optimization(self):
         return self.ready()
 
     cdef bint ready(self) except -1:
-        self._own_fusers(None)
         return _any_ready(self.fusers)
 
     def operation_nodes(self):
@@ -647,7 +610,6 @@ cdef class Block:
 
     cdef object optimized(self, object log, bint logged):
         """``optimize``; ``logged``: ``log`` prints block decisions (else it is not called)."""
-        self._own_fusers(None)
         best = best_fuser(self.fusers)
         if logged:
             log_block(log, self, best)

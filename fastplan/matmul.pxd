@@ -11,9 +11,7 @@ cdef class MatmulFuser:
     cdef readonly TraceOperationFuser fuser  # closed: ``fuse`` does nothing
     cdef readonly TraceOperationFuser fuser_fallback
     cdef readonly object matmul  # FusedMatmul, once the matmul is captured
-    cdef MatmulFuser _not_matmul  # first_copy's shared closed copy (None: not made yet)
     cdef MatmulFuser copy(self)
-    cdef MatmulFuser first_copy(self, EncodedOp first)
     cdef void _close(self, int code)
     cdef int _on_matmul(self, EncodedOp op) except -1
     cdef int fuse_open(self, EncodedOp encoded) except -1

@@ -10,11 +10,6 @@ Two traces grow side by side: ``fuser`` (the epilogue) and ``fuser_fallback`` (t
 alone, then the tail). An op joins only if both accept it: refimpl asks each for its
 ``refusal`` on a clone and then fuses both; here ``tof_fuse_both`` runs one undoable trial on
 each (same outcome, half the work).
-
-Where the structure differs (the result must not): a fuser that took no op closes on any
-first op but a matmul, in the same state whatever the op; ``first_copy`` hands every new block
-of the search whose first op is no matmul one such closed copy, made once and kept by the
-template (``Block`` shares closed fusers the same way, see fastplan.block).
 """
 
 cimport cython
@@ -56,22 +51,6 @@ cdef class MatmulFuser:
         other.fuser_fallback = self.fuser_fallback.copy()
         other.matmul = self.matmul
         return other
-
-    cdef MatmulFuser first_copy(self, EncodedOp first):
-        """A copy to be fed ``first`` next (a new block's first op). A fuser that took no op
-        (no matmul yet, open) closes on any op but a matmul, the same closed state whatever
-        the op: that copy is made once, kept here and handed to every such block. It is never
-        fed nor reset again (the search does neither to a closed fuser), as the shared fusers
-        of a merge (``Block.fusers_sharing``). Any other case: a plain copy."""
-        cdef MatmulFuser closed
-        if self.matmul is not None or self.fuser.st.s.closed or first is None \
-                or first.c.kind == OpKindC.MATMUL:
-            return self.copy()
-        if self._not_matmul is None:
-            closed = self.copy()
-            closed._close(R_NOT_MATMUL)
-            self._not_matmul = closed
-        return self._not_matmul
 
     def clone(self):
         return self.copy()
@@ -126,7 +105,6 @@ cdef class MatmulFuser:
         self.fuser.reset()
         self.fuser_fallback.reset()
         self.matmul = None
-        self._not_matmul = None  # (a reset fuser is a fresh one: the same copy; made again)
 
     def status(self):
         return self.fuser.status()
