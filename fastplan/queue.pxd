@@ -127,7 +127,7 @@ cdef class OperationQueue:
                              ExecutionPlanStore store) except -1
     cdef bint produces(self, object tensor_ids) except -1
     cdef int _run(self, object optimization) except -1
-    cdef int _run_leaves(self, list leaves, object optimization) except -1
+    cdef int _run_leaves(self, list leaves, object optimization, int drops) except -1
     cdef bint _drops_only(self, list leaves) except -1
     cdef object _step(self, object leaf)
     cdef tuple _global_ids(self, tuple relative_ids)
