@@ -20,7 +20,15 @@ Where the structure differs (the result must not):
   values): the read-ahead's second stage reads the values there instead of walking the desc
   again, and the queue encodes the item with the codes (``add_op_coded``) instead of checking
   its types a third time. ``--path cache`` at 1k transformer 2975 -> 2905 instructions per op
-  (``bench/planner_instructions.py``).
+  (``bench/planner_instructions.py``). The first stage reads an op's tensor fields by the
+  offsets its operand struct lists (``StructInfo.operand_offsets``) where it went over every
+  field's kind, and both stages are inlined into ``prefetch_ahead``.
+* ``StreamPlanner`` keeps the int of each stream position a pass reached (``_positions``) and
+  queues an op with it on later passes, where each pass made a new int per op
+  (``PyLong_FromSsize_t``, an allocation past 256) that a step's ``ops`` then held: the steps
+  hold the kept ints instead. The planner holds one int per position of the longest stream
+  it planned, and none of the caller's objects. At 1k mixed, ``--path cache`` 2515 -> 2460
+  instructions per op (``bench/planner_instructions.py``).
 * ``StreamPlanner`` queues an op and updates the policy in one call
   (``OperationQueue.add_op_updating``: the policy reads the key in the encoding's buffer,
   ``fastplan.cache``), then advises without updating it again (``Processor.process_added``).
@@ -48,7 +56,7 @@ import gc as _gc
 from cpython.ref cimport Py_INCREF, PyObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
-from fastplan._keys cimport AHEAD_RING, ReadAhead, prefetch_ahead, relative_key
+from fastplan._keys cimport AHEAD_RING, ReadAhead, list_push, prefetch_ahead, relative_key
 from fastplan.cache cimport (
     ACTION_DEFER, ACTION_EXECUTE, ACTION_EXPLORE, TRIGGER_ALWAYS, TRIGGER_ON_OPERATIONS,
     TRIGGER_OTHER, ExecutionPlanStore, Policy,
@@ -71,6 +79,9 @@ _LAZY = ExecutionMode.Lazy
 _SYNC = ExecutionMode.Sync
 _FULL = LogLevel.FULL
 _Sync = Sync
+
+cdef extern from "Python.h":
+    PyObject* _list_item "PyList_GET_ITEM"(PyObject* op, Py_ssize_t i) noexcept
 cdef object _OPERATION_IR = OperationIr  # read once per item by ``run``: a C global
 _Exploration = Exploration
 _ExecutionPlan = ExecutionPlan
@@ -386,6 +397,7 @@ cdef class StreamPlanner:
         self.store = ExecutionPlanStore()
         self.processor = Processor(fusers, max_blocks, max_explorations, log)
         self.queue = OperationQueue(log)
+        self._positions = []
 
     @property
     def num_explorations(self):
@@ -426,6 +438,9 @@ cdef class StreamPlanner:
         cdef ReadAhead ring[AHEAD_RING]
         cdef ReadAhead* read
         cdef Py_ssize_t r
+        # the int of each position, made by the first pass that reached it: a warm planner's
+        # next pass takes it from there (a step's ops hold it either way)
+        cdef list positions = self._positions
         for r in range(AHEAD_RING):
             ring[r].item = NULL
         # the planner makes no reference cycles: the cyclic collector is paused for the pass
@@ -444,14 +459,18 @@ cdef class StreamPlanner:
                     if not tensors or queue.produces(tensors):
                         processor.process_c(queue, store, False)
                 else:
+                    while index >= len(positions):  # the syncs' positions too
+                        list_push(positions, len(positions))
+                    position = <object>_list_item(<PyObject*>positions, index)
                     # the read-ahead checked this item two items ago: its codes, if it is
                     # of the exact typed form (else the encoding checks it, and says why)
                     read = &ring[index & (AHEAD_RING - 1)]
                     if ahead and read.item == <PyObject*>item:
-                        queue.add_op_updating(index, item, read.code, read.struct_code,
+                        queue.add_op_updating(position, item, read.code, read.struct_code,
                                               processor.policy, store)
                     else:
-                        queue.add_op_updating(index, item, -1, -1, processor.policy, store)
+                        queue.add_op_updating(position, item, -1, -1, processor.policy,
+                                              store)
                     processor.process_added(queue, store)
                 index += 1
             processor.process_c(queue, store, False)
