@@ -54,6 +54,9 @@ ctypedef struct StructInfo:
     Py_ssize_t out_field  # index of the ``out`` field (-1: none)
     int kinds[MAX_FIELDS]  # F_* of each field, in SCHEMA order
     Py_ssize_t offsets[MAX_FIELDS]  # slot offset of each field
+    # h-encode: the TENSOR and TENSORS fields' offsets, in SCHEMA order (the read-ahead's)
+    Py_ssize_t n_operand_fields
+    Py_ssize_t operand_offsets[MAX_FIELDS]
 
 
 ctypedef struct Slots:
@@ -77,8 +80,26 @@ ctypedef struct KeyBuf:
     int64_t small[KEY_SMALL]
 
 
-cdef void buf_init(KeyBuf* b) noexcept nogil
-cdef void buf_free(KeyBuf* b) noexcept nogil
+cdef extern from "Python.h":
+    void _buf_mem_free "PyMem_Free"(void* p) noexcept nogil
+
+
+cdef inline void buf_init(KeyBuf* b) noexcept nogil:
+    """An empty buffer on its inline slots (inline: every op queued sets one up)."""
+    b.data = b.small
+    b.len = 0
+    b.cap = KEY_SMALL
+
+
+cdef inline void buf_free(KeyBuf* b) noexcept nogil:
+    """Free what the buffer allocated; it is empty again."""
+    if b.data != b.small:
+        _buf_mem_free(b.data)
+    b.data = b.small
+    b.len = 0
+    b.cap = KEY_SMALL
+
+
 cdef int buf_grow(KeyBuf* b) except -1
 cdef bytes buf_bytes(KeyBuf* b)
 

@@ -204,11 +204,16 @@ for _i, _s in enumerate(OP_IR_STRUCTS):
     assert len(_s.SCHEMA) <= MAX_FIELDS
     _STRUCT_INFO[_i].n_fields = len(_s.SCHEMA)
     _STRUCT_INFO[_i].out_field = -1
+    _STRUCT_INFO[_i].n_operand_fields = 0
     for _j, (_name, _kind) in enumerate(_s.SCHEMA):
         _STRUCT_INFO[_i].kinds[_j] = _FIELD_CODE.get(_kind, F_OTHER)
         _STRUCT_INFO[_i].offsets[_j] = _offset(_s, _name)
         if _name == "out":
             _STRUCT_INFO[_i].out_field = _j
+        if _STRUCT_INFO[_i].kinds[_j] == F_TENSOR or _STRUCT_INFO[_i].kinds[_j] == F_TENSORS:
+            _STRUCT_INFO[_i].operand_offsets[_STRUCT_INFO[_i].n_operand_fields] = (
+                _STRUCT_INFO[_i].offsets[_j])
+            _STRUCT_INFO[_i].n_operand_fields += 1
 
 
 cdef const StructInfo* struct_info(int64_t struct_code) noexcept:
@@ -252,7 +257,8 @@ cdef inline Py_ssize_t _codes(PyObject* item, Py_ssize_t* code) noexcept:
     return _OP_STRUCT_CODE[c]
 
 
-cdef void _prefetch_operands(PyObject* item, bint tensors_read, ReadAhead* read) noexcept:
+cdef inline void _prefetch_operands(PyObject* item, bint tensors_read,
+                                    ReadAhead* read) noexcept:
     """Prefetch the tensors of ``item``'s desc (or, once those are read, what each tensor
     points at: its id and its shape). The first stage notes the item's codes and its tensor
     fields' values in ``read``; the second reads them there (the same item, one call later)
@@ -281,10 +287,8 @@ cdef void _prefetch_operands(PyObject* item, bint tensors_read, ReadAhead* read)
         return
     info = &_STRUCT_INFO[code]
     desc = _field(item, _SLOTS.desc)
-    for f in range(info.n_fields):
-        if info.kinds[f] != F_TENSOR and info.kinds[f] != F_TENSORS:
-            continue
-        value = _field(desc, info.offsets[f])
+    for f in range(info.n_operand_fields):
+        value = _field(desc, info.operand_offsets[f])
         if value == NULL:
             continue
         read.operands[read.n_operands] = value
@@ -334,20 +338,6 @@ assert tuple(f.name for f in dataclasses.fields(OperationIr)) == ("op", "desc")
 
 
 # --- the buffer ---------------------------------------------------------------------------------
-
-
-cdef void buf_init(KeyBuf* b) noexcept nogil:
-    b.data = b.small
-    b.len = 0
-    b.cap = KEY_SMALL
-
-
-cdef void buf_free(KeyBuf* b) noexcept nogil:
-    if b.data != b.small:
-        mem_free(b.data)
-    b.data = b.small
-    b.len = 0
-    b.cap = KEY_SMALL
 
 
 cdef int buf_grow(KeyBuf* b) except -1:

@@ -58,6 +58,14 @@ Where the structure differs (the result must not):
   reading its items while the id table is in use (its ids are exact ints, never tracked). At
   1k, ``--path cache`` mixed 2517 -> 2480, transformer 2754 -> 2695, elementwise 1962 -> 1944
   instructions per op (``bench/planner_instructions.py``).
+* a dim in ``[0, 256)`` is looked for first at the shape id it was last given
+  (``_dim_hint``, a byte per dim value): the hint is checked against ``_dim_keys`` and, stale
+  after a drain or wrong, the list is scanned as before. The encoding reads the operand
+  struct's ``StructInfo`` by index (``_STRUCT_INFOS``) where it called ``struct_info``, and
+  calls ``_push_tensor`` from one place for ``TENSOR`` and ``TENSORS`` fields (the compiler
+  then inlines it). With the read-ahead's operand offsets (``fastplan.processor``) and the
+  key buffer set up and freed inline (``buf_init``, ``buf_free``), at 1k mixed
+  ``--path cache`` 2460 -> 2361 instructions per op (``bench/planner_instructions.py``).
 
 ``ExecutedStep`` is refimpl's class (plain data).
 """
@@ -627,28 +635,32 @@ cdef class OperationQueue:
                           KeyBuf* b) except -1:
         """The slots of ``operation``'s key, pushed into ``b`` (``_encode_coded``)."""
         cdef const StructInfo* info
-        cdef Py_ssize_t f
+        cdef Py_ssize_t f, j, count
         cdef int kind
         cdef PyObject* raw
+        cdef tuple tensors
         if code < 0:
             op_codes(operation, &code, &struct_code)
         desc = slot(operation, _AT.desc)
-        info = struct_info(struct_code)
+        info = &_STRUCT_INFOS[struct_code]
         buf_push(b, code)
         buf_push(b, struct_code)
         for f in range(info.n_fields):
             raw = _read(<PyObject*>desc, info.offsets[f])  # borrowed: desc holds it
             kind = info.kinds[f]
-            if kind == F_TENSOR:
-                _push_tensor(self, b, raw)
+            if kind == F_TENSOR or kind == F_TENSORS:
+                # one call site for both (the compiler then inlines ``_push_tensor``)
+                count = 1
+                if kind == F_TENSORS:
+                    tensors = tuple(<object>raw)
+                    count = len(tensors)
+                    buf_push(b, count)
+                for j in range(count):
+                    _push_tensor(self, b, raw if kind == F_TENSOR
+                                 else _tuple_item(<PyObject*>tensors, j))
                 continue
             value = <object>raw
-            if kind == F_TENSORS:
-                tensors = tuple(value)
-                buf_push(b, len(tensors))
-                for tensor in tensors:
-                    _push_tensor(self, b, <PyObject*>tensor)
-            elif kind == F_SCALAR:
+            if kind == F_SCALAR:
                 list_push(self.scalars, value)
                 buf_push(b, len(self.scalars) - 1)
             elif kind == F_INT:
@@ -1135,6 +1147,9 @@ cdef extern from "Python.h":
     PyObject* _list_item "PyList_GET_ITEM"(PyObject* op, Py_ssize_t i) noexcept
 
 cdef const Slots* _AT = slots()  # the field offsets and enum members, for good
+# the operand structs' ``StructInfo``s, by struct code (``struct_info(code)`` is
+# ``&_STRUCT_INFOS[code]``: the encoding indexes it without a call)
+cdef const StructInfo* _STRUCT_INFOS = struct_info(0)
 cdef void* _TENSOR_TYPE = <void*>TensorIr
 
 
@@ -1183,6 +1198,12 @@ cdef inline PyObject* _push_tensor(OperationQueue q, KeyBuf* b, PyObject* tensor
     for i in range(rank):
         dim = _tuple_item(shape, i)
         if n >= 0 and exact_long_long(<object>dim, &c_dim):
+            # a dim in [0, 256) is looked for first where it was last put (``_dim_hint``)
+            if <unsigned long long>c_dim < 256:
+                k = q._dim_hint[c_dim]
+                if k < n and q._dim_keys[k] == c_dim:
+                    out[2 + i] = k
+                    continue
             for k in range(n):
                 if q._dim_keys[k] == c_dim:
                     break
@@ -1196,6 +1217,8 @@ cdef inline PyObject* _push_tensor(OperationQueue q, KeyBuf* b, PyObject* tensor
                 else:
                     k = q._dim_id(<object>dim)
                     n = q._n_dim_keys
+            if <unsigned long long>c_dim < 256 and k < 64:
+                q._dim_hint[c_dim] = <unsigned char>k
         else:
             k = q._dim_id(<object>dim)
             n = q._n_dim_keys
