@@ -11,6 +11,10 @@ A node is a prefix of stored plans' op keys (``fastplan._keys``): the ids of the
 ops end there, the nodes one op further, and the least id of the plans ending strictly below
 it. Plan ids grow as plans are stored, so that least id is set once, by the first plan that
 passes through the node.
+
+``trie_child_at`` reads a node's children through borrowed pointers: a lookup writes no
+reference count but that of the node it returns (counting a reference to each child compared
+wrote to a cache line of each, and to the children's tuple).
 """
 
 cimport cython
@@ -20,6 +24,12 @@ from cpython.ref cimport PyObject
 from libc.string cimport memcmp
 
 from fastplan._keys cimport KeySlot, KeyTable, key_hash
+
+cdef extern from "Python.h":
+    # CPython's macros on borrowed pointers (no reference counted; ``trie_child_at``)
+    Py_ssize_t _size_of "Py_SIZE"(PyObject* o) noexcept nogil
+    PyObject* _tuple_item "PyTuple_GET_ITEM"(PyObject* t, Py_ssize_t i) noexcept nogil
+    const char* _bytes_data "PyBytes_AS_STRING"(PyObject* b) noexcept nogil
 
 
 @cython.no_gc  # holds tuples and KeyTables of keys, ids and nodes below it: never a cycle
@@ -50,24 +60,25 @@ cdef _Node trie_child_at(_Node node, const char* data, Py_ssize_t size, PyObject
     encoding that found it uses instead of making another. Few children are compared one by
     one (a key is hashed only where many ops may follow, with ``key_hash``: a ``bytes``
     object's siphash costs several times that), by length and ``memcmp`` (the keys are exact
-    ``bytes``: ``trie_add`` stores the store's)."""
-    cdef tuple children = node.children
+    ``bytes``: ``trie_add`` stores the store's). The children are read through borrowed
+    pointers: a lookup writes no reference count but the found node's."""
+    cdef PyObject* children = <PyObject*>node.children
     cdef const KeySlot* entry
-    cdef Py_ssize_t i
-    cdef bytes other
+    cdef PyObject* other
+    cdef Py_ssize_t i, n
     if node.index is not None:
         entry = node.index.find_slot(data, size, key_hash(data, size))
         if entry == NULL:
             return None
         stored[0] = entry.key
         return <_Node>entry.value
-    if children is not None:
-        for i in range(0, len(children), 2):
-            other = <bytes>children[i]
-            if PyBytes_GET_SIZE(other) == size and \
-                    memcmp(PyBytes_AS_STRING(other), data, <size_t>size) == 0:
-                stored[0] = <PyObject*>other
-                return <_Node>children[i + 1]
+    if children != <PyObject*>None:
+        n = _size_of(children)
+        for i in range(0, n, 2):
+            other = _tuple_item(children, i)
+            if _size_of(other) == size and memcmp(_bytes_data(other), data, <size_t>size) == 0:
+                stored[0] = other
+                return <_Node>_tuple_item(children, i + 1)
     return None
 
 

@@ -1,6 +1,8 @@
 # cython: language_level=3
 """C-level declarations of fastplan.cache (used by queue and processor)."""
 
+from cpython.ref cimport PyObject
+
 from fastplan._keys cimport KeyBuf
 from fastplan._trie cimport _Node
 from fastplan._vec cimport Vec
@@ -63,6 +65,9 @@ ctypedef struct CheckState:
     int state  # VALIDATING / FOUND / INVALIDATED (the check's ``_Validator``)
     Py_ssize_t size  # the matched length once FOUND
     Py_ssize_t checked  # ops checked since the plan matched; -1: not started
+    Py_ssize_t available  # its plan's index in ``Policy._available`` (h-policy)
+    PyObject* expected  # OnOperations: the trigger's op keys (a tuple), borrowed from
+    # ``Policy._trigger_keys``; else NULL (h-policy)
 
 
 cdef class Policy:
