@@ -1,6 +1,7 @@
 # cython: language_level=3
 """C-level declarations of fastplan.cache (used by queue and processor)."""
 
+cimport cython
 from cpython.ref cimport PyObject
 
 from fastplan._keys cimport KeyBuf
@@ -19,6 +20,7 @@ cdef enum:
     INVALIDATED = 2
 
 
+@cython.final  # its methods are called directly, not through a vtable (h-policy)
 cdef class ExecutionPlanStore:
     cdef public list plans  # refimpl ExecutionPlan objects, by id
     cdef _Node _root  # prefix trie of the plans' op keys
@@ -70,6 +72,7 @@ ctypedef struct CheckState:
     # ``Policy._trigger_keys``; else NULL (h-policy)
 
 
+@cython.final  # the cache hit's calls among its methods are direct, inlinable (h-policy)
 cdef class Policy:
     cdef _Node _node  # trie node of the ops seen, while a candidate lies below it (else None)
     cdef Py_ssize_t _start_count  # plans stored at position 0: only those are candidates
