@@ -54,7 +54,7 @@ ctypedef struct StructInfo:
     Py_ssize_t out_field  # index of the ``out`` field (-1: none)
     int kinds[MAX_FIELDS]  # F_* of each field, in SCHEMA order
     Py_ssize_t offsets[MAX_FIELDS]  # slot offset of each field
-    # h-encode: the TENSOR and TENSORS fields' offsets, in SCHEMA order (the read-ahead's)
+    # the TENSOR and TENSORS fields' offsets, in SCHEMA order (the read-ahead's)
     Py_ssize_t n_operand_fields
     Py_ssize_t operand_offsets[MAX_FIELDS]
 

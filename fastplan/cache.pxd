@@ -20,7 +20,7 @@ cdef enum:
     INVALIDATED = 2
 
 
-@cython.final  # its methods are called directly, not through a vtable (h-policy)
+@cython.final  # its methods are called directly, not through a vtable
 cdef class ExecutionPlanStore:
     cdef public list plans  # refimpl ExecutionPlan objects, by id
     cdef _Node _root  # prefix trie of the plans' op keys
@@ -67,12 +67,12 @@ ctypedef struct CheckState:
     int state  # VALIDATING / FOUND / INVALIDATED (the check's ``_Validator``)
     Py_ssize_t size  # the matched length once FOUND
     Py_ssize_t checked  # ops checked since the plan matched; -1: not started
-    Py_ssize_t available  # its plan's index in ``Policy._available`` (h-policy)
+    Py_ssize_t available  # its plan's index in ``Policy._available``
     PyObject* expected  # OnOperations: the trigger's op keys (a tuple), borrowed from
-    # ``Policy._trigger_keys``; else NULL (h-policy)
+    # ``Policy._trigger_keys``; else NULL
 
 
-@cython.final  # the cache hit's calls among its methods are direct, inlinable (h-policy)
+@cython.final  # the cache hit's calls among its methods are direct, inlinable
 cdef class Policy:
     cdef _Node _node  # trie node of the ops seen, while a candidate lies below it (else None)
     cdef Py_ssize_t _start_count  # plans stored at position 0: only those are candidates

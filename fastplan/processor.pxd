@@ -45,5 +45,5 @@ cdef class StreamPlanner:
     cdef public ExecutionPlanStore store  # the plan cache, kept across run() calls
     cdef public Processor processor
     cdef public OperationQueue queue
-    # h-encode: the stream positions as ints, kept across run() calls (``run``'s ops take them)
+    # the stream positions as ints, kept across run() calls (``run``'s ops take them)
     cdef list _positions
