@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 import fastplan
 from refimpl.ir import OperationIr
 from refimpl.planner import cache as reference
-from refimpl.planner.cache import Always, ExecutionMode, ExecutionPlan, OnOperations, OnSync
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.cache import Always, ExecutionMode, OnOperations, OnSync
+from tests.fastplan.test_policy_trie import _availables, _plan
 from tests.planner.burn_mocks import operation_1, operation_2, operation_3
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
@@ -34,26 +34,6 @@ def _with_scalar(op: OperationIr, value: float) -> OperationIr:
 
 o4 = _with_scalar(o2, 7.0)
 ALPHABET = (o1, o2, o3, o4)
-
-
-def _plan(ops, triggers) -> ExecutionPlan:
-    ordering = tuple(range(len(ops)))
-    return ExecutionPlan(tuple(ops), list(triggers),
-                         BlockOptimization(Operations(ordering), ordering))
-
-
-def _state(state) -> int:
-    states = {reference._State.Validating: 0, reference._State.Found: 1,
-              reference._State.Invalidated: 2}
-    return states[state] if isinstance(state, reference._State) else state
-
-
-def _availables(policy) -> list:
-    return [(available.plan_id, available.size,
-             [(check.checked if check.checked is not None else -1,
-               check.matching.target, _state(check.matching.state), check.matching.size)
-              for check in available.triggers])
-            for available in policy.availables]
 
 
 def _steps(impl, plans, ops, edit=None) -> list:

@@ -30,10 +30,11 @@ from refimpl.planner.cache import Always, ExecutionPlan
 from refimpl.planner.processor import StreamPlanner as ReferencePlanner
 from refimpl.planner.relative import OperationConverter, to_relative
 from refimpl.planner.strategy import BlockOptimization, Optimization
+from tests.fastplan.test_policy_in_buffer import _planners
+from tests.planner.test_cache import _ShapeIdOptimization
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
-from tests.fastplan.test_policy_in_buffer import _planners  # noqa: E402
 
 if fastplan.COMPILED:
     from fastplan.bench import build, shifted
@@ -109,30 +110,11 @@ def test_plan_naming_shape_ids_of_every_kind_runs_as_refimpls(shape_id, kind):
     negative, a ``bool``, floats and none; both twins run its op fused or unfused alike,
     at every execution of the plan."""
 
-    @dataclass(frozen=True)
-    class _Probe:
-        name: str = "Probe"
-
-        def len(self) -> int:
-            return 1
-
-        def max_relative_shape_id(self):
-            return shape_id
-
-        def global_inputs(self):
-            return ()
-
-        def global_outputs(self):
-            return ()
-
-        def block_op_names(self):
-            return ()
-
     outcomes = []
     op = _exp(0, 1)  # assigns shape ids 0 (size 1), 1 and 2
     for planner in (StreamPlanner([]), ReferencePlanner([])):
         planner.queue.add(0, op)
-        strategy = Optimization(_Probe(), (0,), 10)
+        strategy = Optimization(_ShapeIdOptimization(shape_id), (0,), 10)
         relative = to_relative(op, OperationConverter())
         plan_id = planner.store.add(ExecutionPlan((relative,), [Always()],
                                                   BlockOptimization(strategy, (0,))))
