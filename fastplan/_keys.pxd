@@ -24,7 +24,11 @@ cdef extern from "Python.h":
                                          PyObject* itemlist) except -1
     int _gc_is_tracked "PyObject_GC_IsTracked"(PyObject* op) noexcept
     void _gc_untrack "PyObject_GC_UnTrack"(PyObject* op) noexcept
-    Py_ssize_t _var_size "Py_SIZE"(PyObject* op) noexcept
+    # CPython's macros on borrowed pointers (no reference counted), for every module
+    Py_ssize_t _var_size "Py_SIZE"(PyObject* op) noexcept nogil
+    PyObject* _tuple_item "PyTuple_GET_ITEM"(PyObject* op, Py_ssize_t i) noexcept nogil
+    PyObject* _list_item "PyList_GET_ITEM"(PyObject* op, Py_ssize_t i) noexcept nogil
+    const char* _bytes_data "PyBytes_AS_STRING"(PyObject* op) noexcept nogil
     ctypedef struct PyTupleObject:
         PyObject* ob_item[1]
     ctypedef struct PyListObject:

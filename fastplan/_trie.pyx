@@ -23,13 +23,7 @@ from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.ref cimport PyObject
 from libc.string cimport memcmp
 
-from fastplan._keys cimport KeySlot, KeyTable, key_hash
-
-cdef extern from "Python.h":
-    # CPython's macros on borrowed pointers (no reference counted; ``trie_child_at``)
-    Py_ssize_t _size_of "Py_SIZE"(PyObject* o) noexcept nogil
-    PyObject* _tuple_item "PyTuple_GET_ITEM"(PyObject* t, Py_ssize_t i) noexcept nogil
-    const char* _bytes_data "PyBytes_AS_STRING"(PyObject* b) noexcept nogil
+from fastplan._keys cimport KeySlot, KeyTable, _bytes_data, _tuple_item, _var_size, key_hash
 
 
 @cython.no_gc  # holds tuples and KeyTables of keys, ids and nodes below it: never a cycle
@@ -73,10 +67,10 @@ cdef _Node trie_child_at(_Node node, const char* data, Py_ssize_t size, PyObject
         stored[0] = entry.key
         return <_Node>entry.value
     if children != <PyObject*>None:
-        n = _size_of(children)
+        n = _var_size(children)
         for i in range(0, n, 2):
             other = _tuple_item(children, i)
-            if _size_of(other) == size and memcmp(_bytes_data(other), data, <size_t>size) == 0:
+            if _var_size(other) == size and memcmp(_bytes_data(other), data, <size_t>size) == 0:
                 stored[0] = other
                 return <_Node>_tuple_item(children, i + 1)
     return None

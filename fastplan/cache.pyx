@@ -56,7 +56,9 @@ from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
 
-from fastplan._keys cimport KeyBuf, list_empty, list_push, relative_key
+from fastplan._keys cimport (
+    KeyBuf, _bytes_data, _tuple_item, _var_size, list_empty, list_push, relative_key,
+)
 from fastplan._trie cimport _Node, trie_add, trie_child, trie_child_at, trie_ids_below
 from fastplan._vec cimport vec_at, vec_free, vec_init, vec_reserve
 from libc.string cimport memcmp
@@ -64,10 +66,6 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM
 
 cdef extern from "Python.h":
-    # CPython's macros on borrowed pointers (no reference counted)
-    Py_ssize_t _size_of "Py_SIZE"(PyObject* o) noexcept nogil
-    PyObject* _tuple_item "PyTuple_GET_ITEM"(PyObject* t, Py_ssize_t i) noexcept nogil
-    const char* _bytes_data "PyBytes_AS_STRING"(PyObject* b) noexcept nogil
     bint _is_exact_bytes "PyBytes_CheckExact"(PyObject* o) noexcept nogil
     Py_ssize_t _ssize_of "PyLong_AsSsize_t"(PyObject* o) except? -1
 
@@ -80,7 +78,7 @@ cdef inline bint _same_key(PyObject* expected, bytes key) noexcept:
     if not _is_exact_bytes(expected):
         return False
     size = PyBytes_GET_SIZE(key)
-    return _size_of(expected) == size and \
+    return _var_size(expected) == size and \
         memcmp(_bytes_data(expected), PyBytes_AS_STRING(key), <size_t>size) == 0
 
 from refimpl.planner.cache import (
@@ -418,7 +416,7 @@ cdef class Policy:
         cdef PyObject* entry
         cdef AvailableState* available
         cdef CheckState* state
-        for e in range(_size_of(ends)):
+        for e in range(_var_size(ends)):
             plan_id = _ssize_of(_tuple_item(ends, e))
             if plan_id >= self._start_count:  # ids ascend: the rest came later too
                 break
@@ -471,7 +469,7 @@ cdef class Policy:
                     state.checked = 0
                 else:
                     if state.state == VALIDATING:
-                        n = _size_of(state.expected)
+                        n = _var_size(state.expected)
                         if state.checked >= n or \
                                 not _same_key(_tuple_item(state.expected, state.checked), key):
                             state.state = INVALIDATED

@@ -56,7 +56,9 @@ import gc as _gc
 from cpython.ref cimport Py_INCREF, PyObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
-from fastplan._keys cimport AHEAD_RING, ReadAhead, list_push, prefetch_ahead, relative_key
+from fastplan._keys cimport (
+    AHEAD_RING, ReadAhead, _list_item, list_push, prefetch_ahead, relative_key,
+)
 from fastplan.cache cimport (
     ACTION_DEFER, ACTION_EXECUTE, ACTION_EXPLORE, TRIGGER_ALWAYS, TRIGGER_ON_OPERATIONS,
     TRIGGER_OTHER, ExecutionPlanStore, Policy,
@@ -79,9 +81,6 @@ _LAZY = ExecutionMode.Lazy
 _SYNC = ExecutionMode.Sync
 _FULL = LogLevel.FULL
 _Sync = Sync
-
-cdef extern from "Python.h":
-    PyObject* _list_item "PyList_GET_ITEM"(PyObject* op, Py_ssize_t i) noexcept
 cdef object _OPERATION_IR = OperationIr  # read once per item by ``run``: a C global
 _Exploration = Exploration
 _ExecutionPlan = ExecutionPlan

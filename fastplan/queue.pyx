@@ -83,6 +83,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memset
 
 from fastplan._keys cimport (
+    _list_item, _tuple_item, _var_size,
     F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
     buf_bytes, buf_free, buf_grow, buf_init, buf_push, dtype_of, dtype_slot_at, exact_codes,
     exact_long_long, field_offset, int_slot, interned, list_append_long, list_drop_front,
@@ -1142,9 +1143,6 @@ cdef object _tensor_at(const int64_t* p, Py_ssize_t* pos):
 cdef extern from "Python.h":
     void* _type_of "Py_TYPE"(PyObject* op) noexcept
     Py_ssize_t _tuple_size "PyTuple_GET_SIZE"(PyObject* op) noexcept
-    Py_ssize_t _var_size "Py_SIZE"(PyObject* op) noexcept
-    PyObject* _tuple_item "PyTuple_GET_ITEM"(PyObject* op, Py_ssize_t i) noexcept
-    PyObject* _list_item "PyList_GET_ITEM"(PyObject* op, Py_ssize_t i) noexcept
 
 cdef const Slots* _AT = slots()  # the field offsets and enum members, for good
 # the operand structs' ``StructInfo``s, by struct code (``struct_info(code)`` is
