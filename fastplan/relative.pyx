@@ -19,7 +19,8 @@ Where the structure differs (the result must not): ``remember_encoded`` also fil
 ``encode_cached`` checks first, so that the search's encoding of an op the queue has just
 built (``OperationQueue.rel_at``) is that entry, without a table lookup; the table's key is
 ``id()``'s value made in C. ``new_frozen`` finds a class's field names and slot layout in one
-lookup (``_Fields``) and fills the slots itself. Transformer ``plan()`` at 1k: 6 857 -> 6 802
+lookup (``_Fields``, most often from a direct-mapped table of borrowed pointers in front of
+the dict) and fills the slots itself. Transformer ``plan()`` at 1k: 6 857 -> 6 802
 instructions per op (``bench/planner_instructions.py --workload transformer --size 1000
 --path plan``; the 62-op stream: 61 445 -> 60 413).
 """
@@ -147,7 +148,16 @@ cdef class _Fields:
     cdef _Layout layout
 
 
-cdef dict _FIELD_NAMES = {}  # dataclass -> _Fields
+cdef dict _FIELD_NAMES = {}  # dataclass -> _Fields (never cleared)
+
+cdef enum:
+    FIELDS_SEEN = 64  # entries of the direct-mapped table in front of _FIELD_NAMES
+
+# Borrowed pointers to a class and its _Fields, both held by _FIELD_NAMES for good: the
+# entry new_frozen checks before the dict (a dict lookup hashes the class, and the calls
+# alternate between a dozen classes).
+cdef PyObject* _seen_cls[FIELDS_SEEN]
+cdef PyObject* _seen_fields[FIELDS_SEEN]
 
 
 cdef object new_frozen(type cls, tuple values):
@@ -155,20 +165,28 @@ cdef object new_frozen(type cls, tuple values):
     every field given): ``make_frozen`` with the fields in declaration order (its
     ``dataclasses.fields``: a ``ClassVar`` is no field). The names and the layout are found
     by one lookup (``make_frozen`` looks its layout up again)."""
-    cdef PyObject* entry = PyDict_GetItem(_FIELD_NAMES, cls)
+    cdef size_t at = <size_t><PyObject*>cls
+    cdef PyObject* entry
     cdef _Fields fields
     cdef _Layout layout
     cdef Py_ssize_t i
-    if entry == NULL:
-        fields = _Fields.__new__(_Fields)
-        fields.names = tuple([f.name for f in dataclasses.fields(cls)])
-        found = _LAYOUTS.get(cls, False)
-        if found is False:
-            found = _LAYOUTS[cls] = _layout(cls, fields.names)
-        fields.layout = found
-        _FIELD_NAMES[cls] = fields
+    at = ((at >> 4) ^ (at >> 10)) & (FIELDS_SEEN - 1)
+    if _seen_cls[at] == <PyObject*>cls:
+        fields = <_Fields>_seen_fields[at]
     else:
-        fields = <_Fields>entry
+        entry = PyDict_GetItem(_FIELD_NAMES, cls)
+        if entry == NULL:
+            fields = _Fields.__new__(_Fields)
+            fields.names = tuple([f.name for f in dataclasses.fields(cls)])
+            found = _LAYOUTS.get(cls, False)
+            if found is False:
+                found = _LAYOUTS[cls] = _layout(cls, fields.names)
+            fields.layout = found
+            _FIELD_NAMES[cls] = fields
+        else:
+            fields = <_Fields>entry
+        _seen_cls[at] = <PyObject*>cls
+        _seen_fields[at] = <PyObject*>fields
     layout = fields.layout
     if layout is None or layout.n != len(fields.names) or len(values) != layout.n:
         return make_frozen(cls, fields.names, values)  # the generic path, as it takes it
