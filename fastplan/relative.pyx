@@ -20,9 +20,9 @@ Where the structure differs (the result must not): ``remember_encoded`` also fil
 built (``OperationQueue.rel_at``) is that entry, without a table lookup; the table's key is
 ``id()``'s value made in C. ``new_frozen`` finds a class's field names and slot layout in one
 lookup (``_Fields``, most often from a direct-mapped table of borrowed pointers in front of
-the dict) and fills the slots itself. Transformer ``plan()`` at 1k: 6 857 -> 6 802
+the dict) and fills the slots itself. Transformer ``plan()`` at 1k: 6 857 -> 6 771
 instructions per op (``bench/planner_instructions.py --workload transformer --size 1000
---path plan``; the 62-op stream: 61 445 -> 60 413).
+--path plan``; the 62-op stream: 61 445 -> 59 988).
 """
 
 import dataclasses
