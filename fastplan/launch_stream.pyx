@@ -101,7 +101,7 @@ from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
 
 from fastplan._keys cimport (
-    FieldRead, KeyBuf, KeyTable, buf_bytes, buf_free, buf_grow, buf_init, buf_push,
+    FieldRead, KeyBuf, KeyTable, _list_item, _tuple_item, buf_bytes, buf_free, buf_grow, buf_init, buf_push,
     exact_long_long, field, field_offset, field_read, key_hash, list_append_long, new_instance,
     set_slot, slot,
 )
@@ -114,6 +114,13 @@ from fastplan.launch cimport (
 )
 from fastplan.queue cimport _StepContext, _StepRecord, context_given
 from fastplan.relative cimport make_frozen
+
+cdef extern from *:
+    # fastplan._keys' ``compact_int`` on a borrowed pointer (its C function, emitted with the
+    # cimport): no reference taken for the call
+    int _compact_at "fastplan_compact_int"(PyObject* o, long long* v) noexcept
+    PyTypeObject* _type_at "Py_TYPE"(PyObject* o) noexcept
+    PyTypeObject PyLong_Type
 
 from fastplan._keys import BoundaryError
 from fastplan.handles import Memory as _Memory
@@ -446,29 +453,42 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
     """The dims and the per-tensor slots of a key (``_key``), and in ``held`` two words per
     tensor: its buffer number (-1: no live handle) and its key in the memory's live table
     (``handles.tensor_key``): what a replay reads of the memory before it. False where a dim
-    is no exact int64 int."""
+    is no exact int64 int.
+
+    The dims, the ids of ``order`` and the live entries are read as borrowed pointers (the
+    tuple, the list and the table hold them, and nothing here changes those), without a
+    reference counted per tensor; an exact ``int`` of one digit is read where CPython keeps
+    it, any other id or dim goes through ``exact_long_long`` (``tensor_key``)."""
     cdef dict holders = None  # buffer -> its first holder's position, past _SCAN_HOLDERS
-    cdef Py_ssize_t users, first, layout, i, q, n, k = 0
+    cdef Py_ssize_t users, first, layout, buffer, i, q, n, k = 0
     cdef long long dim, tensor
     cdef tuple dims = context.dim_tuple()
-    cdef _Live entry
     cdef PyObject* found
-    buf_push(b, len(dims))
-    for i in range(len(dims)):
-        if not exact_long_long(dims[i], &dim):
+    cdef PyObject* item
+    cdef Py_ssize_t* counts = memory._users
+    n = len(dims)
+    # room for the dims' count and the dims, then one slot per tensor below, written without
+    # a check each; a tensor whose three ints do not pack into one slot reserves its three
+    # more (rare: past 1024 users or positions). Reserving four per tensor made most keys
+    # outgrow the buffer's inline slots, a heap block allocated and freed per key.
+    _reserve(b, 1 + n)
+    _put(b, n)
+    for i in range(n):
+        item = _tuple_item(<PyObject*>dims, i)
+        if not (_type_at(item) == &PyLong_Type and _compact_at(item, &dim)) and \
+                not exact_long_long(<object>item, &dim):
             return False
-        buf_push(b, dim)
+        _put(b, dim)
     n = len(order)
-    # room for one slot per tensor below, written without a check each; a tensor whose
-    # three ints do not pack into one slot reserves its three more (rare: past 1024 users
-    # or positions). Reserving four per tensor made most keys outgrow the buffer's inline
-    # slots, a heap block allocated and freed per key.
     _reserve(b, 1 + n)
     _reserve(held, 2 * n)
     _put(b, n)
-    for gid in order:
-        if not exact_long_long(gid, &tensor) or tensor < 0:  # an id past int64 (or none)
-            tensor = tensor_key(gid)
+    for i in range(n):
+        item = _list_item(<PyObject*>order, i)
+        if _type_at(item) == &PyLong_Type and _compact_at(item, &tensor) and tensor >= 0:
+            pass
+        elif not exact_long_long(<object>item, &tensor) or tensor < 0:
+            tensor = tensor_key(<object>item)  # an id past int64 (or none)
         found = live_find(memory, tensor)  # memory.find, inline
         k += 1
         if found == NULL:
@@ -476,16 +496,16 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
             _put(held, tensor)
             _put(b, -1)
             continue
-        entry = <_Live>found
-        _put(held, entry.buffer)
+        buffer = (<_Live>found).buffer
+        _put(held, buffer)
         _put(held, tensor)
-        users = memory._users[entry.buffer]
+        users = counts[buffer]
         first = k - 1
         if users == 1:  # no other live handle holds the buffer: its first holder is this one
             pass
         elif k <= _SCAN_HOLDERS:  # the position of the first of the tensors to hold it
             for q in range(k - 1):
-                if held.data[2 * q] == entry.buffer:
+                if held.data[2 * q] == buffer:
                     first = q
                     break
         else:
@@ -494,12 +514,12 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
                 for q in range(k - 2, -1, -1):  # the first holder of each buffer so far
                     if held.data[2 * q] >= 0:
                         holders[held.data[2 * q]] = q
-            at = holders.get(entry.buffer)
+            at = holders.get(buffer)
             if at is None:
-                holders[entry.buffer] = first
+                holders[buffer] = first
             else:
                 first = <Py_ssize_t>at
-        layout = entry.layout
+        layout = (<_Live>found).layout
         if users < 1024 and first < 1024 and 0 <= layout < _LAYOUT_PACKED:
             _put(b, (layout * 1024 + first) * 1024 + users)
         else:

@@ -260,9 +260,14 @@ cdef class _StepContext:
         return self.segment_ops
 
     cdef object shapes_map(self):
-        if self.shapes is None:
-            self.shapes = dict(enumerate(
-                self.dim_values if self.dim_values is not None else self.dims))
+        cdef dict found
+        cdef Py_ssize_t i
+        if self.shapes is None:  # dict(enumerate(dims)), filled without the two calls
+            values = self.dim_values if self.dim_values is not None else self.dims
+            found = {}
+            for i in range(len(values)):
+                found[i] = values[i]
+            self.shapes = found
         return self.shapes
 
     cdef tuple scalar_values(self):
