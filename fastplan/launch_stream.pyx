@@ -203,6 +203,8 @@ cdef class _Outcome:
     #                              kept: see _replay)
     cdef object blocks_from  # the step's ``blocks`` last filled, and the filled ones
     cdef tuple blocks
+    cdef object filled_from  # the step last filled without aliases, and its filled PlanStep
+    cdef object filled  # (``_filled_again``)
 
 
 @cython.freelist(64)
@@ -629,18 +631,21 @@ cdef list _replay(_Outcome outcome, list order, const int64_t* held, Memory memo
     the walk's memory is its own (``launch_records`` makes it and drops it) and nothing in
     the walk reads ``sizes`` (an outcome keeps how many buffers its step allocated, not
     their sizes)."""
-    cdef Py_ssize_t first_new, buffer
-    cdef _Change change
+    cdef Py_ssize_t first_new, buffer, c
+    cdef PyObject* change  # a _Change of the tuple (borrowed)
+    cdef tuple changes = outcome.changes
     cdef list aliases = None  # None: the step aliases nothing (no list made)
     first_new = memory.next_buffer
     memory.next_buffer = first_new + outcome.new_buffers
-    for item in outcome.changes:
-        change = <_Change>item
-        if change.gone:
-            memory.remove_key(held[2 * change.k + 1])
+    for c in range(len(changes)):
+        change = _tuple_item(<PyObject*>changes, c)
+        if (<_Change>change).gone:
+            memory.remove_key(held[2 * (<_Change>change).k + 1])
             continue
-        buffer = first_new + change.at if change.fresh else held[2 * change.at]
-        memory.register_at(held[2 * change.k + 1], change.fields, buffer, change.layout)
+        buffer = first_new + (<_Change>change).at if (<_Change>change).fresh \
+            else held[2 * (<_Change>change).at]
+        memory.register_at(held[2 * (<_Change>change).k + 1], (<_Change>change).fields, buffer,
+                           (<_Change>change).layout)
     if outcome.aliases:
         aliases = _global_pairs(outcome.aliases, order)
     return aliases
@@ -779,7 +784,7 @@ cdef int _walk(object items, list records, object device, Memory memory, LaunchM
             i += 1
             continue
         j = i + 1
-        while j < n and (<_StepRecord>records[j]).execution is execution:
+        while j < n and (<_StepRecord>_list_item(<PyObject*>records, j)).execution is execution:
             j += 1
         _walk_execution(records, i, j, items, device, memory, memo, table, executions, results)
         i = j
@@ -869,32 +874,34 @@ cdef bint _execution_key(KeyBuf* b, list records, Py_ssize_t i, Py_ssize_t j,
     id (fused) or its op count (unfused), then the state (``_push_state`` over every tensor
     of the execution's segment, filling ``held``): ``2 + j - i`` slots, then the state.
     False where there is no key (as for ``_key``)."""
-    cdef _StepRecord item
+    cdef PyObject* item  # borrowed
     cdef Py_ssize_t k
     buf_push(b, <int64_t><Py_ssize_t><PyObject*>execution.plan)  # its id()
     buf_push(b, j - i)
     for k in range(i, j):
-        item = records[k]
-        if item.fused:
-            buf_push(b, <int64_t><Py_ssize_t><PyObject*>item.optimization)  # its id()
-        else:
-            buf_push(b, -1 - <int64_t>len(_step_ops(item.step)))
+        item = _list_item(<PyObject*>records, k)
+        if (<_StepRecord>item).fused:
+            buf_push(b, <int64_t><Py_ssize_t><PyObject*>(<_StepRecord>item).optimization)
+        else:  # an unfused step: its op count
+            buf_push(b, -1 - <int64_t>len(_step_ops((<_StepRecord>item).step)))
     return _push_state(b, execution, order, memory, held)
 
 
 cdef bint _same_optimizations(_Execution found, list records, Py_ssize_t i,
                               Py_ssize_t j) except -1:
     cdef Py_ssize_t k, m = 0
-    cdef _StepRecord item
-    if found.plan is not (<_StepRecord>records[i]).execution.plan:
+    cdef PyObject* item  # borrowed
+    cdef tuple optimizations = found.optimizations
+    if found.plan is not (<_StepRecord>_list_item(<PyObject*>records, i)).execution.plan:
         return False
     for k in range(i, j):
-        item = records[k]
-        if item.fused:
-            if m >= len(found.optimizations) or found.optimizations[m] is not item.optimization:
+        item = _list_item(<PyObject*>records, k)
+        if (<_StepRecord>item).fused:
+            if m >= len(optimizations) or _tuple_item(<PyObject*>optimizations, m) != \
+                    <PyObject*>(<_StepRecord>item).optimization:
                 return False
             m += 1
-    return m == len(found.optimizations)
+    return m == len(optimizations)
 
 
 cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
@@ -937,26 +944,40 @@ cdef int _replay_execution(_Execution found, list records, Py_ssize_t i, Py_ssiz
                            list order, const int64_t* held, Memory memory, LaunchMemo memo,
                            list results) except -1:
     """Replay a stored whole execution: its memory changes, then each step filled."""
-    cdef _StepRecord item
-    cdef _Outcome part
+    cdef PyObject* item  # the records' and the stored steps' items, borrowed
+    cdef PyObject* stored
     cdef Py_ssize_t k
+    cdef list steps = found.steps
     _replay(found.memory, order, held, memory)
     for k in range(i, j):
-        item = records[k]
-        step = item.step
-        stored = found.steps[k - i]
-        if stored is None:
-            list_append_long(results, step)
+        item = _list_item(<PyObject*>records, k)
+        stored = _list_item(<PyObject*>steps, k - i)
+        if stored == <PyObject*>None:
+            list_append_long(results, (<_StepRecord>item).step)
             continue
-        part = <_Outcome>stored
         memo.hits += 1
-        blocks = _step_blocks(step)
-        if blocks is not part.blocks_from:
-            part.blocks_from = blocks
-            part.blocks = _widened(blocks, part.widths)
-        list_append_long(results, _filled(step, part.blocks, None if not part.aliases
-                                          else _global_pairs(part.aliases, order)))
+        list_append_long(results, _filled_part(<_Outcome>stored, (<_StepRecord>item).step,
+                                               order))
     return 0
+
+
+cdef object _filled_part(_Outcome part, object step, list order):
+    """``step`` filled from a stored step outcome ``part`` (its aliases as global ids of
+    ``order``). A step without aliases fills to the same ``PlanStep`` each time its blocks
+    and widths are the same: the one made last time is given again when ``step`` is the
+    object it was made from (the plan cache's stored steps are shared by its hits, and a
+    ``PlanStep`` is frozen)."""
+    blocks = _step_blocks(step)
+    if blocks is not part.blocks_from:
+        part.blocks_from = blocks
+        part.blocks = _widened(blocks, part.widths)
+        part.filled_from = part.filled = None
+    if part.aliases:
+        return _filled(step, part.blocks, _global_pairs(part.aliases, order))
+    if part.filled_from is not step:
+        part.filled = _filled(step, part.blocks, None)
+        part.filled_from = step
+    return part.filled
 
 
 cdef int _walk_and_store(list records, Py_ssize_t i, Py_ssize_t j, object items,
