@@ -113,9 +113,9 @@ from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
 
 from fastplan._keys cimport (
-    FieldRead, KeyBuf, KeyTable, _list_item, _tuple_item, buf_bytes, buf_free, buf_grow, buf_init, buf_push,
-    exact_long_long, field, field_offset, field_read, key_hash, list_append_long, new_instance,
-    set_slot, slot,
+    FieldRead, KeyBuf, KeyTable, _list_item, _tuple_item, buf_bytes, buf_free, buf_grow,
+    buf_init, buf_push, exact_long_long, field, field_offset, field_read, key_hash,
+    list_append_long, new_instance, set_slot, slot,
 )
 from fastplan.handles cimport (
     Memory, _InputsMemo, _Live, handle_buffer, handle_layout, live_find, live_handle,
