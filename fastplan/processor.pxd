@@ -1,6 +1,8 @@
 # cython: language_level=3
 """C-level declarations of fastplan.processor (used by planner)."""
 
+cimport cython
+
 from fastplan.cache cimport ExecutionPlanStore, Policy
 from fastplan.queue cimport OperationQueue
 from fastplan.search cimport StreamOptimizer
@@ -19,6 +21,7 @@ cdef class Explorer:
     cdef int _update_c(self, object operations) except -1
 
 
+@cython.final  # its calls among its own methods are direct, inlinable (no subclass)
 cdef class Processor:
     cdef public Policy policy  # which cached plans still match the queue
     cdef public Explorer explorer

@@ -1,6 +1,7 @@
 # cython: language_level=3
 """C-level declarations of fastplan.queue (used by processor)."""
 
+cimport cython
 from libc.stdint cimport int64_t, uint32_t
 
 from fastplan._keys cimport KeyBuf, Slots
@@ -53,6 +54,7 @@ ctypedef struct IdSlot:
 cdef _StepContext context_given(object segment, object g2r, object shapes, object scalars)
 
 
+@cython.final  # its calls among its own methods are direct, inlinable (no subclass)
 cdef class OperationQueue:
     cdef public list global_ops  # pending ops (global ids and shapes)
     cdef public list indices  # position of each pending op in Stream.items
