@@ -7,12 +7,15 @@ same names, same order, same results, on fastplan.launch_planners' working state
 Vector sizes are ``int64_t`` codes (``fastplan.vectorization``: 0 is ``Broadcasted``) from the
 per-tensor cores (``vectorization_input_c`` / ``_output_c`` / ``_reshape_c`` / ``_swapped_c``)
 and become refimpl's ``Vect`` only where refimpl keeps one; the candidates are loaded once per
-launch.
+launch. An axis that is an exact one-digit ``int`` is checked as a C integer (``_checked_axis``),
+a launch without pinned axes takes each tensor's last axis without a dict lookup
+(``_axis_of``), and a trace without indexed inputs makes no set of them (figures: the
+fastplan.launch_planners docstring).
 """
 
 from libc.stdint cimport int64_t
 
-from fastplan._keys cimport FieldRead, field, field_read
+from fastplan._keys cimport FieldRead, compact_int, field, field_read
 from fastplan.layout cimport (
     Dims, dims_free, dims_load, matrix_batch_layout_o, permuted_innermost_axis_t,
 )
@@ -58,6 +61,7 @@ cdef object _DEACTIVATED = VectorizationMode.Deactivated
 cdef object _SMALLER = VectorizationMode.SmallerOrEqualThanPreviousBlock
 cdef object _EQUAL = VectorizationMode.EqualThanPreviousBlock
 cdef int64_t _MAX = VECTORIZATION_MAX
+cdef frozenset _NO_IDS = frozenset()
 
 
 cdef object _vector_sizes(object device, int64_t elem_bytes):
@@ -179,9 +183,27 @@ cdef bint _multi_reads(list blocks, object rid) except -1:
 cdef Py_ssize_t _checked_axis(object axis, Py_ssize_t rank) except -1:
     # refimpl indexes with a Python int: an axis outside [0, rank) is refimpl's IndexError (or
     # a negative index, which no launch produces: axes are ranks - 1 or - 2, or block axes)
+    cdef long long value
+    if type(axis) is int and compact_int(axis, &value):  # read in place, no comparison call
+        return _checked_index(value, rank)
     if axis < 0 or axis >= rank:
         raise IndexError("tuple index out of range")
     return axis
+
+
+cdef inline Py_ssize_t _checked_index(Py_ssize_t axis, Py_ssize_t rank) except -1:
+    """``_checked_axis`` for an axis held as a C integer."""
+    if axis < 0 or axis >= rank:
+        raise IndexError("tuple index out of range")
+    return axis
+
+
+cdef inline Py_ssize_t _axis_of(dict axes, object tensor, Py_ssize_t rank) except -1:
+    """``_checked_axis(axes.get(tensor, rank - 1), rank)``, without the lookup or the default
+    made an int object where ``axes`` is empty (most launches)."""
+    if not axes:
+        return _checked_index(rank - 1, rank)
+    return _checked_axis(axes.get(tensor, rank - 1), rank)
 
 
 cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refused):
@@ -194,7 +216,9 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
     resources = field(state.trace, &_RESOURCES)
     tensors = field(state.context, &_TENSORS)
     blocks = state.blocks
-    indexed = {rid for rid, _ in field(resources, &_INDEXED)}
+    pairs = field(resources, &_INDEXED)
+    # no set made for a trace without indexed inputs (most): the empty frozenset answers alike
+    indexed = {rid for rid, _ in pairs} if type(pairs) is not tuple or pairs else _NO_IDS
     cdef list swaps = [(tensors[v.swapped], tensors[v.original], v.original, v.dims)
                        for v in field(resources, &_VIEWS) if type(v) is SwapDimsView]
     cdef dict vects = {}
@@ -214,8 +238,8 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
             try:
                 dims_load(&strides, item.strides)
                 try:
-                    axis = _checked_axis(axes.get(gid, strides.n - 1), strides.n)
-                    _checked_axis(axis, shape.n)
+                    axis = _axis_of(axes, gid, strides.n)
+                    _checked_index(axis, shape.n)
                     code = vectorization_input_c(shape.v, strides.v, strides.n, axis, sizes.v,
                                                  sizes.n)
                 finally:
@@ -226,13 +250,13 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
             continue
         swapped, original, original_rid, dims = swap
         multi = _multi_reads(blocks, original_rid)
-        axis = _checked_axis(axes.get(swapped.id, len(swapped.shape) - 1), len(swapped.shape))
-        _checked_axis(axis, len(original.shape))
+        axis = _axis_of(axes, swapped.id, len(swapped.shape))
+        _checked_index(axis, len(original.shape))
         dim_index = dims[1] if axis == dims[0] else dims[0] if axis == dims[1] else axis
         dims_load(&strides, item.strides)
         try:
-            _checked_axis(dim_index, strides.n)
-            _checked_axis(axis, strides.n)
+            _checked_index(dim_index, strides.n)
+            _checked_index(axis, strides.n)
             code = vectorization_swapped_c(strides.v, strides.n, swapped.shape[axis],
                                            original.shape[axis], dim_index, multi, axis,
                                            sizes.v, sizes.n, _MAX)
@@ -243,14 +267,14 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
         if type(view) is ReshapeView:
             reshaped, original = tensors[view.reshaped], tensors[view.original]
             rank = len(reshaped.shape)
-            axis = _checked_axis(axes.get(reshaped.id, rank - 1), rank)
+            axis = _axis_of(axes, reshaped.id, rank)
             multi = _multi_reads(blocks, view.original)
             if not multi and reshaped.shape[axis] == 1:
                 code = VECT_BROADCASTED
             elif axis != rank - 1:
                 code = 1
             else:
-                _checked_axis(0, len(original.shape))  # refimpl reads original[-1]
+                _checked_index(0, len(original.shape))  # refimpl reads original[-1]
                 code = vectorization_reshape_c(reshaped.shape[axis],
                                                original.shape[len(original.shape) - 1], True,
                                                multi, sizes.v, sizes.n, _MAX)
@@ -258,7 +282,7 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
     for i in range(len(outputs)):
         out = output_at(outputs, i)
         oshape, oid = field(out.glob, &_SHAPE), field(out.glob, &_ID)
-        axis = _checked_axis(axes.get(oid, len(oshape) - 1), len(oshape))
+        axis = _axis_of(axes, oid, len(oshape))
         vects[oid] = vectorization_output_c(oshape[axis], sizes.v, sizes.n, _MAX)
     if indexed:
         for rid in sorted(indexed):

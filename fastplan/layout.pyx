@@ -8,11 +8,25 @@ helpers): same names, same order, same results. The per-tensor rules (``contiguo
 (``layout.pxd``); the ``def`` twins load their sequences into C arrays and call them. A
 sequence that does not load (a value that is not an int, or beyond 64 bits) is handed to
 refimpl's own function, so the result (or the error) is refimpl's. ``ReshapeAction`` and
-``MatrixBatchLayout`` are refimpl's classes.
+``MatrixBatchLayout`` are refimpl's classes. ``dims_load`` reads an exact one-digit ``int``
+where CPython keeps it, through the tuple's borrowed pointer (no reference counted, no
+conversion call per dim); any other item is converted as before (figures: the
+fastplan.launch_planners docstring).
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyTypeObject
+from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t
+
+from fastplan._keys cimport _tuple_item
+
+cdef extern from *:
+    # fastplan._keys' ``compact_int`` on a borrowed pointer (its C function, emitted with the
+    # cimport)
+    int _compact_at "fastplan_compact_int"(PyObject* o, long long* v) noexcept
+    PyTypeObject* _type_at "Py_TYPE"(PyObject* o) noexcept
+    PyTypeObject PyLong_Type
 
 from refimpl.planner import layout as _ref
 from refimpl.planner.layout import MatrixBatchLayout, ReshapeAction, Shape, Strides
@@ -44,7 +58,12 @@ Strides = Strides
 
 
 cdef int dims_load(Dims* d, object seq) except -1:
+    """Load ``seq`` into ``d``. An exact ``int`` of one digit (every dim and stride a launch
+    meets) is read where CPython keeps it, through the tuple's borrowed pointer; any other
+    item goes through ``_load_item`` (the conversion, or its error)."""
     cdef Py_ssize_t i, n
+    cdef long long value
+    cdef PyObject* item
     cdef tuple t = seq if type(seq) is tuple else tuple(seq)
     n = len(t)
     d.n = n
@@ -54,12 +73,22 @@ cdef int dims_load(Dims* d, object seq) except -1:
         d.v = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
         if d.v == NULL:
             raise MemoryError()
+    for i in range(n):
+        item = _tuple_item(<PyObject*>t, i)  # borrowed: ``t`` holds it
+        if _type_at(item) == &PyLong_Type and _compact_at(item, &value):
+            d.v[i] = value
+        elif _load_item(d, i, <object>item) < 0:
+            return -1
+    return 0
+
+
+cdef int _load_item(Dims* d, Py_ssize_t i, object item) except -1:
+    """``dims_load``'s conversion of an item that is no one-digit ``int`` (``d`` freed where
+    it fails)."""
     try:
-        for i in range(n):
-            item = t[i]
-            if type(item) is not int:  # bool, float, ...: refimpl's Python semantics decide
-                raise TypeError("not an int")
-            d.v[i] = item
+        if type(item) is not int:  # bool, float, ...: refimpl's Python semantics decide
+            raise TypeError("not an int")
+        d.v[i] = item
     except BaseException:
         dims_free(d)
         raise
