@@ -1,6 +1,7 @@
 # cython: language_level=3
 """C-level declaration of fastplan.handles.Memory (fastplan.launch_stream reads its state)."""
 
+cimport cython
 from cpython.ref cimport PyObject
 from libc.stdint cimport uint64_t
 
@@ -37,6 +38,7 @@ ctypedef struct LiveSlot:
     PyObject* entry  # its _Live (a reference held by the table); NULL: the slot is free
 
 
+@cython.final  # its calls among its own methods are direct, inlinable (no subclass)
 cdef class Memory:
     cdef LiveSlot* _live  # tensor id (in [0, 2**64)) -> _Live: open addressing, linear probing
     cdef Py_ssize_t _live_cap  # slots (a power of two, or 0: not allocated)

@@ -40,7 +40,11 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 * a memory indexes the layout table it takes ids from (``_layout_id``: the key's words probed
   in a ``KeyTable`` where they lie, a ``bytes`` key made and hashed only for a layout the
   memory has not met), and a handle's slots are filled directly (``_handle``), as
-  ``fastplan.relative.make_frozen`` fills them.
+  ``fastplan.relative.make_frozen`` fills them;
+* ``Memory`` is final (no code subclasses it; refimpl's is not subclassed either), so the
+  launch walk's calls of its methods (``take``, ``register``, ``remove``, ``users``,
+  ``run_unfused``, the trials) and theirs among themselves are direct, not through its method
+  table (with the launch slice's slot reads: fastplan.launch_stream's docstring).
 
 ``fastplan.launch_stream`` runs a whole executed stream against one ``Memory``;
 ``fastplan.launch.plan_launch`` accepts it wherever it accepts refimpl's.

@@ -30,7 +30,9 @@ Where the structure differs from refimpl's:
   of ops instead of copies in lists (the walk's passes mark no op: ``_tensor_ops``), and the
   frozen plan is not built: ``_WalkLaunch`` holds what the walk reads, with ``_freeze``'s
   failures checked without the objects (no layout object per block, the vector sizes read
-  from the state's inputs and outputs only when ``walk_matmul_refused`` asks).
+  from the state's inputs and outputs only when ``walk_matmul_refused`` asks); a block's
+  vector axis is not taken again for ``_configs``' failures (the vector-size pass took it of
+  the same reference first), and the ids ``_int_ids`` checks are read at their slots.
 """
 
 cimport cython
@@ -546,8 +548,9 @@ cdef _WalkLaunch _freeze_walk(PlanningState state):
             block = block_at(blocks, i)
             reference = block.reference
             kind = reference.kind
-            if kind == "Concrete":  # _configs' vector axis, for its failures
-                permuted_innermost_axis_t(reference.shape, reference.strides)
+            if kind == "Concrete":
+                # _configs' vector axis fails where plan_vectorization's (_vector_axes, on this
+                # same reference of every block) failed first: not taken again
                 if i == 0:  # the first config's ConcreteLayout arg
                     found.ref_arg = reference.arg
             elif kind not in _OTHER_LAYOUTS:
@@ -586,11 +589,13 @@ cdef bint _int_ids(list inputs, list outputs) except -1:
     cdef Py_ssize_t i
     for i in range(len(inputs)):
         item = inputs[i]
-        if type(item) is not HandleInput or type((<HandleInput>item).glob.id) is not int:
+        if type(item) is not HandleInput or \
+                type(field((<HandleInput>item).glob, &_ID)) is not int:
             return False
     for i in range(len(outputs)):
         item = outputs[i]
-        if type(item) is not HandleOutput or type((<HandleOutput>item).glob.id) is not int:
+        if type(item) is not HandleOutput or \
+                type(field((<HandleOutput>item).glob, &_ID)) is not int:
             return False
     return True
 

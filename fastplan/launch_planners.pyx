@@ -84,6 +84,7 @@ cdef FieldRead _INPLACE = field_read("inplace")  # a FuseBlock's settings'
 cdef FieldRead _REF_LAYOUT = field_read("ref_layout")
 cdef FieldRead _REF_MODE = field_read("mode")  # the ref_layout setting's
 cdef FieldRead _REF_BLOCK_POS = field_read("block_pos")
+cdef FieldRead _CHOOSE_OUTPUT = field_read("choose_output_layout")
 cdef object _READ_WRITE = TensorStatus.ReadWrite
 cdef object _ANY = RefLayoutMode.Any
 cdef object _SAME_AS_BLOCK = RefLayoutMode.SameAsBlock
@@ -438,7 +439,8 @@ def may_permute_layout(settings, ops):
 
 
 cdef bint _may_permute(object settings, object ops) except -1:
-    if settings.ref_layout.mode is not _ANY or not settings.choose_output_layout:
+    if field(field(settings, &_REF_LAYOUT), &_REF_MODE) is not _ANY or \
+            not field(settings, &_CHOOSE_OUTPUT):
         return False
     for op in ops:
         name = field(op, &_NAME)
@@ -569,7 +571,7 @@ cdef int plan_outputs_c(PlanningState state) except -1:
             _layout_info_inputs(state, block)
     memory = state.memory
     for rid in field(resources, &_DROPPED):
-        tensor = tensors.get(rid)
+        tensor = (<dict>tensors).get(rid) if type(tensors) is dict else tensors.get(rid)
         if tensor is not None:
             if type(memory) is PlanningMemory:
                 (<PlanningMemory>memory).remove(field(tensor, &_ID))
@@ -646,7 +648,7 @@ cdef tuple _chosen_strides(PlanningState state, Py_ssize_t idx, tuple shape,
         order = dim_order_t(reference.shape, reference.strides)
         if order is not None:
             return strides_for_t(shape, order)
-    if field(state.trace, &_BLOCKS)[idx].shape_ref != relative_shape:
+    if field(field(state.trace, &_BLOCKS)[idx], &_SHAPE_REF) != relative_shape:
         return contiguous_strides_t(shape)
     order = _preferred_dim_order(state, idx, shape)
     return contiguous_strides_t(shape) if order is None else strides_for_t(shape, order)

@@ -96,6 +96,16 @@ executions), while each first-seen step paid for its key, the handles before it 
 bench/planner_instructions.py --workload transformer --size 1000 --path plan``). A runtime's
 memo, kept across iterations, keeps both.
 
+**Direct calls, slot reads.** ``LaunchMemo``, ``_Step`` and ``fastplan.handles.Memory`` are
+final (no subclass), so their methods are called directly; the fields the launch paths read
+of the optimizations (their traces, Matmul's operands, Reduce's fallbacks and read op count,
+ReduceBroadcasted's fallbacks) and of a ``PlanStep`` (its ops and fuser) are read at their
+slots (``_keys.field``, ``_step_ops``, ``_step_fuser``), where each was a generic attribute
+lookup; a filled ``PlanBlock`` is made at its slots (``_widened``). With the launch passes'
+slot reads (fastplan.launch, launch_planners, launch_vectorize), transformer at 1k: plan()
+6589 -> 6530 instructions per op (``python bench/planner_instructions.py --workload
+transformer --size 1000 --path plan``).
+
 A step whose tensors reach past int64 extents is refused with ``OverflowError`` before the C
 cores see it (they would wrap where refimpl's ints do not); ``fastplan.planner`` then hands
 the executed steps to refimpl's walk. The cyclic collector is paused during the walk
@@ -109,7 +119,8 @@ import gc as _gc
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.list cimport PyList_AsTuple
 from cpython.object cimport PyTypeObject
-from cpython.ref cimport PyObject
+from cpython.ref cimport Py_INCREF, PyObject
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t, uint64_t
 
 from fastplan._keys cimport (
@@ -155,6 +166,7 @@ cdef tuple _STEP_FIELDS = ("kind", "ops", "fuser", "score", "inputs", "outputs",
 cdef tuple _BLOCK_FIELDS = ("ops", "width")
 
 
+@cython.final  # its calls among its own methods are direct (no subclass)
 cdef class LaunchMemo:
     """Launch outcomes of fused steps, per device profile (see the module docstring), and the
     layout ids their keys are made of. ``hits``/``misses`` count lookups. ``keep_steps``
@@ -246,6 +258,7 @@ cdef class _Execution:
     cdef list steps  # per step: None (unfused) or an _Outcome holding its widths and aliases
 
 
+@cython.final  # its calls among its own methods are direct (no subclass)
 cdef class _Step:
     """One fused step being launch-planned (refimpl.interpreter's ``_Step``, no values)."""
 
@@ -276,22 +289,25 @@ cdef class _Step:
 
 
 cdef void _elementwise(_Step run, object opt) except *:
-    run.main = run.run_trace(opt.trace)
+    run.main = run.run_trace(field(opt, &_EW_TRACE))
 
 
 cdef void _matmul(_Step run, object opt) except *:
     cdef Memory memory = run.memory
     cdef _WalkLaunch launch
     cdef bint refused
-    operands = (opt.matmul.op.lhs.id, opt.matmul.op.rhs.id)
+    matmul = field(opt, &_MATMUL)
+    op = field(matmul, &_MM_OP)
+    operands = (field(field(op, &_OP_LHS), &_TID), field(field(op, &_OP_RHS), &_TID))
     memory.begin_trial()  # refimpl: on a fork, adopted if the fused launch runs
     try:
         try:
-            launch = run.launch(opt.trace, operands)
+            launch = run.launch(field(opt, &_MM_TRACE), operands)
         except LaunchError:
             launch = None
         refused = launch is None or (not launch.skipped and walk_matmul_refused(
-            launch, opt.matmul.lhs.pos, opt.matmul.rhs.pos))
+            launch, field(field(matmul, &_ARG_LHS), &_ARG_POS),
+            field(field(matmul, &_ARG_RHS), &_ARG_POS)))
     except BaseException:
         memory.undo_trial()
         raise
@@ -300,7 +316,7 @@ cdef void _matmul(_Step run, object opt) except *:
         memory.undo_trial()
         run.path = "fallback"
         memory.run_unfused(run.ops[0])
-        run.run_trace(opt.trace_fallback)
+        run.run_trace(field(opt, &_MM_FALLBACK))
         return
     memory.keep_trial()
     run.launches.append(launch)
@@ -309,7 +325,7 @@ cdef void _matmul(_Step run, object opt) except *:
 cdef bint _reduce_fused(_Step run, object opt) except -1:
     run.memory.begin_trial()  # refimpl: on a fork, adopted if the fused launch runs
     try:
-        launch = run.launch(opt.trace, None)
+        launch = run.launch(field(opt, &_RD_TRACE), None)
     except LaunchError:
         run.memory.undo_trial()
         return False
@@ -328,10 +344,10 @@ cdef void _reduce_ops(_Step run, object opt, list ops) except *:
         return
     run.path = "fallback"
     if run.main is None:
-        run.main = run.dry_run(opt.trace)
-    run.run_trace(opt.trace_read_fallback)
-    run.memory.run_unfused(ops[opt.num_ops_read])
-    run.run_trace(opt.trace_write_fallback)
+        run.main = run.dry_run(field(opt, &_RD_TRACE))
+    run.run_trace(field(opt, &_RD_READ_FALLBACK))
+    run.memory.run_unfused(ops[field(opt, &_RD_NUM_OPS_READ)])
+    run.run_trace(field(opt, &_RD_WRITE_FALLBACK))
 
 
 cdef void _reduce_broadcasted(_Step run, object opt) except *:
@@ -341,7 +357,7 @@ cdef void _reduce_broadcasted(_Step run, object opt) except *:
         run.main = run.dry_run(field(field(opt, &_BROADCASTED), &_TRACE))
     else:
         run.main = run.dry_run(opt.main_trace())
-    for block in opt.fallbacks:
+    for block in field(opt, &_RB_FALLBACKS):
         kind = type(block)
         if kind is _REDUCE_OPTIMIZATION or kind is _ELEMWISE_OPTIMIZATION:
             n = field(block, &_NUM_OPS)  # len() and name, read without the method calls
@@ -354,7 +370,7 @@ cdef void _reduce_broadcasted(_Step run, object opt) except *:
             _reduce_ops(run, block, run.ops[start:start + n])
             run.main = main
         else:
-            run.run_trace(block.trace)
+            run.run_trace(field(block, &_EW_TRACE))
         start += n
     run.path = "fallback"
 
@@ -369,7 +385,7 @@ cdef void _run_fused(_Step run, object fuser, object opt) except *:
     elif fuser == "ReduceBroadcasted":
         _reduce_broadcasted(run, opt)
     elif fuser == "NHWCRelayout":
-        run.main = run.run_trace(opt.trace)
+        run.main = run.run_trace(field(opt, &_NHWC_TRACE))
         run.memory.run_unfused(run.ops[len(run.ops) - 1])
     else:  # a custom fuser's optimization: its ops run one by one, no launch to report
         run.path = "unfused"
@@ -390,6 +406,27 @@ assert ReduceBroadcastedOptimization.main_trace.__qualname__.startswith(
 cdef FieldRead _BROADCASTED = field_read("broadcasted")
 cdef FieldRead _TRACE = field_read("trace")
 cdef FieldRead _NUM_OPS = field_read("num_ops")
+# The optimizations' fields the launch paths read, one read per site's class (a FieldRead
+# caches the slot of one type): ElementWise's (and a ReduceBroadcasted fallback's) trace,
+# Matmul's traces and FusedMatmul (its op's operand ids, its operands' positions), Reduce's
+# traces and read op count, ReduceBroadcasted's fallbacks, NHWCRelayout's trace.
+cdef FieldRead _EW_TRACE = field_read("trace")
+cdef FieldRead _MM_TRACE = field_read("trace")
+cdef FieldRead _MM_FALLBACK = field_read("trace_fallback")
+cdef FieldRead _MATMUL = field_read("matmul")
+cdef FieldRead _MM_OP = field_read("op")
+cdef FieldRead _OP_LHS = field_read("lhs")  # the BinaryOpIr's
+cdef FieldRead _OP_RHS = field_read("rhs")
+cdef FieldRead _TID = field_read("id")
+cdef FieldRead _ARG_LHS = field_read("lhs")  # the FusedMatmul's
+cdef FieldRead _ARG_RHS = field_read("rhs")
+cdef FieldRead _ARG_POS = field_read("pos")
+cdef FieldRead _RD_TRACE = field_read("trace")
+cdef FieldRead _RD_READ_FALLBACK = field_read("trace_read_fallback")
+cdef FieldRead _RD_WRITE_FALLBACK = field_read("trace_write_fallback")
+cdef FieldRead _RD_NUM_OPS_READ = field_read("num_ops_read")
+cdef FieldRead _RB_FALLBACKS = field_read("fallbacks")
+cdef FieldRead _NHWC_TRACE = field_read("trace")
 
 
 cdef int _check_extents(object context, Memory memory) except -1:
@@ -677,12 +714,29 @@ cdef list _global_pairs(tuple pairs, list order):
 
 
 cdef tuple _widened(tuple blocks, object widths):
-    """``blocks`` (``PlanBlock``s) with the launch's widths filled in."""
+    """``blocks`` (``PlanBlock``s) with the launch's widths filled in (a ``PlanBlock`` read
+    and made at its slots, as ``_filled`` makes a ``PlanStep``)."""
     if widths is None:
         widths = ()
-    cdef Py_ssize_t i, n = len(widths)
-    return tuple([make_frozen(PlanBlock, _BLOCK_FIELDS, (block.ops, widths[i] if i < n else None))
-                  for i, block in enumerate(blocks)])
+    cdef Py_ssize_t i, n = len(widths), m = len(blocks)
+    cdef tuple found = PyTuple_New(m)
+    for i in range(m):
+        block = blocks[i]
+        width = widths[i] if i < n else None
+        if type(block) is PlanBlock:
+            made = new_instance(<PyTypeObject*>PlanBlock)
+            set_slot(made, _BLOCK_AT[0], slot(block, _BLOCK_AT[0]))
+            set_slot(made, _BLOCK_AT[1], width)
+        else:
+            made = make_frozen(PlanBlock, _BLOCK_FIELDS, (block.ops, width))
+        Py_INCREF(made)
+        PyTuple_SET_ITEM(found, i, made)
+    return found
+
+
+cdef Py_ssize_t _BLOCK_AT[2]  # PlanBlock's slot offsets, in _BLOCK_FIELDS order
+for _k in range(2):
+    _BLOCK_AT[_k] = field_offset(PlanBlock, _BLOCK_FIELDS[_k])
 
 
 cdef Py_ssize_t _STEP_AT[8]  # PlanStep's slot offsets, in _STEP_FIELDS order
@@ -693,6 +747,11 @@ for _k in range(8):
 cdef inline object _step_ops(object step):
     """``step.ops`` (read at its slot for a ``PlanStep``)."""
     return slot(step, _STEP_AT[1]) if type(step) is PlanStep else step.ops
+
+
+cdef inline object _step_fuser(object step):
+    """``step.fuser`` (read at its slot for a ``PlanStep``)."""
+    return slot(step, _STEP_AT[2]) if type(step) is PlanStep else step.fuser
 
 
 cdef inline object _step_blocks(object step):
@@ -819,7 +878,7 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
     cdef KeyBuf* held = &own if state_held == NULL else state_held
     step = item.step
     if not item.fused:
-        for i in step.ops:
+        for i in _step_ops(step):
             memory.run_unfused(items[i])
         list_append_long(results, step)
         return None
@@ -856,9 +915,9 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
         run.context = context.fused
         _check_extents(run.context, memory)
         run.device, run.memory, run.main, run.path = device, memory, None, "fused"
-        run.ops = [items[i] for i in step.ops]
+        run.ops = [items[i] for i in _step_ops(step)]
         run.launches = []
-        _run_fused(run, step.fuser, item.optimization)
+        _run_fused(run, _step_fuser(step), item.optimization)
         aliases = [pair for launch in run.launches for pair in (<_WalkLaunch>launch).aliases]
         widths = None if run.main is None else (<_WalkLaunch>run.main).widths
         step_blocks = _step_blocks(step)
@@ -1018,7 +1077,7 @@ cdef int _walk_and_store(list records, Py_ssize_t i, Py_ssize_t j, object items,
         else:
             outs.append(_walk_step(item, items, device, memory, memo, table, results))
         if replayable:
-            for index in item.step.ops:
+            for index in _step_ops(item.step):
                 if not replayable_op(items[index]):
                     replayable = False
                     break

@@ -53,6 +53,7 @@ cdef FieldRead _SETTINGS = field_read("settings")  # a FuseBlock's
 cdef FieldRead _VECTORIZATION = field_read("vectorization")
 cdef FieldRead _MODE = field_read("mode")
 cdef FieldRead _BLOCK_POS = field_read("block_pos")
+cdef FieldRead _SIZES_BY_BYTES = field_read("vector_sizes_by_bytes")  # a DeviceProfile's
 cdef object _TRANSPOSED = MatrixBatchLayout.MildlyPermutedTransposed
 cdef object _ALONG = VectorAxisAction.Along
 cdef object _REFUSE_ACTION = VectorAxisAction.Refuse
@@ -67,7 +68,7 @@ cdef frozenset _NO_IDS = frozenset()
 cdef object _vector_sizes(object device, int64_t elem_bytes):
     """``device.vector_sizes(elem_bytes)``, read straight from a ``DeviceProfile``'s table."""
     if type(device) is DeviceProfile:
-        for size, widths in device.vector_sizes_by_bytes:
+        for size, widths in field(device, &_SIZES_BY_BYTES):
             if size == elem_bytes:
                 return widths
     return device.vector_sizes(elem_bytes)  # another device, or refimpl's KeyError
@@ -82,7 +83,7 @@ cdef dict _runner_axes(PlanningState state, object matmul_operands):
         return axes
     for i in range(len(state.inputs)):
         item = input_at(state.inputs, i)
-        if item.relative.id in matmul_operands and \
+        if field(item.relative, &_ID) in matmul_operands and \
                 matrix_batch_layout_o(item.strides) is _TRANSPOSED:
             axes[item.glob.id] = len(item.strides) - 2
     return axes
