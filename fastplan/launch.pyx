@@ -32,24 +32,29 @@ Where the structure differs from refimpl's:
   failures checked without the objects (no layout object per block, the vector sizes read
   from the state's inputs and outputs only when ``walk_matmul_refused`` asks); a block's
   vector axis is not taken again for ``_configs``' failures (the vector-size pass took it of
-  the same reference first), and the ids ``_int_ids`` checks are read at their slots.
+  the same reference first), and the ids ``_int_ids`` checks are read at their slots;
+* the extents guard (``_extents_fit_c``) reads the context's tensors, their dims and ids
+  through borrowed pointers (one-digit ints in place) and probes the live table with an id
+  that is its own key directly (``handles.live_find``); figures: fastplan.launch_vectorize's
+  docstring.
 """
 
 cimport cython
 
 import hashlib
 
-from cpython.dict cimport PyDict_Copy
+from cpython.dict cimport PyDict_Copy, PyDict_Next
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF, PyObject
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport (
-    FieldRead, field, field_read,
+    FieldRead, _tuple_item, field, field_read,
     F_SCALAR, F_TENSOR, F_TENSORS, Slots, StructInfo, exact_codes, exact_long_long, field_offset,
     slot, slots, struct_info, tensor_id, tensor_type,
 )
-from fastplan.handles cimport Memory, _Live, live_handle, op_nodes
+from fastplan.handles cimport Memory, _Live, live_find, live_handle, op_nodes
 from fastplan.layout cimport matrix_batch_layout_o, permuted_innermost_axis_t
 from fastplan.relative cimport new_frozen
 
@@ -371,6 +376,20 @@ cdef extern from *:
 cdef long long _LIMIT = (<long long>1) << 62
 
 
+cdef extern from *:
+    # fastplan._keys' ``compact_int`` on a borrowed pointer (its C function, emitted with the
+    # cimport)
+    int _compact_at "fastplan_compact_int"(PyObject* o, long long* v) noexcept
+    PyTypeObject* _type_at "Py_TYPE"(PyObject* o) noexcept
+    PyTypeObject PyLong_Type
+    PyTypeObject PyTuple_Type
+
+
+cdef inline PyObject* _slot_at(PyObject* obj, Py_ssize_t offset) noexcept:
+    """The slot at ``offset`` of ``obj`` (borrowed; NULL: not set)."""
+    return (<PyObject**>((<char*>obj) + offset))[0]
+
+
 cdef int _extents_fit_c(object tensors, object handles, Memory live) except -2:
     """``_extents_fit`` in C arithmetic: 1 (fits), 0 (does not), or -1 where it cannot decide
     exactly (a dict subclass, a tensor or handle of another class, a value that is no exact
@@ -381,31 +400,45 @@ cdef int _extents_fit_c(object tensors, object handles, Memory live) except -2:
     cdef Py_ssize_t i
     cdef const Slots* at = slots()
     cdef PyObject* entry = NULL
+    cdef Py_ssize_t pos = 0
+    cdef PyObject* key_at
+    cdef PyObject* tensor_at
+    cdef PyObject* item
+    cdef PyObject* value_at
+    tensor_class = tensor_type()
     if type(tensors) is not dict or (live is None and type(handles) is not dict):
         return -1
-    for tensor in (<dict>tensors).values():
-        if type(tensor) is not tensor_type():
+    # the dict's values, its shapes' dims and the ids read through borrowed pointers (the dict
+    # and the frozen tensors hold them; nothing here changes either), one-digit ints in place
+    while PyDict_Next(tensors, &pos, &key_at, &tensor_at):
+        if _type_at(tensor_at) != <PyTypeObject*>tensor_class:
             return -1
-        value = slot(tensor, at.shape)
-        if type(value) is not tuple:
+        item = _slot_at(tensor_at, at.shape)
+        if item == NULL or _type_at(item) != &PyTuple_Type:
             return -1
-        shape = value
         numel = 1
-        for i in range(len(shape)):
-            if not exact_long_long(shape[i], &d) or _mul_ovf(numel, d, &numel):
+        for i in range(PyTuple_GET_SIZE(<tuple>item)):
+            value_at = _tuple_item(item, i)
+            if not (_type_at(value_at) == &PyLong_Type and _compact_at(value_at, &d)) and \
+                    not exact_long_long(<object>value_at, &d):
+                return -1
+            if _mul_ovf(numel, d, &numel):
                 return -1
         if not -_LIMIT < numel < _LIMIT:
             return 0
         if live is not None:
-            tid = slot(tensor, at.tid)
-            if type(tid) is not int:
+            item = _slot_at(tensor_at, at.tid)
+            if item == NULL or _type_at(item) != &PyLong_Type:
                 return -1
-            entry = live.live_entry(tid)
+            if _compact_at(item, &d) and d >= 0:  # its own key (handles.tensor_key)
+                entry = live_find(live, d)
+            else:
+                entry = live.live_entry(<object>item)
             if entry == NULL or (<_Live>entry).extent_fits:  # no handle, or checked before
                 continue
             h = live_handle(<_Live>entry)
         else:
-            h = (<dict>handles).get(slot(tensor, at.tid))
+            h = (<dict>handles).get(slot(<object>tensor_at, at.tid))
             if h is None:
                 continue
         if type(h) is not _Handle:

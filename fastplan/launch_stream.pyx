@@ -106,6 +106,11 @@ slot reads (fastplan.launch, launch_planners, launch_vectorize), transformer at 
 6589 -> 6530 instructions per op (``python bench/planner_instructions.py --workload
 transformer --size 1000 --path plan``).
 
+The handles a first-seen step or execution is compared with (``_handles_of``, before it) and
+its changes (``_record``, after it) are found by the live-table keys its key read
+(``_push_state``'s ``held``), no tensor id converted again (figures: fastplan.launch_vectorize's
+docstring).
+
 A step whose tensors reach past int64 extents is refused with ``OverflowError`` before the C
 cores see it (they would wrap where refimpl's ints do not); ``fastplan.planner`` then hands
 the executed steps to refimpl's walk. The cyclic collector is paused during the walk
@@ -117,7 +122,7 @@ cimport cython
 import gc as _gc
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.list cimport PyList_AsTuple
+from cpython.list cimport PyList_AsTuple, PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF, PyObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
@@ -582,22 +587,29 @@ cdef bint _push_state(KeyBuf* b, _StepContext context, list order, Memory memory
     return True
 
 
-cdef list _handles_of(list order, Memory memory):
-    """The live handle of each tensor of ``order`` (``None``: none): what ``_record`` compares
-    the memory with after a step, read before it on a miss."""
-    cdef list found = []
+cdef list _handles_of(const int64_t* held, Py_ssize_t n, Memory memory):
+    """The live handle of each of the ``n`` tensors of a key's order (``None``: none): what
+    ``_record`` compares the memory with after a step, read before it on a miss. The tensors
+    are found by the live-table keys ``_push_state`` read into ``held`` (two words per
+    tensor: its buffer, its key), no id converted again."""
+    cdef list found = PyList_New(n)
     cdef PyObject* entry
-    for gid in order:
-        entry = memory.live_entry(gid)
-        found.append(None if entry == NULL else live_handle(<_Live>entry))
+    cdef Py_ssize_t k
+    for k in range(n):
+        entry = live_find(memory, held[2 * k + 1])
+        handle = None if entry == NULL else live_handle(<_Live>entry)
+        Py_INCREF(handle)  # the list's reference (PyList_SET_ITEM steals one)
+        PyList_SET_ITEM(found, k, handle)
     return found
 
 
-cdef _Outcome _record(object optimization, list order, object positions, list before,
-                      Memory memory, object first_new, object widths, list aliases):
+cdef _Outcome _record(object optimization, list order, const int64_t* held, object positions,
+                      list before, Memory memory, object first_new, object widths,
+                      list aliases):
     """What the step did, relative to ``order`` (positions; ``positions`` maps a global id to
-    its position) and to ``first_new`` (buffers); ``None`` where that cannot be said (a buffer
-    or an alias outside the step's tensors)."""
+    its position; ``held``: its tensors' live-table keys as ``_push_state`` read them) and to
+    ``first_new`` (buffers); ``None`` where that cannot be said (a buffer or an alias outside
+    the step's tensors)."""
     cdef Py_ssize_t k, end
     cdef _Change change
     cdef dict owner = None  # buffer -> position of the first tensor holding it before
@@ -606,8 +618,7 @@ cdef _Outcome _record(object optimization, list order, object positions, list be
     cdef PyObject* at_gid
     cdef _Live entry
     for k in range(len(order)):
-        gid = order[k]
-        at_gid = memory.live_entry(gid)
+        at_gid = live_find(memory, held[2 * k + 1])
         old = before[k]
         if at_gid == NULL:
             if old is not None:
@@ -906,7 +917,7 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
                 return (outcome.widths, aliases, blocks, outcome.blocks)
             memo.misses += 1
             if before is None:
-                before = _handles_of(order, memory)
+                before = _handles_of(held.data, len(order), memory)
         first_new = memory.next_buffer
         run = _Step.__new__(_Step)
         if context.fused is None:  # one per execution: its fused steps share the segment
@@ -927,8 +938,8 @@ cdef object _walk_step(_StepRecord item, object items, object device, Memory mem
             if len(table) >= MEMO_CAPACITY or len(memo.layout_ids) >= LAYOUT_CAPACITY:
                 memo.restart(memory)  # the key just made is stale too: not stored
                 return (widths, aliases, step_blocks, blocks)
-            found = _record(item.optimization, order, context.position_map(), before, memory,
-                            first_new, widths, aliases)
+            found = _record(item.optimization, order, held.data, context.position_map(),
+                            before, memory, first_new, widths, aliases)
             if found is not None:
                 (<_Outcome>found).blocks_from, (<_Outcome>found).blocks = step_blocks, blocks
                 table[key] = found
@@ -1004,7 +1015,8 @@ cdef int _walk_execution(list records, Py_ssize_t i, Py_ssize_t j, object items,
         state = PyBytes_FromStringAndSize(<char*>(b.data + 2 + j - i),
                                           (b.len - 2 - (j - i)) * sizeof(int64_t))
         return _walk_and_store(records, i, j, items, device, memory, memo, table, executions,
-                               results, execution, order, _handles_of(order, memory), state,
+                               results, execution, order,
+                               _handles_of(held.data, len(order), memory), state,
                                &held, &b, h)
     finally:
         buf_free(&b)
@@ -1085,7 +1097,7 @@ cdef int _walk_and_store(list records, Py_ssize_t i, Py_ssize_t j, object items,
                 fused.append(item.optimization)
     if not replayable or memo.layout_ids is not layout_ids:  # a restart: the key is stale
         return 0
-    outcome = _record(None, order, None, before, memory, first_new, None, [])
+    outcome = _record(None, order, held.data, None, before, memory, first_new, None, [])
     if outcome is None:
         return 0
     found = _Execution.__new__(_Execution)

@@ -11,12 +11,15 @@ refimpl's own function, so the result (or the error) is refimpl's. ``ReshapeActi
 ``MatrixBatchLayout`` are refimpl's classes. ``dims_load`` reads an exact one-digit ``int``
 where CPython keeps it, through the tuple's borrowed pointer (no reference counted, no
 conversion call per dim); any other item is converted as before (figures: the
-fastplan.launch_planners docstring).
+fastplan.launch_planners docstring). ``dims_tuple`` fills its tuple in place (no list made
+and copied).
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
-from cpython.ref cimport PyObject
+from cpython.long cimport PyLong_FromLongLong
+from cpython.ref cimport Py_INCREF, PyObject
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport _tuple_item
@@ -103,8 +106,14 @@ cdef void dims_free(Dims* d) noexcept:
 
 
 cdef tuple dims_tuple(const int64_t* v, Py_ssize_t n):
+    """The ints ``v[:n]`` as a tuple, filled in place (no list made and copied)."""
     cdef Py_ssize_t i
-    return tuple([v[i] for i in range(n)])
+    cdef tuple found = PyTuple_New(n)
+    for i in range(n):
+        item = PyLong_FromLongLong(v[i])
+        Py_INCREF(item)  # the tuple's reference (PyTuple_SET_ITEM steals one)
+        PyTuple_SET_ITEM(found, i, item)
+    return found
 
 
 # --- cores --------------------------------------------------------------------------------------
