@@ -44,7 +44,10 @@ What differs from refimpl's ``Memory`` is bookkeeping, not results:
 * ``Memory`` is final (no code subclasses it; refimpl's is not subclassed either), so the
   launch walk's calls of its methods (``take``, ``register``, ``remove``, ``users``,
   ``run_unfused``, the trials) and theirs among themselves are direct, not through its method
-  table (with the launch slice's slot reads: fastplan.launch_stream's docstring).
+  table (with the launch slice's slot reads: fastplan.launch_stream's docstring);
+* ``buffer_length`` reads up to 8 one-digit dims and strides where CPython keeps them
+  (``_digits``: no reference counted, no conversion call), as ``dims_load`` does
+  (figures: fastplan.launch_planners' docstring).
 
 ``fastplan.launch_stream`` runs a whole executed stream against one ``Memory``;
 ``fastplan.launch.plan_launch`` accepts it wherever it accepts refimpl's.
@@ -218,6 +221,10 @@ cdef extern from *:
     #define fastplan_type_address(o) ((void*)Py_TYPE(o))
     """
     void* _type_address "fastplan_type_address"(PyObject* o) noexcept
+    # fastplan._keys' ``compact_int`` on a borrowed pointer (its C function, emitted with the
+    # cimport)
+    int _compact_at "fastplan_compact_int"(PyObject* o, long long* v) noexcept
+    PyTypeObject PyLong_Type
 
 
 cdef enum:
@@ -346,9 +353,21 @@ cdef tuple _contiguous(tuple shape):
 
 
 cdef object buffer_length(tuple shape, tuple strides):
-    """refimpl.data.buffer_length: dims and strides paired as ``zip`` pairs them."""
+    """refimpl.data.buffer_length: dims and strides paired as ``zip`` pairs them. Up to 8
+    dims and their strides that are one-digit ints (below 2**30 in magnitude: the terms'
+    sum stays exact in C) are read in place, through the tuples' borrowed pointers."""
     cdef Py_ssize_t i, n = min(len(shape), len(strides))
     cdef long long total = 1, c_dim, c_stride
+    cdef long long dims[8]
+    cdef long long steps[8]
+    if len(shape) <= len(strides) and n <= 8 and _digits(shape, dims, n) and \
+            _digits(strides, steps, n):
+        for i in range(n):
+            if dims[i] == 0:
+                return 0
+        for i in range(n):
+            total += (dims[i] - 1) * steps[i]
+        return total
     if len(shape) <= len(strides) and _small_ints(shape) and _small_ints(strides):
         for i in range(len(shape)):
             c_dim = <object>shape[i]
@@ -365,6 +384,18 @@ cdef object buffer_length(tuple shape, tuple strides):
     for d, stride in zip(shape, strides):
         size += (d - 1) * stride
     return size
+
+
+cdef inline bint _digits(tuple values, long long* out, Py_ssize_t n) noexcept:
+    """The first ``n`` items of ``values`` (it has as many) into ``out`` when each is an exact
+    ``int`` of one digit, read where CPython keeps it; else false."""
+    cdef Py_ssize_t i
+    cdef PyObject* item
+    for i in range(n):
+        item = PyTuple_GET_ITEM(values, i)
+        if _type_address(item) != <void*>&PyLong_Type or not _compact_at(item, &out[i]):
+            return False
+    return True
 
 
 cdef bint _push_ints(int64_t* out, Py_ssize_t* at, object values) except -1:

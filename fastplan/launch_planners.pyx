@@ -20,7 +20,11 @@ whose shape is not unsqueezed keeps the context's exact ``TensorIr`` as its ``gl
 shapes of one-digit ints and sorts up to 16 positions in C. With fastplan.layout's
 ``dims_load`` and fastplan.launch_vectorize's axis checks reading ints in place, transformer
 at 1k: plan() 6682 -> 6589 instructions per op (``python bench/planner_instructions.py
---workload transformer --size 1000 --path plan``).
+--workload transformer --size 1000 --path plan``). For the stream walk (``state.walk``) the
+output planners do not look up the block ops to mark (``_mark`` marks none there), and an
+input with nothing to unsqueeze keeps its shape and strides without ``_unsqueezed``'s tuple;
+with fastplan.handles' ``buffer_length`` reading one-digit ints in place, plan() 6478 -> 6455
+instructions per op (same command).
 """
 
 cimport cython
@@ -354,7 +358,13 @@ cdef int plan_inputs_c(PlanningState state) except -1:
         if rid not in unhandled:
             _analyze(state, pos, relative, handle, can_mut)
         glob_shape = field(glob, &_SHAPE)
-        shape, strides = _unsqueezed(glob_shape, field(handle, &_STRIDES), rank)
+        if type(glob_shape) is tuple and len(<tuple>glob_shape) >= rank:
+            shape, strides = glob_shape, field(handle, &_STRIDES)  # none missing: as they are
+            if strides is not None and type(strides) is not tuple:  # _unsqueezed's check
+                raise TypeError(f"Argument 'strides' has incorrect type (expected tuple, got "
+                                f"{type(strides).__name__})")
+        else:
+            shape, strides = _unsqueezed(glob_shape, field(handle, &_STRIDES), rank)
         item = HandleInput.__new__(HandleInput)
         item.relative = relative
         if shape is glob_shape and type(glob) is TensorIr:
@@ -727,7 +737,8 @@ cdef void _normal_output(PlanningState state, Py_ssize_t pos, object ty, object 
         allowed = is_contiguous_t(shape, strides)
     else:
         allowed = True
-    writes = block.writes.get(field(relative, &_ID))
+    # the ops to mark (none for the stream walk: ``_mark``)
+    writes = None if state.walk else block.writes.get(field(relative, &_ID))
     cdef ReferenceSelection reference = block.reference
     if reference.kind == "Searching" and \
             field(fuse_block, &_SHAPE_REF) == field(relative, &_SHAPE) and \
@@ -736,8 +747,8 @@ cdef void _normal_output(PlanningState state, Py_ssize_t pos, object ty, object 
                                         shape, strides, _NO_DIMS, 0)
         if writes is not None:
             _mark(state, writes, False, base, True)
-    elif reference.kind == "Concrete" and reference.shape == shape and \
-            reference.strides == strides and writes is not None:
+    elif writes is not None and reference.kind == "Concrete" and reference.shape == shape and \
+            reference.strides == strides:
         _mark(state, writes, False, _SAME_AS_REF, True)
     handle = _alloc(state.memory, shape, field(glob, &_DTYPE), strides)
     if len(shape) > state.rank:
@@ -753,11 +764,12 @@ cdef void _inplace_output(PlanningState state, Py_ssize_t pos, object ty, object
     input_pos, _, _ = inplaces[k]
     del inplaces[k]  # list.pop(k), without the method call
     cdef HandleInput source = input_at(state.inputs, input_pos)
-    writes = block.writes.get(field(relative, &_ID))
+    # the ops to mark (none for the stream walk: ``_mark``)
+    writes = None if state.walk else block.writes.get(field(relative, &_ID))
     if block.reference.kind == "Searching":
         block.reference = new_reference("Concrete", new_frozen(Output, (pos, ty, _IS_REF)),
                                         field(glob, &_SHAPE), source.strides, _NO_DIMS, 0)
-        reads = block.reads.get(field(source.relative, &_ID))
+        reads = None if state.walk else block.reads.get(field(source.relative, &_ID))
         if reads is not None:
             _mark(state, reads, True, _IS_REF, True)
         if writes is not None:

@@ -232,7 +232,7 @@ cdef dict _tensor_vects(PlanningState state, Dims* sizes, dict axes, list refuse
     cdef list inputs = state.inputs, outputs = state.outputs
     for i in range(len(inputs)):
         item = input_at(inputs, i)
-        if field(item.relative, &_ID) in indexed:
+        if indexed is not _NO_IDS and field(item.relative, &_ID) in indexed:
             continue
         gid = field(item.glob, &_ID)
         swap = None
