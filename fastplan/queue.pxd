@@ -93,8 +93,8 @@ cdef class OperationQueue:
     # updates it with the key of each op left, read in the encoding's buffer
     cdef Policy _drain_policy
     cdef ExecutionPlanStore _drain_store
-    # the shape id a dim in [0, 256) was last given in ``_dim_keys`` (a hint:
-    # ``_push_tensor`` checks ``_dim_keys`` at it, and scans where it is stale)
+    # the shape id a dim was last given in ``_dim_keys``, at a byte of the dim's hash (a
+    # hint: ``_push_tensor`` checks ``_dim_keys`` at it, and scans where it is stale)
     cdef unsigned char _dim_hint[256]
 
     cdef void _clear(self) except *

@@ -58,8 +58,9 @@ Where the structure differs (the result must not):
   reading its items while the id table is in use (its ids are exact ints, never tracked). At
   1k, ``--path cache`` mixed 2517 -> 2480, transformer 2754 -> 2695, elementwise 1962 -> 1944
   instructions per op (``bench/planner_instructions.py``).
-* a dim in ``[0, 256)`` is looked for first at the shape id it was last given
-  (``_dim_hint``, a byte per dim value): the hint is checked against ``_dim_keys`` and, stale
+* a dim is looked for first at the shape id it was last given (``_dim_hint``, a byte per
+  value of a hash of the dim; a byte per dim value in ``[0, 256)`` before, so that 256 was
+  always scanned for): the hint is checked against ``_dim_keys`` and, stale
   after a drain or wrong, the list is scanned as before. The encoding reads the operand
   struct's ``StructInfo`` by index (``_STRUCT_INFOS``) where it called ``struct_info``, and
   calls ``_push_tensor`` from one place for ``TENSOR`` and ``TENSORS`` fields (the compiler
@@ -72,6 +73,14 @@ Where the structure differs (the result must not):
   -> ``_compile``, ``_run_leaves`` -> ``_step`` -> ``_global_ids``, ``_drain``) are direct,
   not through its method table. With ``Processor`` final too (``fastplan.processor``),
   transformer ``--path plan`` at 1k 6868 -> 6835 instructions per op
+  (``bench/planner_instructions.py``).
+* the per-op path passes the queue's lists to ``list_push`` / ``list_append_long`` through
+  borrowed pointers (``_queued``, the drain's re-encoding, ``_run_leaves``, new ids and dims
+  in ``_push_tensor``): a field passed as a list argument took and dropped a reference to it
+  (six per queued op). ``_encode_into`` reads the desc and its fields borrowed (the op is
+  held by the caller, and its exact type checked) and a ``TENSORS`` tuple in place, and
+  ``_tensor_rel`` takes the id count by ``Py_SIZE``. With the hashed ``_dim_hint``,
+  transformer ``--path plan`` at 1k 6670 -> 6626 instructions per op
   (``bench/planner_instructions.py``).
 
 ``ExecutedStep`` is refimpl's class (plain data).
@@ -339,11 +348,19 @@ cdef object _NO_CONTEXT = MappingProxyType({})
 cdef inline int _queued(OperationQueue q, object index, object operation, bytes key) except -1:
     """Append an encoded op (its key made) to the queue's pending lists and its history (a
     module function: the compiler inlines it into both ``add_op`` paths)."""
-    list_append_long(q._history, operation)
-    list_push(q.global_ops, operation)
-    list_push(q.indices, index)
-    list_push(q.keys, key)
-    list_push(q.shapes_assigned, len(q.dim_values))
+    # each list is passed through a borrowed pointer (``q`` holds it, and an append runs no
+    # code that could replace it): a field passed as a list argument takes and drops a
+    # reference to it
+    cdef PyObject* lst = <PyObject*>q._history
+    list_append_long(<list>lst, operation)
+    lst = <PyObject*>q.global_ops
+    list_push(<list>lst, operation)
+    lst = <PyObject*>q.indices
+    list_push(<list>lst, index)
+    lst = <PyObject*>q.keys
+    list_push(<list>lst, key)
+    lst = <PyObject*>q.shapes_assigned
+    list_push(<list>lst, len(q.dim_values))
     return 0
 
 
@@ -650,42 +667,47 @@ cdef class OperationQueue:
         cdef const StructInfo* info
         cdef Py_ssize_t f, j, count
         cdef int kind
+        cdef PyObject* desc
         cdef PyObject* raw
-        cdef tuple tensors
+        cdef PyObject* items
+        cdef tuple tensors = None
         if code < 0:
             op_codes(operation, &code, &struct_code)
-        desc = slot(operation, _AT.desc)
+        # borrowed: the caller holds ``operation``, whose exact type ``op_codes`` (or the
+        # caller's ``exact_codes``) checked, and the frozen op holds its desc and fields
+        desc = _read(<PyObject*>operation, _AT.desc)
         info = &_STRUCT_INFOS[struct_code]
         buf_push(b, code)
         buf_push(b, struct_code)
         for f in range(info.n_fields):
-            raw = _read(<PyObject*>desc, info.offsets[f])  # borrowed: desc holds it
+            raw = _read(desc, info.offsets[f])
             kind = info.kinds[f]
             if kind == F_TENSOR or kind == F_TENSORS:
                 # one call site for both (the compiler then inlines ``_push_tensor``)
                 count = 1
+                items = raw
                 if kind == F_TENSORS:
-                    tensors = tuple(<object>raw)
-                    count = len(tensors)
+                    if _type_of(raw) != <void*>tuple:  # a tuple is read in place
+                        tensors = tuple(<object>raw)
+                        items = <PyObject*>tensors
+                    count = _tuple_size(items)
                     buf_push(b, count)
                 for j in range(count):
-                    _push_tensor(self, b, raw if kind == F_TENSOR
-                                 else _tuple_item(<PyObject*>tensors, j))
+                    _push_tensor(self, b, raw if kind == F_TENSOR else _tuple_item(items, j))
                 continue
-            value = <object>raw
             if kind == F_SCALAR:
-                list_push(self.scalars, value)
-                buf_push(b, len(self.scalars) - 1)
+                list_push(self.scalars, <object>raw)
+                buf_push(b, _var_size(<PyObject*>self.scalars) - 1)
             elif kind == F_INT:
-                buf_push(b, int_slot(value))
+                buf_push(b, int_slot(<object>raw))
             elif kind == F_RANGES:
                 placeholders = []
-                for one in value:
+                for one in <object>raw:
                     list_push(self.ranges, one)
                     placeholders.append((len(self.ranges) - 1, len(self.ranges) - 1))
                 buf_push(b, value_slot(tuple(placeholders)))
             else:
-                buf_push(b, value_slot(value))
+                buf_push(b, value_slot(<object>raw))
         return 0
 
     cdef object rel_at(self, Py_ssize_t i):
@@ -912,6 +934,7 @@ cdef class OperationQueue:
         cdef Py_ssize_t pending = len(self.global_ops)
         cdef _StepContext context = None
         cdef _StepRecord record
+        cdef PyObject* lst
         if drops < 0:
             drops = 1 if leaves and self._drops_only(leaves) else 0
         if leaves and not drops:
@@ -944,14 +967,16 @@ cdef class OperationQueue:
                 context.scalars = ()
         for leaf in leaves:
             step = self._step(leaf)
-            list_append_long(self.steps, step)
+            lst = <PyObject*>self.steps  # borrowed: see ``_queued``
+            list_append_long(<list>lst, step)
             record = _StepRecord.__new__(_StepRecord)
             record.step, record.first, record.count = step, self._first, pending
             record.execution = context
             if leaf.fused:
                 record.fused = True
                 record.optimization, record.context = leaf.opt, context
-            list_append_long(self._records, record)
+            lst = <PyObject*>self._records
+            list_append_long(<list>lst, record)
             if self._basic:
                 self._log.write(f"[step] {step.kind} {step.fuser or ''} ops={list(step.ops)}")
             executed += leaf.count
@@ -1050,6 +1075,7 @@ cdef class OperationQueue:
         cdef Py_ssize_t i, n
         cdef Policy policy = self._drain_policy
         cdef KeyBuf b
+        cdef PyObject* lst
         if count == len(self.global_ops):  # the whole queue (the usual drain)
             list_empty(self.global_ops)
             list_empty(self.indices)
@@ -1076,8 +1102,10 @@ cdef class OperationQueue:
                 key = policy.update_buf(self._drain_store, &b)
             finally:
                 buf_free(&b)
-            list_push(self.keys, key)
-            list_push(self.shapes_assigned, len(self.dim_values))
+            lst = <PyObject*>self.keys  # borrowed: see ``_queued``
+            list_push(<list>lst, key)
+            lst = <PyObject*>self.shapes_assigned
+            list_push(<list>lst, len(self.dim_values))
         return 0
 
 
@@ -1186,6 +1214,8 @@ cdef inline PyObject* _push_tensor(OperationQueue q, KeyBuf* b, PyObject* tensor
     cdef int64_t rel
     cdef int64_t* out
     cdef long long c_dim
+    cdef uint64_t h
+    cdef PyObject* lst
     if _type_of(tensor) != _TENSOR_TYPE:
         raise BoundaryError(
             f"fastplan takes TensorIr operands, not {type(<object>tensor).__name__}")
@@ -1208,12 +1238,13 @@ cdef inline PyObject* _push_tensor(OperationQueue q, KeyBuf* b, PyObject* tensor
     for i in range(rank):
         dim = _tuple_item(shape, i)
         if n >= 0 and exact_long_long(<object>dim, &c_dim):
-            # a dim in [0, 256) is looked for first where it was last put (``_dim_hint``)
-            if <unsigned long long>c_dim < 256:
-                k = q._dim_hint[c_dim]
-                if k < n and q._dim_keys[k] == c_dim:
-                    out[2 + i] = k
-                    continue
+            # a dim is looked for first where it was last put (``_dim_hint``, at a byte of
+            # its hash: checked against ``_dim_keys`` below)
+            h = (<uint64_t>c_dim * <uint64_t>0x9E3779B97F4A7C15) >> 56
+            k = q._dim_hint[h]
+            if k < n and q._dim_keys[k] == c_dim:
+                out[2 + i] = k
+                continue
             for k in range(n):
                 if q._dim_keys[k] == c_dim:
                     break
@@ -1223,12 +1254,13 @@ cdef inline PyObject* _push_tensor(OperationQueue q, KeyBuf* b, PyObject* tensor
                     q._dim_keys[k] = c_dim
                     n += 1
                     q._n_dim_keys = n
-                    list_push(q.dim_values, <object>dim)
+                    lst = <PyObject*>q.dim_values  # borrowed: see ``_queued``
+                    list_push(<list>lst, <object>dim)
                 else:
                     k = q._dim_id(<object>dim)
                     n = q._n_dim_keys
-            if <unsigned long long>c_dim < 256 and k < 64:
-                q._dim_hint[c_dim] = <unsigned char>k
+            if k < 64:
+                q._dim_hint[h] = <unsigned char>k
         else:
             k = q._dim_id(<object>dim)
             n = q._n_dim_keys
@@ -1248,9 +1280,11 @@ cdef inline int64_t _tensor_rel(OperationQueue q, PyObject* tid) except? -1:
     cdef uint64_t i, mask
     cdef IdSlot* entry
     cdef Py_ssize_t rel
+    cdef PyObject* lst
     if not q._id_table or not exact_long_long(<object>tid, &key):
         return q._tensor_id(<object>tid)
-    rel = len(q.g2r_keys)
+    # ``g2r_keys`` is a list while the table is in use (``_clear`` set both)
+    rel = _var_size(<PyObject*>q.g2r_keys)
     if 2 * (rel + 1) > q._id_cap:
         q._id_grow()
     mask = <uint64_t>q._id_cap - 1
@@ -1266,5 +1300,6 @@ cdef inline int64_t _tensor_rel(OperationQueue q, PyObject* tid) except? -1:
     entry.key = key
     entry.rel = rel
     entry.gen = q._id_gen
-    list_push(q.g2r_keys, <object>tid)
+    lst = <PyObject*>q.g2r_keys  # borrowed: see ``_queued``
+    list_push(<list>lst, <object>tid)
     return rel

@@ -1,0 +1,115 @@
+"""Dims whose hint bytes collide, and the planning log read from the environment.
+
+The queue looks a dim up first at the shape id it last gave a dim of the same hint byte (a
+hash of the dim, for every exact int: 256, past the old ``[0, 256)`` range, included), checks
+it against the segment's dims, and scans where it is stale or taken by another dim. ``plan``
+without a log reads ``FUSELAB_LOG`` in ``os.environ``'s own dict and falls back to
+``FusionLog.from_env`` for any other ``os.environ``. These tests drive dims that share a hint
+byte, in one segment and across drains, and ``plan`` under each form of the environment.
+
+burn counterpart: ``crates/burn-fusion/src/stream/queue/{base,execution}.rs``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+
+import pytest
+
+import fastplan
+from refimpl.dtypes import DType
+from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
+from refimpl.ops import op_named
+from refimpl.planner import plan as reference_plan
+from refimpl.planner.queue import OperationQueue as ReferenceQueue
+from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.seed import SEED_STREAMS
+
+pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
+
+if fastplan.COMPILED:
+    from fastplan.planner import plan
+    from fastplan.queue import OperationQueue
+
+
+def _hint_byte(dim: int) -> int:
+    """The hint byte of a dim, as ``_push_tensor`` hashes it."""
+    return ((dim * 0x9E3779B97F4A7C15) % 2**64) >> 56
+
+
+def _exp(tid: int, shape: tuple) -> OperationIr:
+    return OperationIr(op_named("Float.Exp"), UnaryOpIr(
+        TensorIr(tid, shape, DType.F32, TensorStatus.ReadOnly),
+        TensorIr(tid + 1, shape, DType.F32, TensorStatus.NotInit)))
+
+
+def test_dims_of_one_hint_byte_are_told_apart():
+    """The dims the tests use share hint bytes as claimed (256 with 489, 1 with 234)."""
+    assert _hint_byte(256) == _hint_byte(489) == _hint_byte(633)
+    assert _hint_byte(1) == _hint_byte(234)
+    assert _hint_byte(233) == _hint_byte(466)
+
+
+_SHAPES = [
+    ((256, 489), (489, 256), (256, 633, 489)),  # three dims of one byte, each hint replaced
+    ((234, 1), (1, 234, 256)),  # 1 is shape id 0 from the start; 234 takes its byte
+    ((466, 233), (233,), (466, 256, 489)),  # after the drain: hints of the last segment
+    ((-1, 2**40, 256), (2**40, -1)),  # a negative dim and one past 2**31 are hashed too
+    (tuple(range(256, 330)), (329, 256, 489)),  # more dims than the C list holds: the dict
+    ((489, 256), (256, 489)),  # back to the C list and its hints after the drain
+]
+
+
+@pytest.mark.parametrize("drain_after", [1, 2, 3])
+def test_dims_sharing_a_hint_byte_match_refimpl(drain_after):
+    """Segments whose dims share hint bytes, within a segment and with earlier segments: the
+    relative ops (the keys' shape ids), the assigned shape counts and the steps are
+    refimpl's."""
+    twin, reference = OperationQueue(), ReferenceQueue()
+    index = 0
+    for shapes in _SHAPES:
+        for shape in shapes:
+            op = _exp(10 * index, shape)
+            twin.add(index, op)
+            reference.add(index, op)
+            index += 1
+            assert list(twin.operations()) == list(reference.operations())
+            assert list(twin.shapes_assigned) == list(reference.shapes_assigned)
+        count = min(drain_after, len(reference.global_ops))
+        ordering = tuple(range(count))
+        twin.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+        reference.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+        assert list(twin.steps) == list(reference.steps)
+    assert list(twin.operations()) == list(reference.operations())
+
+
+def _plan_and_log(planner):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        result = planner(SEED_STREAMS["mul_add_exp"](), "metal")
+    return result, err.getvalue()
+
+
+@pytest.mark.parametrize("value", [None, "", "basic", "FULL", "off", "yes"])
+def test_plan_log_from_the_environment_matches_refimpl(monkeypatch, value):
+    """``FUSELAB_LOG`` unset or set to any value: fastplan's plan and log are refimpl's."""
+    if value is None:
+        monkeypatch.delenv("FUSELAB_LOG", raising=False)
+    else:
+        monkeypatch.setenv("FUSELAB_LOG", value)
+    ours, theirs = _plan_and_log(plan), _plan_and_log(reference_plan)
+    assert ours == theirs
+    assert (ours[1] == "") == (value in (None, "", "off"))
+
+
+@pytest.mark.parametrize("environ", [{}, {"FUSELAB_LOG": "basic"}])
+def test_plan_log_from_a_replaced_environ_matches_refimpl(monkeypatch, environ):
+    """``os.environ`` replaced by a plain mapping (no ``_data`` of its own): the log is read
+    as refimpl reads it, from that mapping."""
+    monkeypatch.setenv("FUSELAB_LOG", "full")  # the process's own: not the one to read
+    monkeypatch.setattr(os, "environ", dict(environ))
+    ours, theirs = _plan_and_log(plan), _plan_and_log(reference_plan)
+    assert ours == theirs
+    assert (ours[1] == "") == (not environ)
