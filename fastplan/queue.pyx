@@ -82,6 +82,12 @@ Where the structure differs (the result must not):
   ``_tensor_rel`` takes the id count by ``Py_SIZE``. With the hashed ``_dim_hint``,
   transformer ``--path plan`` at 1k 6670 -> 6626 instructions per op
   (``bench/planner_instructions.py``).
+* an executed step reads the pending indices, its leaf's fields and the global ids through
+  borrowed pointers (``_step``, ``_global_ids``: a typed local or an item taken from a list
+  took and dropped a reference to each), and a drain empties the pending ops, keys, relative
+  ops and shape counts and reads each op left the same way (dropping those items runs no
+  code: every pending op is also held by the history). Transformer ``--path plan`` at 1k
+  6626 -> 6580 instructions per op (``bench/planner_instructions.py``).
 
 ``ExecutedStep`` is refimpl's class (plain data).
 """
@@ -1032,8 +1038,16 @@ cdef class OperationQueue:
         return True
 
     cdef object _step(self, object leaf_obj):
-        cdef _Leaf leaf = leaf_obj
-        cdef list indices = self.indices
+        # the indices, the ordering's items and the leaf's fields are read through borrowed
+        # pointers: the queue holds its list and the leaf its fields (a typed local or a
+        # field passed as an argument takes and drops a reference to each)
+        cdef _Leaf leaf = <_Leaf>leaf_obj
+        cdef PyObject* indices = <PyObject*>self.indices
+        cdef PyObject* value
+        cdef PyObject* fuser
+        cdef PyObject* score
+        cdef PyObject* inputs
+        cdef PyObject* outputs
         cdef Py_ssize_t i, pos, n = len(leaf.ordering)
         cdef tuple ops = PyTuple_New(n)
         for i in range(n):
@@ -1042,30 +1056,39 @@ cdef class OperationQueue:
             else:
                 pos = leaf.ordering[i]
                 if pos < 0:  # a plan made by hand: refimpl's list indexing
-                    pos += len(indices)
-            if not 0 <= pos < len(indices):
+                    pos += _var_size(indices)
+            if not 0 <= pos < _var_size(indices):
                 raise IndexError("list index out of range")
-            value = indices[pos]
-            Py_INCREF(value)
-            PyTuple_SET_ITEM(ops, i, value)
+            value = _list_item(indices, pos)
+            Py_INCREF(<object>value)
+            PyTuple_SET_ITEM(ops, i, <object>value)
         untrack_atomic(ops)
         if not leaf.fused:
             return _new_step("unfused", ops, None, None, (), (), ())
-        return _new_step("fused", ops, leaf.fuser, leaf.score, self._global_ids(leaf.inputs),
-                         self._global_ids(leaf.outputs), leaf.blocks)
+        fuser, score = <PyObject*>leaf.fuser, <PyObject*>leaf.score
+        inputs, outputs = <PyObject*>leaf.inputs, <PyObject*>leaf.outputs
+        return _new_step("fused", ops, <object>fuser, <object>score,
+                         self._global_ids(<tuple>inputs), self._global_ids(<tuple>outputs),
+                         leaf.blocks)
 
     cdef tuple _global_ids(self, tuple relative_ids):
-        cdef list ids = self._r2g_ids()
+        # borrowed reads, as ``_step``'s (the queue holds the id list)
+        cdef PyObject* ids = <PyObject*>self.g2r_keys if self._id_table \
+            else <PyObject*>self.r2g_ids
+        cdef PyObject* rid
+        cdef PyObject* value
         cdef Py_ssize_t i, n = len(relative_ids)
         cdef tuple found = PyTuple_New(n)
         cdef long long rel
+        if ids == <PyObject*>None:  # a queue never cleared (made without ``__init__``)
+            raise TypeError("object of type 'NoneType' has no len()")
         for i in range(n):
-            rid = relative_ids[i]
-            if not exact_long_long(rid, &rel) or not 0 <= rel < len(ids):
-                raise KeyError(rid)
-            value = ids[<Py_ssize_t>rel]
-            Py_INCREF(value)
-            PyTuple_SET_ITEM(found, i, value)
+            rid = _tuple_item(<PyObject*>relative_ids, i)
+            if not exact_long_long(<object>rid, &rel) or not 0 <= rel < _var_size(ids):
+                raise KeyError(<object>rid)
+            value = _list_item(ids, <Py_ssize_t>rel)
+            Py_INCREF(<object>value)
+            PyTuple_SET_ITEM(found, i, <object>value)
         untrack_atomic(found)
         return found
 
@@ -1076,18 +1099,25 @@ cdef class OperationQueue:
         cdef Policy policy = self._drain_policy
         cdef KeyBuf b
         cdef PyObject* lst
-        if count == len(self.global_ops):  # the whole queue (the usual drain)
-            list_empty(self.global_ops)
+        # the pending ops (each also held by the history), their keys (bytes), relative ops
+        # (of the pending ops' values and fastplan's ints) and shape counts (ints) go through
+        # borrowed pointers, as in ``_queued``: dropping those items runs no code
+        lst = <PyObject*>self.global_ops
+        if count == _var_size(lst):  # the whole queue (the usual drain)
+            list_empty(<list>lst)
             list_empty(self.indices)
         else:
-            list_drop_front(self.global_ops, count)
+            list_drop_front(<list>lst, count)
             list_drop_front(self.indices, count)
         self._first += count
-        n = len(self.global_ops)
+        n = _var_size(lst)
         self._clear()
-        list_empty(self.keys)
-        list_empty(self._rel)
-        list_empty(self.shapes_assigned)
+        lst = <PyObject*>self.keys
+        list_empty(<list>lst)
+        lst = <PyObject*>self._rel
+        list_empty(<list>lst)
+        lst = <PyObject*>self.shapes_assigned
+        list_empty(<list>lst)
         if policy is None:
             for i in range(n):
                 list_push(self.keys, self._encode(self.global_ops[i]))
@@ -1097,8 +1127,9 @@ cdef class OperationQueue:
         policy.reset_all()
         for i in range(n):
             buf_init(&b)
-            try:
-                self._encode_into(self.global_ops[i], -1, -1, &b)
+            try:  # the op borrowed: the list (and the history) holds it
+                self._encode_into(<object>_list_item(<PyObject*>self.global_ops, i), -1, -1,
+                                  &b)
                 key = policy.update_buf(self._drain_store, &b)
             finally:
                 buf_free(&b)
