@@ -88,6 +88,10 @@ Where the structure differs (the result must not):
   ops and shape counts and reads each op left the same way (dropping those items runs no
   code: every pending op is also held by the history). Transformer ``--path plan`` at 1k
   6626 -> 6580 instructions per op (``bench/planner_instructions.py``).
+* ``_clear`` empties the converter's lists (ids, dims, scalars, ranges) through borrowed
+  pointers, as ``_queued`` fills them (each item came from an op of the segment, which the
+  history holds), and the shape count queued with an op is read by ``Py_SIZE``. Transformer
+  ``--path plan`` at 1k 6580 -> 6567 instructions per op (``bench/planner_instructions.py``).
 
 ``ExecutedStep`` is refimpl's class (plain data).
 """
@@ -366,7 +370,7 @@ cdef inline int _queued(OperationQueue q, object index, object operation, bytes 
     lst = <PyObject*>q.keys
     list_push(<list>lst, key)
     lst = <PyObject*>q.shapes_assigned
-    list_push(<list>lst, len(q.dim_values))
+    list_push(<list>lst, _var_size(<PyObject*>q.dim_values))
     return 0
 
 
@@ -413,6 +417,10 @@ cdef class OperationQueue:
         # ``g2r`` and ``dims`` hold entries only once their C forms were left (``_id_table``
         # off, ``_n_dim_keys`` -1): most segments never fill them, and need not empty them
         cdef bint g2r_used = not self._id_table, dims_used = self._n_dim_keys < 0
+        # the maps' lists are emptied through borrowed pointers (as in ``_queued``): each item
+        # (an id, a dim, a scalar, a range) came from an op of the segment, which the history
+        # holds, so dropping it runs no code
+        cdef PyObject* lst
         self._id_table = True
         self._id_gen += 1
         if self._id_gen == 0:  # wrapped around: no slot may look current
@@ -430,7 +438,8 @@ cdef class OperationQueue:
                 list_empty(self.r2g_ids)
             if dims_used:
                 self.dims.clear()
-            list_empty(self.ranges)
+            lst = <PyObject*>self.ranges
+            list_empty(<list>lst)
         if self.g2r_keys is None or self._taken:
             # a _StepContext holds the maps of the last execution: new ones, not a copy of them
             if self._taken:  # those are final now: out of the collector's view if they can be
@@ -449,12 +458,16 @@ cdef class OperationQueue:
                 self.g2r_keys, self.dim_values, self.scalars = [], [], []
             self._taken = False
         else:
-            list_empty(self.g2r_keys)
-            list_empty(self.dim_values)
-            list_empty(self.scalars)
+            lst = <PyObject*>self.g2r_keys
+            list_empty(<list>lst)
+            lst = <PyObject*>self.dim_values
+            list_empty(<list>lst)
+            lst = <PyObject*>self.scalars
+            list_empty(<list>lst)
         self._dim_keys[0] = 1  # shape id 0 is the dim 1
         self._n_dim_keys = 1
-        list_push(self.dim_values, 1)
+        lst = <PyObject*>self.dim_values
+        list_push(<list>lst, 1)
 
     cdef int _dims_to_dict(self) except -1:
         """Look dims up in the dict ``dims`` from now on (a dim that is no exact int64 int, or
@@ -1136,7 +1149,7 @@ cdef class OperationQueue:
             lst = <PyObject*>self.keys  # borrowed: see ``_queued``
             list_push(<list>lst, key)
             lst = <PyObject*>self.shapes_assigned
-            list_push(<list>lst, len(self.dim_values))
+            list_push(<list>lst, _var_size(<PyObject*>self.dim_values))
         return 0
 
 
