@@ -40,5 +40,6 @@ cdef class Block:
 
 
 cdef Block new_block(list fusers)
+cdef Block block_sharing(list fusers)
 cdef _Flow op_flow(object operation)
 cdef object best_fuser(list fusers)

@@ -326,6 +326,14 @@ cdef Block new_block(list fusers):
     return block
 
 
+cdef Block block_sharing(list fusers):
+    """An empty block holding ``fusers`` themselves, not clones: only for fusers that are all
+    frozen (``_frozen``), which no op fed to the block changes (the search shares them)."""
+    cdef Block block = Block.__new__(Block)
+    _init(block, list(fusers))
+    return block
+
+
 cdef object best_fuser(list fusers):
     """``find_best_fuser_index`` (see there)."""
     cdef int64_t score

@@ -1,6 +1,7 @@
 # cython: language_level=3
 """C-level declarations of fastplan.search (used by processor)."""
 
+from fastplan.block cimport Block
 from fastplan.graph cimport _Flow, Dag
 from fastplan.merging cimport _Merger
 
@@ -39,6 +40,8 @@ cdef class StreamOptimizer:
     cdef bint _fusers_reset  # self.fusers were reset and never fed since
     cdef _Merger _merger  # refused merges of this optimizer's blocks (merging.pyx)
     cdef list _flows  # the data flow of each registered op, by position (for repair)
+    cdef dict _dead  # drop op code -> the fusers a new block has after it: all frozen
+    cdef tuple _dead_of  # the fusers _dead was made from (None: none yet, or reset since)
     cdef int register_op(self, object operation, _Flow flow) except -1
     cdef int _place(self, object operation, _Flow flow) except -1
     cdef bint optimizing(self) except -1
@@ -50,6 +53,8 @@ cdef class StreamOptimizer:
                                     bint force) except -1
     cdef int _merge(self, object operation, _Flow flow, bint everything) except -1
     cdef void _new_block(self, object operation, _Flow flow) except *
+    cdef Block _opened(self, object operation, _Flow flow)
+    cdef bint _same_templates(self) except -1
     cdef void _dependent(self, object operation, _Flow flow) except *
     cdef StreamOptimizer empty_clone(self)
     cdef _Pass first_pass(self, bint consume)

@@ -28,6 +28,15 @@ DAG of the same blocks. A pass over one block hands back that block's optimizati
 (``_Pass.single``: ``_full`` would build an equal one). With the repair's changes of the
 same stop, ``plan()`` at 1k, instructions per op: transformer 7406 -> 7338, mixed 41324 ->
 40411 (``bench/planner_instructions.py --workload W --size 1000 --path plan``).
+A drop that opens a block (a new or a dependent block) closes every one of the five fusers
+on the spot, and what each then holds depends on the op's code alone (``drop first`` before
+any change to a trace; the Matmul fuser's ``not a matmul``; ReduceBroadcasted's refused hold):
+the first such block's fusers, once all frozen, are kept per op code (``_dead``, made again
+when ``fusers`` are other objects or were reset) and the next blocks a drop of that code opens
+share them (``block_sharing``) instead of cloning five fusers to close them again; frozen
+fusers are never changed, as the merges' shared ones. Transformer ``plan()`` at 1k: 6 682 ->
+6 612 instructions per op (``bench/planner_instructions.py --workload transformer --size
+1000 --path plan``).
 
 Invariants (refimpl's):
 
@@ -38,10 +47,11 @@ Invariants (refimpl's):
 
 cimport cython
 
-from fastplan.block cimport Block, new_block, op_flow
+from fastplan.block cimport Block, block_sharing, new_block, op_flow
 from fastplan.graph cimport _Flow, Dag, dag_from
 from fastplan.merging cimport _Merger, blocks_merged
-from fastplan.relative cimport new_frozen
+from fastplan.opinfo cimport OpKindC
+from fastplan.relative cimport EncodedOp, new_frozen
 from fastplan.repair cimport repaired
 from fastplan.strategy cimport map_block_ordering_of
 
@@ -351,6 +361,7 @@ cdef class StreamOptimizer:
             for fuser in self.fusers:
                 fuser.reset()
             self._fusers_reset = True
+            self._dead_of = None  # made from the fusers before their reset
         self.length = 0
         if self.blocks:
             self.blocks = []
@@ -427,9 +438,45 @@ cdef class StreamOptimizer:
         self.blocks = _by_start(kept + result.merged + result.failed)
         return STEP_FULL if result.kind == "Full" else STEP_PARTIAL
 
-    cdef void _new_block(self, object operation, _Flow flow) except *:
-        cdef Block block = new_block(self.fusers)
+    cdef Block _opened(self, object operation, _Flow flow):
+        """``Block(self.fusers)`` with ``operation`` registered at the next position. A drop
+        opening a block closes every fuser, whatever the tensor: the fusers of the first such
+        block are kept per op code (once all frozen) and shared by the next ones."""
+        cdef Block block
+        cdef EncodedOp encoded = flow.encoded
+        cdef object key
+        if encoded is None or encoded.c.kind != OpKindC.DROP:
+            block = new_block(self.fusers)
+            block.register_op(operation, self.length, flow)
+            return block
+        if not self._same_templates():
+            self._dead, self._dead_of = {}, tuple(self.fusers)
+        key = encoded.c.code
+        dead = self._dead.get(key)
+        if dead is not None:
+            block = block_sharing(<list>dead)
+            block.register_op(operation, self.length, flow)  # (no fuser is fed: all frozen)
+            return block
+        block = new_block(self.fusers)
         block.register_op(operation, self.length, flow)
+        if not block.live():
+            self._dead[key] = list(block.fusers)
+        return block
+
+    cdef bint _same_templates(self) except -1:
+        """Whether ``fusers`` are the fusers ``_dead`` was made from, one by one."""
+        cdef tuple made = self._dead_of
+        cdef list fusers = self.fusers
+        cdef Py_ssize_t i
+        if made is None or len(made) != len(fusers):
+            return False
+        for i in range(len(made)):
+            if made[i] is not fusers[i]:
+                return False
+        return True
+
+    cdef void _new_block(self, object operation, _Flow flow) except *:
+        cdef Block block = self._opened(operation, flow)
         self.blocks.append(block)
         if self._full:
             self._trace("op {} {} -> new block (total: {})", self.length, operation.name,
@@ -448,8 +495,7 @@ cdef class StreamOptimizer:
                             self.max_blocks, self.length)
                 self.stopped = True
                 return
-        block = new_block(self.fusers)
-        block.register_op(operation, self.length, flow)
+        block = self._opened(operation, flow)
         self.blocks.append(block)
         if not blocks_dag(self.blocks).is_acyclic():
             self.blocks.pop()
