@@ -19,30 +19,19 @@ import os
 import pytest
 
 import fastplan
-from refimpl.dtypes import DType
-from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
-from refimpl.ops import op_named
 from refimpl.planner import plan as reference_plan
-from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.strategy import BlockOptimization, Operations
 from refimpl.seed import SEED_STREAMS
+from tests.fastplan.test_queued_positions_and_dims import check_segments
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
     from fastplan.planner import plan
-    from fastplan.queue import OperationQueue
 
 
 def _hint_byte(dim: int) -> int:
     """The hint byte of a dim, as ``_push_tensor`` hashes it."""
     return ((dim * 0x9E3779B97F4A7C15) % 2**64) >> 56
-
-
-def _exp(tid: int, shape: tuple) -> OperationIr:
-    return OperationIr(op_named("Float.Exp"), UnaryOpIr(
-        TensorIr(tid, shape, DType.F32, TensorStatus.ReadOnly),
-        TensorIr(tid + 1, shape, DType.F32, TensorStatus.NotInit)))
 
 
 def test_dims_of_one_hint_byte_are_told_apart():
@@ -67,22 +56,8 @@ def test_dims_sharing_a_hint_byte_match_refimpl(drain_after):
     """Segments whose dims share hint bytes, within a segment and with earlier segments: the
     relative ops (the keys' shape ids), the assigned shape counts and the steps are
     refimpl's."""
-    twin, reference = OperationQueue(), ReferenceQueue()
-    index = 0
-    for shapes in _SHAPES:
-        for shape in shapes:
-            op = _exp(10 * index, shape)
-            twin.add(index, op)
-            reference.add(index, op)
-            index += 1
-            assert list(twin.operations()) == list(reference.operations())
-            assert list(twin.shapes_assigned) == list(reference.shapes_assigned)
-        count = min(drain_after, len(reference.global_ops))
-        ordering = tuple(range(count))
-        twin.execute_unfused(BlockOptimization(Operations(ordering), ordering))
-        reference.execute_unfused(BlockOptimization(Operations(ordering), ordering))
-        assert list(twin.steps) == list(reference.steps)
-    assert list(twin.operations()) == list(reference.operations())
+    check_segments(_SHAPES, drain_after)
+
 
 
 def _plan_and_log(planner):

@@ -74,13 +74,13 @@ _SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("drain_after", [1, 2, 3])
-def test_dims_found_again_after_drains_match_refimpl(drain_after):
-    """Segments whose dims meet the hints of earlier segments, stale or at another dim: the
-    relative ops (the keys' shape ids) and the steps are refimpl's."""
+def check_segments(segments, drain_after: int) -> None:
+    """Queue one ``Exp`` per shape of each segment on both queues, comparing the relative
+    ops and assigned shape counts after each op, then drain the first ``drain_after`` ops
+    unfused and compare the steps."""
     twin, reference = OperationQueue(), ReferenceQueue()
     index = 0
-    for shapes in _SHAPES:
+    for shapes in segments:
         for shape in shapes:
             op = _exp(10 * index, shape)
             twin.add(index, op)
@@ -94,6 +94,14 @@ def test_dims_found_again_after_drains_match_refimpl(drain_after):
         reference.execute_unfused(BlockOptimization(Operations(ordering), ordering))
         assert list(twin.steps) == list(reference.steps)
     assert list(twin.operations()) == list(reference.operations())
+
+
+@pytest.mark.parametrize("drain_after", [1, 2, 3])
+def test_dims_found_again_after_drains_match_refimpl(drain_after):
+    """Segments whose dims meet the hints of earlier segments, stale or at another dim: the
+    relative ops (the keys' shape ids) and the steps are refimpl's."""
+    check_segments(_SHAPES, drain_after)
+
 
 
 @settings(max_examples=60)
