@@ -21,13 +21,6 @@ byte-equal canonical JSON).
    this walk alone: an execution met again on the same layouts is replayed; single fused
    steps are not memoised here, ``fastplan.launch_stream``'s "One walk's memo").
 
-Where the structure differs (the result must not): without a ``log``, refimpl asks
-``FusionLog.from_env()``, whose ``os.environ.get`` raises and catches a ``KeyError`` when
-``FUSELAB_LOG`` is unset; ``_log_from_env`` looks the variable up in ``os.environ``'s own
-dict first and gives ``NO_LOG`` (equal to ``from_env``'s log then) when it is absent. At 1k
-transformer ``--path plan`` 6683 -> 6670 instructions per op
-(``bench/planner_instructions.py``).
-
 ``Plan``, ``PlanStep``, ``PlanBlock``, ``plan_to_json`` and ``plan_from_json`` are refimpl's
 (plain data and its canonical JSON).
 
@@ -40,7 +33,6 @@ outcome, a plan or an error, is refimpl's by construction.
 
 
 import gc as _gc
-import os as _os
 
 from fastplan.processor cimport StreamPlanner as _Planner
 
@@ -51,7 +43,7 @@ from fastplan._keys import BoundaryError
 
 from refimpl.devices import profile_named
 from fastplan.launch_stream import LaunchMemo, launch_records
-from refimpl.planner.log import ENV_VAR, NO_LOG, FusionLog
+from refimpl.planner.log import FusionLog
 from refimpl.planner.plan import Plan, PlanBlock, PlanStep, plan_from_json, plan_to_json
 
 __all__ = [
@@ -115,31 +107,10 @@ cdef object _plan(object stream, object device, object registry, object log):
     cdef _Planner planner
     profile = resolve_device(device)
     fusers = (registry if registry is not None else FusionRegistry()).fusers(profile)
-    planner = StreamPlanner(fusers, log=log if log is not None else _log_from_env())
+    planner = StreamPlanner(fusers, log=log if log is not None else FusionLog.from_env())
     steps = planner.run(stream)
     return _Plan(profile.name, _launch_planned(stream, planner, len(planner.queue.steps)
                                                - len(steps), profile))
-
-
-# ``os.environ``'s own form of ``ENV_VAR`` (the key of its ``_data``), and the function that made
-# it: ``_log_from_env`` reads the variable there while ``os.environ`` still encodes keys so
-cdef object _ENVIRON_TYPE = type(_os.environ)
-cdef object _ENCODE_KEY = getattr(_os.environ, "encodekey", None)
-cdef object _ENV_KEY = _ENCODE_KEY(ENV_VAR) if _ENCODE_KEY is not None else None
-
-
-cdef object _log_from_env():
-    """``FusionLog.from_env()``: where ``os.environ`` (the standard mapping, its key encoding
-    unchanged) holds no ``ENV_VAR``, the log that gives (``NO_LOG``, equal to it) without
-    ``Mapping.get``'s ``KeyError`` raised and caught (about 15 000 instructions per call).
-    Any other case is ``from_env`` itself."""
-    environ = _os.environ
-    if _ENV_KEY is not None and type(environ) is _ENVIRON_TYPE \
-            and environ.encodekey is _ENCODE_KEY:
-        data = environ._data
-        if type(data) is dict and _ENV_KEY not in <dict>data:
-            return NO_LOG
-    return FusionLog.from_env()
 
 
 def _launch_planned(stream, _Planner planner, start, profile, memo=None):

@@ -3,9 +3,9 @@
 The queue looks a dim up first at the shape id it last gave a dim of the same hint byte (a
 hash of the dim, for every exact int: 256, past the old ``[0, 256)`` range, included), checks
 it against the segment's dims, and scans where it is stale or taken by another dim. ``plan``
-without a log reads ``FUSELAB_LOG`` in ``os.environ``'s own dict and falls back to
-``FusionLog.from_env`` for any other ``os.environ``. These tests drive dims that share a hint
-byte, in one segment and across drains, and ``plan`` under each form of the environment.
+without a log takes ``FusionLog.from_env``'s, as refimpl's does. These tests drive dims
+that share a hint byte, in one segment and across drains, and ``plan`` under each form of
+the environment.
 
 burn counterpart: ``crates/burn-fusion/src/stream/queue/{base,execution}.rs``.
 """
