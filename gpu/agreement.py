@@ -15,6 +15,10 @@ are counted, not failed:
 * ``divergent``: the expected value differs from the eager oracle the bounds are computed
   from (a refimpl finding, reported, not checked here).
 
+``judge(expected, actual, stream)`` is ``fuselab compare --tolerance gpu``'s and ``run --check``'s
+verdict per tensor: ``compare`` when the stream is known, else every element within
+``gpu.tolerance.LOOSEST_SINGLE_OP`` (``close_mask``).
+
 ``wgsl_stream(stream, has_f16)`` maps a stream onto the dtypes WGSL has (f64 → f32, 64/16/8-bit
 ints → 32-bit ints of the same signedness, f16 → f32 without ``shader-f16``) so that the
 strategies' streams run on any adapter; both sides then run the mapped stream.
@@ -29,11 +33,13 @@ from typing import Mapping
 import numpy as np
 
 from refimpl.dtypes import DType
+from refimpl.errors import FuselabError, ResultsFileError
 from refimpl.ir import FieldKind, OperationIr, Sync, TensorIr
 from refimpl.stream import Stream
 from gpu.chain_bounds import Bound, chain_bounds
+from gpu.tolerance import LOOSEST_SINGLE_OP, close_mask
 
-__all__ = ["TensorAgreement", "Agreement", "chain_bounds", "compare", "wgsl_stream",
+__all__ = ["TensorAgreement", "Agreement", "chain_bounds", "compare", "judge", "wgsl_stream",
            "WGSL_DTYPE_MAP"]
 
 
@@ -171,3 +177,38 @@ def compare(stream: Stream, expected: Mapping[int, np.ndarray],
         tensors.append(_agree(tid, np.asarray(actual[tid]), np.asarray(expected[tid]), bound,
                               nonfinite))
     return Agreement(tuple(tensors))
+
+
+# --- verdicts for fuselab compare / run --check -----------------------------------------------
+
+
+def _detail(t: TensorAgreement) -> str:
+    if not t.ok:
+        worst = f"; {t.worst[0]}" if t.worst else ""
+        return f"{t.mismatched} of {t.elements} elements outside the chain bound{worst}"
+    skipped = [f"{n} {name}" for n, name in ((t.nonfinite, "non-finite"),
+                                              (t.unbounded, "unbounded"),
+                                              (t.divergent, "expected != eager")) if n]
+    return f"not checked: {', '.join(skipped)}" if skipped else ""
+
+
+def judge(expected: Mapping[int, np.ndarray], actual: Mapping[int, np.ndarray],
+          stream: Stream | None = None) -> dict[int, tuple[bool, str]]:
+    """Per tensor (within, detail): ``compare``'s chain bounds when ``stream`` is given (the
+    stream both results came from), else ``LOOSEST_SINGLE_OP`` for every element."""
+    if stream is not None:
+        try:
+            agreement = compare(stream, expected, actual)
+        except FuselabError:
+            raise
+        except ValueError as exc:  # a bound that does not fit the tensor it names
+            raise ResultsFileError(f"the results do not come from this stream ({exc})") \
+                from None
+        return {t.tensor: (t.ok, _detail(t)) for t in agreement.tensors}
+    verdicts = {}
+    for tid, want in expected.items():
+        ok = close_mask(np.asarray(actual[tid]), np.asarray(want), LOOSEST_SINGLE_OP, ())
+        bad = int(ok.size - np.count_nonzero(ok))
+        verdicts[tid] = (bad == 0, f"{bad} of {ok.size} elements outside the loosest "
+                                   "single-op allowance" if bad else "")
+    return verdicts

@@ -4,7 +4,10 @@ burn counterpart: none (burn has no CLI); SPEC §7. ``register`` is published un
 entry-point group ``fuselab.cli`` (pyproject.toml), so refimpl never imports this package:
 
 * ``fuselab run STREAM.json --backend gpu``: plan for the adapter's profile and run every
-  step on it (``FUSELAB_ADAPTER`` picks the adapter);
+  step on it (``FUSELAB_ADAPTER`` picks the adapter), after checking that every tensor fits
+  one of the device's buffers; ``--check`` judges it by the ``gpu`` tolerance;
+* ``fuselab compare --tolerance gpu``: ``gpu.agreement.judge`` (the chained WGSL accuracy
+  bounds with ``--stream``, else the loosest single-op allowance);
 * ``fuselab wgsl STREAM.json [--device PROFILE|adapter] [--json]``: every fused kernel the GPU
   executor would launch, with its ``config_id`` and WGSL (no adapter needed unless
   ``--device adapter``);
@@ -27,7 +30,8 @@ import numpy as np
 
 from refimpl.stream import Stream
 
-__all__ = ["register", "gpu_section", "time_stream", "kernel_listing", "wgsl_text"]
+__all__ = ["register", "gpu_section", "time_stream", "kernel_listing", "wgsl_text",
+           "check_buffers"]
 
 TIMING_SHAPE = (1024, 1024)
 TIMING_RUNS = 5
@@ -37,9 +41,49 @@ TIMING_RUNS = 5
 
 
 def _run_backend(stream: Stream, args: argparse.Namespace) -> Mapping[int, np.ndarray]:
-    from gpu.executor import run_planned
+    from refimpl.cli import tracked
+    from refimpl.interpreter import executed_steps
+    from gpu.device import default_device
+    from gpu.executor import GpuExecutor
 
-    return run_planned(stream)
+    device = default_device()
+    check_buffers(stream, device)
+    profile, executed = executed_steps(stream, device.profile())
+    return GpuExecutor(stream, device, profile).run(tracked(args, executed, "gpu: steps"))
+
+
+def check_buffers(stream: Stream, device: Any) -> None:
+    """Raise ``GpuLimitError`` at the first tensor (input or op output) larger than the
+    device's largest buffer, before anything is allocated."""
+    from refimpl.footprint import allocations, size_text
+    from gpu.errors import GpuLimitError
+
+    cap = device.max_buffer_bytes
+    for alloc in allocations(stream):
+        count = alloc.nbytes // alloc.dtype.numpy.itemsize
+        nbytes = count * alloc.dtype.storage_bytes
+        if nbytes > cap:
+            raise GpuLimitError(f"{alloc.where()}: {list(alloc.shape)} {alloc.dtype.value} "
+                                f"needs a buffer of {size_text(nbytes)}; {device.name} binds "
+                                f"at most {size_text(cap)} per buffer")
+
+
+def _judge(expected: Mapping[int, np.ndarray], actual: Mapping[int, np.ndarray],
+           stream: Stream | None) -> Mapping[int, tuple[bool, str]]:
+    from gpu.agreement import judge
+
+    return judge(expected, actual, stream)
+
+
+def _tolerance_help() -> str:
+    from gpu.tolerance import LOOSEST_SINGLE_OP as loosest
+
+    return (f"WGSL's accuracy: with --stream, each element within the bound gpu.agreement "
+            f"carries along the ops that made it (NaN/inf and unbounded elements are counted, "
+            f"not failed); without --stream, within {loosest.ulp:g} ULP or "
+            f"{loosest.abs:.3g} absolute (f16: {loosest.abs_f16:.3g}), the loosest single-op "
+            f"allowance, which does not grow along a fused chain: a chain of inexact ops, a "
+            f"reduction or a matmul may exceed it")
 
 
 # --- wgsl -------------------------------------------------------------------------------------
@@ -222,13 +266,16 @@ def gpu_section(report: Any) -> None:
 
 
 def register() -> None:
-    """The ``fuselab.cli`` entry point: the gpu backend, ``wgsl``, the demo's executor and
-    section (each once)."""
+    """The ``fuselab.cli`` entry point: the gpu tolerance and backend, ``wgsl``, the demo's
+    executor and section (each once)."""
     from refimpl import demo
     from refimpl.cli import BACKENDS, COMMANDS, register_backend, register_command
+    from refimpl.compare import TOLERANCES, register_tolerance
 
+    if "gpu" not in TOLERANCES:
+        register_tolerance("gpu", _tolerance_help(), _judge)
     if "gpu" not in BACKENDS:
-        register_backend("gpu", _run_backend)
+        register_backend("gpu", _run_backend, tolerance="gpu")
     if "wgsl" not in COMMANDS:
         register_command("wgsl", "print the WGSL of every fused kernel of a stream",
                          _wgsl_arguments, _wgsl)

@@ -15,11 +15,19 @@ Limits: by default the device is requested with the adapter's own limits (what c
 and what wgpu-py does when given none). ``portable=True`` requests WebGPU's default limits
 instead (8 storage buffers per stage, 256 invocations per workgroup, ...), so that code paths
 meant for browsers can be tested on any machine.
+
+Headless machines: Mesa's device-select Vulkan layer asks libwayland for a display when wgpu
+creates its instance, and libwayland prints ``error: XDG_RUNTIME_DIR is invalid or not set``
+when that variable is missing. Before wgpu is first used, a process without a valid one gets a
+private empty directory (mode 0700, removed at exit): the probe then finds no compositor
+quietly, and every other message still reaches stderr.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import tempfile
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -123,6 +131,13 @@ class GpuDevice:
         return int(self.limits["max-storage-buffers-per-shader-stage"]) - 1
 
     @property
+    def max_buffer_bytes(self) -> int:
+        """The largest tensor a kernel can bind: the smaller of ``max-buffer-size`` and
+        ``max-storage-buffer-binding-size``."""
+        return min(int(self.limits["max-buffer-size"]),
+                   int(self.limits["max-storage-buffer-binding-size"]))
+
+    @property
     def max_storage_buffers(self) -> int:
         return int(self.limits["max-storage-buffers-per-shader-stage"])
 
@@ -184,7 +199,25 @@ class GpuDevice:
         return f"{self.name} ({kind}, {self.backend}){mode} max_bindings={self.max_bindings}"
 
 
+def _private_runtime_dir() -> None:
+    """Set ``XDG_RUNTIME_DIR`` to a new private directory unless it holds an absolute path
+    (libwayland's test of validity)."""
+    if os.path.isabs(os.environ.get("XDG_RUNTIME_DIR", "")):
+        return
+    path = tempfile.mkdtemp(prefix="fuselab-xdg-")  # mode 0700, as the XDG spec asks
+    os.environ["XDG_RUNTIME_DIR"] = path
+    atexit.register(_remove_empty_dir, path)
+
+
+def _remove_empty_dir(path: str) -> None:
+    try:
+        os.rmdir(path)
+    except OSError:  # something put a file there: leave it
+        pass
+
+
 def _wgpu():
+    _private_runtime_dir()
     try:
         import wgpu
     except ImportError as exc:

@@ -7,7 +7,9 @@ are transcribed from the WGSL spec's table "Accuracy of concrete floating point 
 on [0.5, 2], else 3 ULP; ``inverseSqrt`` 2 ULP and ``sqrt`` inherited from ``1/inverseSqrt``;
 ``pow`` inherited from ``exp2(y * log2(x))``; ``tanh`` absolute 1e-5; ``sin``/``cos``
 absolute 2^-11 on [-π, π]); each entry says where its numbers come from. Integer, bool,
-comparison and movement results are always exact.
+comparison and movement results are always exact. Across the ops of a fused kernel the
+compiler may reassociate ``+ - *``: ``REASSOCIABLE`` and ``REASSOCIATION_ULP`` are that
+allowance, applied by ``gpu.chain_bounds``.
 
 Rules applied to every float comparison: equal values (±0 included) and two NaNs pass; a
 result whose expected value is subnormal may be flushed to zero (WGSL allows flushing).
@@ -21,10 +23,12 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from refimpl.compare import ulp_distance
 from refimpl.ops import OPS, OpKind
 
-__all__ = ["Tolerance", "GPU_ULP_TOLERANCE", "NUMPY_F32_ULP", "ulp_distance", "close_mask",
-           "assert_close_ulp", "reduction_bound", "product_bound"]
+__all__ = ["Tolerance", "GPU_ULP_TOLERANCE", "LOOSEST_SINGLE_OP", "NUMPY_F32_ULP",
+           "REASSOCIABLE", "REASSOCIATION_ULP", "ulp_distance", "close_mask", "assert_close_ulp",
+           "reduction_bound", "product_bound"]
 
 Arrays = Sequence[np.ndarray]
 PI = float(np.pi)
@@ -57,7 +61,17 @@ class Tolerance:
 NUMPY_F32_ULP = 4
 
 EXACT = Tolerance("exact: integer, bool, comparison, selection and movement results, and "
-                  "+ - * (WGSL: correctly rounded)")
+                  "+ - * alone (WGSL: correctly rounded; in a chain see REASSOCIABLE)")
+
+# Fused chains of these (variants, Scalar forms included): each op is correctly rounded alone,
+# but WGSL lets the compiler reassociate and contract across them, and lavapipe's does
+# ((a - b) + b → a, x*z + y*z → (x + y)*z). gpu.chain_bounds lets an op of this set see each
+# operand that is a rounded result of one as uncertain by REASSOCIATION_ULP of its ulps, plus
+# one ulp of its own result (docs/wgsl-semantics.md §1.2). 3: (x + y)*z rounds x + y, at most
+# 2 ulps of the larger product, plus the oracle's own half ulps. Neg is exact and passes its
+# operand's rounding on. Exactness is checked on exact data (test_fused_exact_chains.py).
+REASSOCIABLE = frozenset({"Add", "Sub", "Mul", "Neg"})
+REASSOCIATION_ULP = 3
 
 
 def _rem_quotient_step(actual: np.ndarray, expected: np.ndarray, inputs: Arrays) -> np.ndarray:
@@ -132,19 +146,14 @@ GPU_ULP_TOLERANCE: Mapping[str, Tolerance] = MappingProxyType({
     for op in OPS if op.kind not in (OpKind.INIT, OpKind.DROP, OpKind.MODULE)
 })
 
-
-def _ordered(values: np.ndarray) -> np.ndarray:
-    """Float bit patterns mapped to integers that are monotonic in the value."""
-    ints = {2: np.int16, 4: np.int32, 8: np.int64}[values.dtype.itemsize]
-    bits = values.view(ints).astype(np.int64)
-    top = np.int64(1) << (values.dtype.itemsize * 8 - 1)
-    return np.where(bits < 0, -(bits + top), bits)
-
-
-def ulp_distance(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """Representable values between two float arrays of one dtype (0 for equal, ±0 too)."""
-    a, e = np.broadcast_arrays(np.asarray(actual), np.asarray(expected).astype(actual.dtype))
-    return np.abs(_ordered(np.ascontiguousarray(a)) - _ordered(np.ascontiguousarray(e)))
+# Without the stream the op behind a result is unknown: every element gets the table's largest
+# constant allowances (ULP, and absolute where the table has one), with no growth in |x|, no
+# domains and no reordering bounds. A floor of what one WGSL op may do, not a bound on a chain.
+LOOSEST_SINGLE_OP = Tolerance(
+    "the loosest single-op allowance of GPU_ULP_TOLERANCE",
+    ulp=max(t.ulp for t in _FLOAT_RULES.values()),
+    abs=max(t.abs for t in _FLOAT_RULES.values()),
+    abs_f16=max(t.abs_f16 or 0.0 for t in _FLOAT_RULES.values()))
 
 
 def _first(inputs: Arrays, shape: tuple[int, ...]) -> np.ndarray:

@@ -3,41 +3,51 @@
 burn counterpart: none (burn has no CLI); SPEC §7 defines the commands.
 
 Subcommands live in ``COMMANDS`` (``register_command``); ``run``'s backends in ``BACKENDS``
-(``register_backend``). This module registers ``validate`` and ``run`` with the ``eager``
-backend. Other packages add theirs (``plan``, ``wgsl``, ``demo``, ``fuzz``, ``bench``; the
-``interp`` and ``gpu`` backends) without refimpl importing them: a callable published under
-the entry-point group ``fuselab.cli`` is called once before the arguments are parsed, and
-registers what it brings. Modules inside refimpl may instead call ``register_*`` at import.
+(``register_backend``, each with the tolerance ``run --check`` judges it by). This module
+registers ``validate``, ``run`` with the ``eager`` backend, and ``compare``
+(``refimpl.compare``). Other packages add theirs (``plan``, ``demo``, ``wgsl``, ``bench``; the
+``interp`` and ``gpu`` backends; the ``gpu`` tolerance) without refimpl importing them: a
+callable published under the entry-point group ``fuselab.cli`` is called once before the
+arguments are parsed, and registers what it brings. Modules inside refimpl may instead call
+``register_*`` at import.
 
-Exit codes: 0 success, 2 bad input (any ``FuselabError`` or an unreadable file, reported as
-one line ``error: <message>`` on stderr; argparse's own usage errors also exit 2).
+``run`` refuses a stream whose tensors cannot fit the memory available before it allocates
+anything (``refimpl.footprint``), and on a terminal shows a progress bar over the ops or
+steps of a long run: runners pass what they iterate through ``tracked``.
+
+Exit codes: 0 success, 1 a comparison found tensors outside the tolerance (``compare``,
+``run --check``), 2 bad input (any ``FuselabError`` or an unreadable file, reported as one
+line ``error: <message>`` on stderr; argparse's own usage errors also exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import sys
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-from refimpl import eager
-from refimpl.dtypes import DType
+from refimpl import compare, eager
 from refimpl.errors import FuselabError
+from refimpl.footprint import allocations, check_fits
 from refimpl.stream import Stream, load_stream
 
 __all__ = [
     "Command",
+    "Backend",
     "COMMANDS",
     "BACKENDS",
     "PLUGIN_GROUP",
     "UsageError",
     "register_command",
     "register_backend",
+    "tracked",
     "load_plugins",
     "build_parser",
     "main",
@@ -47,6 +57,7 @@ PLUGIN_GROUP = "fuselab.cli"
 
 Handler = Callable[[argparse.Namespace], int]
 Runner = Callable[[Stream, argparse.Namespace], Mapping[int, np.ndarray]]
+T = TypeVar("T")
 
 
 class UsageError(FuselabError):
@@ -63,8 +74,16 @@ class Command:
     handler: Handler
 
 
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """One executor of ``run``, and the tolerance ``run --check`` judges its results by."""
+
+    runner: Runner
+    tolerance: str
+
+
 COMMANDS: dict[str, Command] = {}
-BACKENDS: dict[str, Runner] = {}
+BACKENDS: dict[str, Backend] = {}
 
 
 def register_command(name: str, help: str, add_arguments: Callable[[argparse.ArgumentParser],
@@ -76,12 +95,13 @@ def register_command(name: str, help: str, add_arguments: Callable[[argparse.Arg
     COMMANDS[name] = Command(name, help, add_arguments, handler)
 
 
-def register_backend(name: str, runner: Runner) -> None:
+def register_backend(name: str, runner: Runner, tolerance: str = "exact") -> None:
     """Add a backend for ``fuselab run --backend NAME``: ``runner(stream, args)`` returns
-    the synced tensors by id."""
+    the synced tensors by id; ``run --check`` judges them against the eager oracle by the
+    registered ``tolerance`` (``refimpl.compare.TOLERANCES``)."""
     if name in BACKENDS:
         raise UsageError(f"backend {name!r} is already registered")
-    BACKENDS[name] = runner
+    BACKENDS[name] = Backend(runner, tolerance)
 
 
 _plugins_loaded = False
@@ -150,6 +170,10 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="save every synced tensor as array t<id>")
     parser.add_argument("--json", action="store_true",
                         help="print a machine-readable summary instead of the table")
+    parser.add_argument("--check", action="store_true",
+                        help="also run the eager oracle and compare every synced tensor "
+                             "within the backend's tolerance (gpu: the WGSL accuracy bounds "
+                             "along each tensor's ops; others: exact); exit 1 on a mismatch")
 
 
 def _summary_row(tensor_id: int, values: np.ndarray) -> dict:
@@ -157,14 +181,11 @@ def _summary_row(tensor_id: int, values: np.ndarray) -> dict:
     return {
         "id": tensor_id,
         "shape": list(values.shape),
-        "dtype": _DTYPE_NAMES.get(values.dtype, values.dtype.name),
+        "dtype": compare.dtype_name(values),
         "min": _plain(values.min()) if has_range else None,
         "max": _plain(values.max()) if has_range else None,
         "sha256": hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest(),
     }
-
-
-_DTYPE_NAMES = {dtype.numpy: dtype.value for dtype in DType}
 
 
 def _plain(value: np.generic) -> float | int | bool | str:
@@ -188,32 +209,89 @@ def _text(value: float | int | bool | str | None) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    runner = BACKENDS.get(args.backend)
-    if runner is None:
+    backend = BACKENDS.get(args.backend)
+    if backend is None:
         raise UsageError(f"unknown backend {args.backend!r} (available: "
                          f"{', '.join(BACKENDS)})")
     stream = load_stream(args.stream)
-    synced = runner(stream, args)
+    check_fits(stream)
+    with _progress(stream) as display:
+        args.progress = display  # read by ``tracked``
+        synced = backend.runner(stream, args)
+        expected = _eager_runner(stream, args) if args.check else None
     ids = sorted(synced)
     if args.out:
         np.savez(args.out, **{f"t{i}": synced[i] for i in ids})
     rows = [_summary_row(i, synced[i]) for i in ids]
+    checked = () if expected is None else compare.compare_results(
+        expected, synced, backend.tolerance, stream, names=("eager", args.backend))
     if args.json:
-        print(json.dumps({"backend": args.backend, "ops": len(stream.items),
-                          "out": args.out, "synced": rows}, sort_keys=True))
+        summary = {"backend": args.backend, "ops": len(stream.items), "out": args.out,
+                   "synced": rows}
+        if expected is not None:
+            summary["check"] = {"tolerance": backend.tolerance,
+                                "ok": all(r.ok for r in checked),
+                                "tensors": [r.row() for r in checked]}
+        print(json.dumps(summary, sort_keys=True))
     else:
         _print_table(args.backend, len(stream.items), rows)
-    return 0
+        if expected is not None:
+            print(f"\ncheck: {args.backend} against the eager oracle, tolerance "
+                  f"{backend.tolerance}")
+            print(compare.comparison_table(checked, backend.tolerance), end="")
+    return 0 if all(r.ok for r in checked) else 1
 
 
 def _eager_runner(stream: Stream, args: argparse.Namespace) -> Mapping[int, np.ndarray]:
-    return eager.run_stream(stream)
+    executor = eager.EagerExecutor()
+    deferred = eager.init_targets(stream)
+    for tid in tracked(args, sorted(stream.inputs), "eager: inputs"):
+        executor.load_inputs({tid: stream.inputs[tid]}, deferred)
+    for item in tracked(args, stream.items, "eager: ops"):
+        executor.execute(item)
+    return executor.synced
+
+
+# --- progress -------------------------------------------------------------------------------
+
+# A run creating fewer bytes of tensors than this ends before a progress bar would help.
+PROGRESS_BYTES = 1 << 28
+
+
+@contextlib.contextmanager
+def _progress(stream: Stream) -> Iterator[object | None]:
+    """A ``rich`` progress display on stderr when stderr is a terminal and the stream creates
+    at least ``PROGRESS_BYTES`` (removed when the run ends), else None."""
+    if not sys.stderr.isatty() or sum(a.nbytes for a in allocations(stream)) < PROGRESS_BYTES:
+        yield None
+        return
+    try:
+        from rich.console import Console
+        from rich import progress as bar
+    except ImportError:  # rich is optional: no display then
+        yield None
+        return
+    with bar.Progress(bar.SpinnerColumn(), bar.TextColumn("{task.description}"),
+                      bar.BarColumn(), bar.MofNCompleteColumn(), bar.TimeElapsedColumn(),
+                      console=Console(file=sys.stderr), transient=True) as display:
+        yield display
+
+
+def tracked(args: argparse.Namespace, items: Sequence[T], what: str) -> Iterable[T]:
+    """What a runner iterates (ops, plan steps): ``items`` themselves, advancing ``run``'s
+    progress bar under the label ``what`` when it shows one."""
+    display = getattr(args, "progress", None)
+    if display is None:
+        return items
+    return display.track(items, total=len(items), description=what)
 
 
 register_command("validate", "check a stream file and report its size",
                  _validate_arguments, _validate)
 register_command("run", "execute a stream and save the synced tensors",
                  _run_arguments, _run)
+register_command("compare", "compare two run --out files tensor by tensor within a tolerance",
+                 compare.compare_arguments, compare.compare_command)
 register_backend("eager", _eager_runner)
 # refimpl's own subcommands register themselves on import (after the registry exists).
 import refimpl.demo  # noqa: E402,F401  (registers "demo")

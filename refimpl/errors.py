@@ -27,6 +27,8 @@ __all__ = [
     "RegistryError",
     "DuplicateOptimization",
     "ServiceRunning",
+    "MemoryLimitError",
+    "ResultsFileError",
 ]
 
 
@@ -116,3 +118,21 @@ class DuplicateOptimization(RegistryError):
 
 class ServiceRunning(RegistryError):
     """The registry is sealed: the first op was registered."""
+
+
+class MemoryLimitError(FuselabError, MemoryError):
+    """A run would hold more bytes than the machine has available (checked before it starts,
+    ``refimpl.footprint``): ``op_index`` (``None`` for the inputs table) and ``tensor`` name
+    the allocation that crosses the limit, ``nbytes`` its size."""
+
+    def __init__(self, message: str, *, op_index: int | None, tensor: int, nbytes: int,
+                 available: int):
+        self.op_index = op_index
+        self.tensor = tensor
+        self.nbytes = nbytes
+        self.available = available
+        super().__init__(message)
+
+
+class ResultsFileError(FuselabError):
+    """A results file (``fuselab run --out``) is not an ``.npz`` of arrays ``t<id>``."""

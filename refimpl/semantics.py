@@ -30,7 +30,8 @@ int arithmetic      wraps (two's complement). ``Div`` truncates toward zero, ``x
                     ``b < 0``; otherwise ``pow(b, e)`` (NaN for ``b < 0``).
 ``Erf``             Abramowitz–Stegun 7.1.26 in the dtype, burn's operation order
                     (``_erf``); odd extension for ``x < 0``. The coefficients sum to
-                    0.99999996, so ``erf(±0) = +4e-8`` exactly as in burn.
+                    0.99999996, so ``erf(±0)`` is not 0 but ``+2^-24 = 5.96e-8`` in f32, exactly
+                    as in burn.
 ``Log1p``/``Recip`` ``log(1 + x)`` (not compensated), ``1 / x``.
 ``Round``           ties to even (burn's ``round``); ``Sign`` of NaN is NaN.
 shifts              the count is taken modulo the bit width (``x << 33 == x << 1`` for i32).
@@ -106,7 +107,8 @@ def convert(values: np.ndarray, dtype: DType) -> np.ndarray:
         return _float_to_int(values, target)
     if dtype is DType.BOOL:
         return values != 0
-    return values.astype(target)
+    with np.errstate(over="ignore"):  # beyond the target's range: ±inf (IEEE), no warning
+        return values.astype(target)
 
 
 def _wrap_int(value: int, target: np.dtype) -> np.ndarray:
