@@ -36,7 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from refimpl.data import contiguous_strides, logical_values, strided_buffer
-from refimpl.fused_kernel import FUSE_TYPE_DTYPE
+from refimpl.fused_kernel import FUSE_TYPE_DTYPE, UncoveredOutputs
 from refimpl.handles import Handle, Memory, unfused_view
 from refimpl.ir import OperationIr, Sync
 from refimpl.ops import OpKind
@@ -156,7 +156,17 @@ class GpuExecutor:
         context = context_of(item.segment, item.tensors_global2relative,
                              item.shapes_relative2global, item.scalars)
         run = _Step(self, context, ops)
-        self._step(step, None, ops, lambda: _FUSERS[step.fuser](run, item.optimization), run)
+        self._step(step, None, ops, lambda: self._fused(run, step.fuser, item.optimization), run)
+
+    def _fused(self, run: _Step, fuser: str, optimization: Any) -> None:
+        before = self.memory.fork()
+        try:
+            _FUSERS[fuser](run, optimization)
+        except UncoveredOutputs:  # no kernel of this plan writes them: op by op instead
+            self.memory.adopt(before)
+            run.path = "unfused"
+            for op in run.ops:
+                self.unfused(op)
 
     def _counters(self) -> tuple[int, int]:
         return self.rt.dispatched, self.rt.compiled

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from refimpl.data import contiguous_strides
-from refimpl.fused_kernel import KernelError
+from refimpl.fused_kernel import KernelError, check_covered
 from refimpl.planner.launch import (
     ConcreteLayout, FuseBlockConfig, Launch, ReshapedLayout, RuntimeLayout, ShapeLayout,
     SwapDimsLayout, config_id,
@@ -93,6 +93,15 @@ def _fixed(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
     return tuple(max(s, 1) if d == 1 else s for d, s in zip(shape, strides))
 
 
+def _broadcast_strides(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
+    """A binding's strides as the kernel reads them: 0 along a size-1 dim. The index math
+    reduces a coordinate modulo the dim first, so only the lane step of a lane-by-lane read
+    (``io.rs`` ``read_input_aligned``: ``offset + lane * stride``) sees the difference:
+    a tensor both read broadcast and through a view is not flagged broadcast, and its lanes
+    must then stay on the one element of a size-1 vector axis."""
+    return tuple(0 if d == 1 else s for d, s in zip(shape, strides))
+
+
 def _reference(config: FuseBlockConfig, slots: Sequence[tuple], n_inputs: int,
                reshapes: Sequence[int], runtime_layouts: Sequence) -> tuple[tuple, tuple]:
     """Reference shape and strides (``init_locals``)."""
@@ -139,10 +148,12 @@ def launch_words(kernel: FusedKernel, launch: Launch, scalars: Sequence[int]) ->
                                 plan.runtime_layouts)
     numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
     n_pos = -(-numel // config.width)
+    check_covered(n_pos, [o.shape for o in plan.outputs])
     if kernel.vector_accesses:  # every position's first element, only when a check needs it
         first = np.arange(n_pos, dtype=np.int64) * config.width
         for access in kernel.vector_accesses:
             _check_aligned(access, first, strides, slots, plan.reshapes, kernel)
+    slots = [(offset, dims, _broadcast_strides(dims, steps)) for offset, dims, steps in slots]
     words = kernel.layout.pack(n_pos, shape, strides, slots, plan.reshapes, scalars)
     return words, n_pos
 

@@ -127,10 +127,15 @@ def logical_values(spec: InputSpec, tensor_id: int | None = None) -> np.ndarray:
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """Row-major strides in elements (the last dim has stride 1)."""
-    strides = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        strides[i] = strides[i + 1] * max(shape[i + 1], 1)
+    """Row-major strides: each is the product of the dims to its right (burn-std).
+
+    A zero-size dim makes every stride left of it 0. The one definition: the planner's
+    layout rules (``refimpl.planner.layout`` re-exports it) and the buffers use it alike."""
+    strides = [0] * len(shape)
+    current = 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = current
+        current *= shape[i]
     return tuple(strides)
 
 

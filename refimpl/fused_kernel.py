@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -60,12 +60,29 @@ from refimpl.planner.trace import (
 )
 from refimpl.semantics import BINARY, UNARY, convert
 
-__all__ = ["KernelError", "FUSE_TYPE_DTYPE", "Binding", "BlockRun", "run_block", "seed_lanes",
+__all__ = ["KernelError", "UncoveredOutputs", "check_covered", "FUSE_TYPE_DTYPE", "Binding", "BlockRun", "run_block", "seed_lanes",
            "gather_lanes", "shared_values"]
 
 
 class KernelError(RuntimeError):
     """The emulated kernel touched memory outside a binding, or raced on an aliased buffer."""
+
+
+class UncoveredOutputs(KernelError):
+    """A block whose reference shape is empty writes an output that holds elements.
+
+    burn's ``output_is_compatible`` grows a size-1 reference dim to any other, a zero-size
+    one included, and a size-1 dim of a later op broadcasts onto it: the block then has no
+    position, and its size-1 outputs are never written. No kernel of that plan can compute
+    them, so the executors run such a step's ops one by one instead (values only: the plan,
+    its widths and aliases stay burn's)."""
+
+
+def check_covered(n_pos: int, output_shapes: Sequence[tuple[int, ...]]) -> None:
+    """Raise ``UncoveredOutputs`` when no position runs but an output has elements."""
+    if n_pos == 0 and any(0 not in shape for shape in output_shapes):
+        raise UncoveredOutputs("the block's reference shape is empty but an output is not "
+                               "(burn grew a size-1 reference dim to a zero-size one)")
 
 
 FUSE_TYPE_DTYPE: Mapping[FuseType, DType] = MappingProxyType({
@@ -419,15 +436,18 @@ def _cat(run: BlockRun, op: FuseOp) -> None:
     coord = coords[a.dim]
     result, filled, start = None, np.zeros(run.elements.shape, dtype=bool), 0
     for b in parts:
-        end = start + b.shape[a.dim]
-        inside = (coord >= start) & (coord < end)
-        element = (coord - start) * b.strides[a.dim] + _at(b, coords, skip=a.dim)
+        begin, start = start, start + b.shape[a.dim]
+        inside = (coord >= begin) & (coord < start)
+        if not inside.any():  # e.g. an empty input: the kernel's masked read is discarded
+            continue
+        element = (coord - begin) * b.strides[a.dim] + _at(b, coords, skip=a.dim)
         values = run.load(b, np.where(inside, element, 0))
         result = values if result is None else np.where(inside, values, result)
         filled |= inside
-        start = end
     if not filled.all():
         raise KernelError("cat lane outside every input")
+    if result is None:  # no lane at all: an empty output
+        result = np.zeros(run.elements.shape)
     run.write(a.output, _as(result, a.output.precision()))
 
 
@@ -461,6 +481,7 @@ def run_block(config: FuseBlockConfig, launch: Launch, memory: Memory,
                     for o, h in zip(plan.outputs, launch.output_handles))
     run = BlockRun(config, inputs, outputs, memory, scalars, plan.reshapes, plan.runtime_layouts,
                    shared=shared)
+    check_covered(run.n_pos, [o.shape for o in plan.outputs])
     for local, values in seeds.items():
         run.locals[local] = _as(seed_lanes(run, values), local.ty)
     run.run()

@@ -34,6 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from refimpl.fused_kernel import UncoveredOutputs
 from refimpl.handles import Memory
 from refimpl.ir import OperationIr, Sync
 from refimpl.planner.launch import (
@@ -115,8 +116,14 @@ class Interpreter:
             else:
                 context = context_of(item.segment, item.tensors_global2relative,
                                      item.shapes_relative2global, item.scalars)
-                run = _Step(self, context, ops)
-                _FUSERS.get(step.fuser, _opaque)(run, item.optimization)
+                run, before = _Step(self, context, ops), self.memory.fork()
+                try:
+                    _FUSERS.get(step.fuser, _opaque)(run, item.optimization)
+                except UncoveredOutputs:  # no kernel of this plan writes them: op by op
+                    self.memory.adopt(before)
+                    run.path = "unfused"
+                    for op in ops:
+                        self.memory.run_unfused(op)
                 self.records.append(StepRecord(step, run.path, run.main, tuple(run.launches)))
         self._capture([t.id for op in ops for t in op.outputs()])
 
@@ -330,7 +337,10 @@ def _filled(record: StepRecord) -> PlanStep:
 
 
 def _interp_runner(stream: Stream, args: argparse.Namespace) -> dict[int, np.ndarray]:
-    return run_planned(stream, getattr(args, "device", None) or "metal")
+    from refimpl.cli import tracked
+
+    profile, executed = executed_steps(stream, getattr(args, "device", None) or "metal")
+    return Interpreter(stream, profile).run(tracked(args, executed, "interp: steps"))
 
 
 def _register() -> None:

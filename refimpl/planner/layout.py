@@ -29,6 +29,8 @@ import enum
 from dataclasses import dataclass
 from typing import Sequence
 
+from refimpl.data import contiguous_strides
+
 __all__ = [
     "Shape",
     "Strides",
@@ -50,16 +52,6 @@ __all__ = [
 
 Shape = tuple[int, ...]
 Strides = tuple[int, ...]
-
-
-def contiguous_strides(shape: Sequence[int]) -> Strides:
-    """Row-major strides: each is the product of the dims to its right (burn-std)."""
-    strides = [0] * len(shape)
-    current = 1
-    for i in range(len(shape) - 1, -1, -1):
-        strides[i] = current
-        current *= shape[i]
-    return tuple(strides)
 
 
 def is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
