@@ -16,7 +16,13 @@ Every bug the property found is pinned as an ``@example`` from ``pinned/``:
 * ``reduce_write_reads_input``: a reduction over a size-1 axis lets the write block read
   the reduction's input (a multi-block value) by its coordinates;
 * ``powf_scalar_layout``: numpy's ``pow`` rounds differently for a stride-0 exponent, so
-  ``Powf`` is computed on materialised operands on both sides.
+  ``Powf`` is computed on materialised operands on both sides;
+* ``broadcast_input_and_swap_view``: one input read broadcast and through a swap view in one
+  block (the GPU kernel's lanes stepped off its size-1 vector axis);
+* ``cat_empty_operand``: a Cat onto an empty tensor (the kernel's masked read of it);
+* ``size1_output_in_empty_block``: burn grows a size-1 reference dim to a zero-size one, so
+  no position writes the size-1 output: the executors run that step op by op
+  (``refimpl.fused_kernel.UncoveredOutputs``).
 
 Two burn findings live in the plan itself (the vector sizes), so no kernel can run them
 correctly; the emulation refuses them (``KernelError``, misaligned vector) and the property
@@ -34,8 +40,6 @@ lane from its own coordinates (``refimpl.fused_kernel``), the plan stays burn's.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, example, given, reject, settings
@@ -46,14 +50,11 @@ from refimpl.fused_kernel import KernelError
 from refimpl.interpreter import Interpreter, executed_steps
 from refimpl.ir import OperationIr, Sync
 from refimpl.strategies import elementwise_streams, streams
-from refimpl.stream import Stream, load_stream
+from refimpl.strategies.coverage import stream_classes
+from refimpl.stream import Stream
+from tests.differential.helpers import pinned
 
-PINNED = Path(__file__).parent / "pinned"
 _SLOW_OK = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-def pinned(name: str) -> Stream:
-    return load_stream(PINNED / f"{name}.json")
 
 
 def _bits(values: np.ndarray) -> np.ndarray:
@@ -66,6 +67,8 @@ def _bits(values: np.ndarray) -> np.ndarray:
 def assert_interp_equals_eager(stream: Stream, device: str = "metal") -> None:
     expected = run_stream(stream)
     profile, executed = executed_steps(stream, device)
+    for name in stream_classes(stream, executed):
+        event(f"class: {name}")
     try:
         got = Interpreter(stream, profile).run(executed)
     except KernelError as error:
@@ -89,6 +92,9 @@ def assert_interp_equals_eager(stream: Stream, device: str = "metal") -> None:
 @example(pinned("inplace_narrower_than_width"))
 @example(pinned("reduce_write_reads_input"))
 @example(pinned("powf_scalar_layout"))
+@example(pinned("broadcast_input_and_swap_view"))
+@example(pinned("cat_empty_operand"))
+@example(pinned("size1_output_in_empty_block"))
 def test_fusion_semantics_interp_equals_eager(stream):
     assert_interp_equals_eager(stream)
 
