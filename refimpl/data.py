@@ -190,11 +190,31 @@ def strided_buffer(values: np.ndarray, strides: Sequence[int] | None = None) -> 
     offsets = element_offsets(shape, strides)
     buffer = np.full(buffer_length(shape, strides), sentinel(_dtype_of(values)),
                      dtype=values.dtype)
-    if values.size and np.unique(offsets).size != values.size:
-        raise StrideError(f"strides {list(strides)} make elements of shape {list(shape)} "
-                          "share memory", field="strides")
+    if values.size and not _disjoint_by_strides(shape, strides):
+        seen = np.zeros(buffer.size, dtype=bool)  # the exact check: distinct positions
+        seen[offsets] = True
+        if np.count_nonzero(seen) != values.size:
+            raise StrideError(f"strides {list(strides)} make elements of shape {list(shape)} "
+                              "share memory", field="strides")
     buffer[offsets] = values
     return buffer
+
+
+def _disjoint_by_strides(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """True when the strides alone prove that no two elements share a position.
+
+    Taking the dims of size > 1 by increasing stride, each stride must be at least the extent
+    (``buffer_length``) of the dims before it: then two indices that differ first (from the
+    largest stride down) in some dim land at offsets that differ by at least that stride,
+    more than the lower dims can make up. Contiguous and permuted or padded dense layouts
+    pass; ``False`` only means "not proven" (the exact check in ``strided_buffer`` decides).
+    """
+    extent = 1
+    for stride, size in sorted((s, d) for d, s in zip(shape, strides) if d > 1):
+        if stride < extent:
+            return False
+        extent += (size - 1) * stride
+    return True
 
 
 def read_strided(buffer: np.ndarray, shape: Sequence[int],

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refimpl.data import (buffer_length, contiguous_strides, element_offsets, logical_values,
-                          random_values, read_strided, sentinel, strided_buffer)
+from refimpl.data import (_disjoint_by_strides, buffer_length, contiguous_strides,
+                          element_offsets, logical_values, random_values, read_strided,
+                          sentinel, strided_buffer)
 from refimpl.dtypes import DType
 from refimpl.errors import InputDataError, StrideError
 from refimpl.stream import InputSpec
@@ -170,6 +171,7 @@ def _layouts(draw):
 @given(_layouts(), st.sampled_from([DType.F32, DType.I64, DType.BOOL]))
 def test_strided_buffer_round_trip_any_layout(layout, dtype):
     shape, strides = layout
+    assert _disjoint_by_strides(shape, strides)  # dense layouts take the fast path
     values = random_values(shape, dtype, 9)
     buffer = strided_buffer(values, strides)
     assert read_strided(buffer, shape, strides).tobytes() == values.tobytes()
@@ -177,3 +179,46 @@ def test_strided_buffer_round_trip_any_layout(layout, dtype):
     mapped[element_offsets(shape, strides)] = True
     if dtype is DType.F32:
         assert np.isnan(buffer[~mapped]).all()
+
+
+@st.composite
+def _any_layouts(draw):
+    rank = draw(st.integers(0, 4))
+    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank)))
+    strides = tuple(draw(st.lists(st.integers(0, 12), min_size=rank, max_size=rank)))
+    return shape, strides
+
+
+@given(_any_layouts())
+def test_stride_proof_agrees_with_the_exact_aliasing_check(layout):
+    """The fast proof never accepts aliasing strides, and strided_buffer rejects exactly the
+    layouts where two elements share an offset."""
+    shape, strides = layout
+    offsets = element_offsets(shape, strides)
+    distinct = np.unique(offsets).size == offsets.size
+    if _disjoint_by_strides(shape, strides):
+        assert distinct
+    values = random_values(shape, DType.I32, 4)
+    if distinct:
+        buffer = strided_buffer(values, strides)
+        assert read_strided(buffer, shape, strides).tobytes() == values.tobytes()
+    else:
+        with pytest.raises(StrideError, match="share memory"):
+            strided_buffer(values, strides)
+
+
+@pytest.mark.parametrize("shape,strides,proven,aliases", [
+    ((4, 6), (6, 1), True, False),
+    ((4, 6), (1, 4), True, False),
+    ((1, 5, 1), (0, 1, 0), True, False),  # size-1 dims never alias
+    ((2, 3), (3, 2), False, False),  # odd and even offsets: disjoint, not provable by order
+    ((2, 3), (2, 1), False, True),
+], ids=str)
+def test_stride_proof_examples(shape, strides, proven, aliases):
+    assert _disjoint_by_strides(shape, strides) is proven
+    values = np.zeros(shape, dtype=np.float32)
+    if aliases:
+        with pytest.raises(StrideError):
+            strided_buffer(values, strides)
+    else:
+        assert strided_buffer(values, strides).size == buffer_length(shape, strides)
