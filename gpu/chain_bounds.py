@@ -14,19 +14,28 @@ element (float64):
 * element-wise ops: the inputs' errors pushed through the op by evaluating it at the corners
   of the error box (``x ± max(err, 1 ulp)``), plus the op's own bound (``ulp``/``ulp_per_x``
   in result ULPs, ``abs`` in its domain, the ``Rem``/``Powf``/``Tan`` rules, subnormal
-  flushing). WGSL lets implementations "reassociate and fuse operations when at least as
-  accurate" (lavapipe folds ``(x + y) - y`` to ``x``; a driver may contract ``a*b + c`` into an
-  FMA), so an ``Add``/``Sub`` whose operand is itself a rounded ``Add``/``Sub``/``Mul`` result
-  may lose that rounding: half an ulp of each such operand is allowed. A bool or int result
-  that a corner changes is *unbounded*;
+  flushing). A bool or int result that a corner changes is *unbounded*;
+* chains of ``+ - *`` (``gpu.tolerance.REASSOCIABLE``): each op is correctly rounded alone,
+  but WGSL lets the shader compiler reassociate, contract and fold across them (lavapipe:
+  ``(a - b) + b → a``, ``x*z + y*z → (x + y)*z``), so a rounding the oracle made inside the
+  chain may be missing on the GPU or made at another intermediate. Such an op treats each
+  operand that is itself a rounded ``+ - *`` result as uncertain by ``REASSOCIATION_ULP`` of
+  that operand's ulps (pushed through the corners like any error) and adds one ulp of its
+  own result (the whole chain rounded once, or its own rounding moved);
 * movement and indexing: the error arrays move like the values;
 * reductions and matmul: summed errors plus the reordering bounds of ``gpu.tolerance``;
   ``ArgMax``/``ArgMin`` are unbounded where the two best candidates lie within the error.
 
 Encoding: ``inf`` = unbounded (no WGSL guarantee: outside an op's domain, or a rounding-
-sensitive decision); ``nan`` = tainted: a NaN or infinity on the element's chain. WGSL lets
-implementations assume neither exists, so tainted elements are a documented class of
-differences: skipped by default, compared and reported (never failed) with ``nonfinite=True``.
+sensitive decision); ``nan`` = tainted: the oracle met a NaN or an infinity somewhere on the
+element's chain, whether from an input or produced from finite values (``0/0``, ``x % 0.0``,
+``inf - inf``, an overflow), and whatever the chain did with it afterwards (a comparison, a
+cast, ``MaskWhere``, ``ArgMax``, a reduction). WGSL lets implementations assume neither exists,
+so the GPU may fold such a value away (lavapipe: ``x/x - x/x → 0``, ``x % (y - y) → x``) or
+treat it otherwise than numpy (``NaN != x`` is false; ``max``/``min``, ``Clamp`` and the
+``Max``/``Min`` reductions drop it; ``ArgMax`` skips it: docs/wgsl-semantics.md §1.1). This is
+the one place that decides it: tainted elements are a documented class of differences,
+skipped by default, compared and reported (never failed) with ``nonfinite=True``.
 """
 
 from __future__ import annotations
@@ -43,7 +52,8 @@ from refimpl.ir import FieldKind, OperationIr, Sync, TensorStatus
 from refimpl.ops import OpKind
 from refimpl.semantics import NUMPY_IMPL, scalar_value
 from refimpl.stream import Stream
-from gpu.tolerance import GPU_ULP_TOLERANCE, Tolerance, product_bound, reduction_bound
+from gpu.tolerance import (GPU_ULP_TOLERANCE, REASSOCIABLE, REASSOCIATION_ULP, Tolerance,
+                           product_bound, reduction_bound)
 
 __all__ = ["Bound", "chain_bounds"]
 
@@ -84,9 +94,6 @@ def _tan_bound(result: np.ndarray, inputs: list) -> np.ndarray:
 _EXTRA_BOUND: Mapping[str, Callable[[np.ndarray, list], np.ndarray]] = MappingProxyType({
     "Rem": _rem_bound, "Powf": _powf_bound, "Tan": _tan_bound,
 })
-# Results whose rounding a later Add/Sub may remove by reassociation or FMA contraction.
-_FUSABLE_ADD = frozenset({"Add", "Sub", "AddScalar", "SubScalar"})
-_ROUNDED = _FUSABLE_ADD | frozenset({"Mul", "MulScalar"})
 
 
 def _own(op: OperationIr, result: np.ndarray, inputs: list) -> np.ndarray:
@@ -118,7 +125,7 @@ def _own(op: OperationIr, result: np.ndarray, inputs: list) -> np.ndarray:
 class _Tensor:
     value: np.ndarray
     err: np.ndarray
-    rounded: bool = False  # an Add/Sub/Mul result (see _ROUNDED)
+    rounded: bool = False  # a rounded + - * result (see REASSOCIABLE)
 
 
 def _initial(value: np.ndarray) -> _Tensor:
@@ -146,40 +153,43 @@ def _finish(result: np.ndarray, err: np.ndarray, tainted: np.ndarray) -> np.ndar
 def _pointwise(op: OperationIr, env: dict[int, _Tensor], result: np.ndarray) -> _Tensor:
     tensors = op.inputs()
     values = {t.id: env[t.id].value for t in tensors}
+    cluster = op.op.variant.removesuffix("Scalar") in REASSOCIABLE and result.dtype.kind == "f"
     tainted = np.zeros(result.shape, bool)
     unbounded = np.zeros(result.shape, bool)
-    moving = []
+    steps: dict[int, np.ndarray] = {}  # corner half-widths of the operands that move
     for t in tensors:
         err = env[t.id].err
         tainted |= _spread(np.isnan(err), result.shape)
         unbounded |= _spread(np.isinf(err), result.shape)
         if values[t.id].dtype.kind != "f":
             unbounded |= _spread(err > 0, result.shape)
-        elif (np.nan_to_num(err, posinf=0.0) > 0).any() and t.id not in [m.id for m in moving]:
-            moving.append(t)
+            continue
+        v, known = values[t.id], np.nan_to_num(err, nan=0.0, posinf=0.0)
+        step = np.where(known > 0, np.maximum(known, _spacing(v)), 0.0)
+        if cluster and env[t.id].rounded:
+            step = np.maximum(step, REASSOCIATION_ULP * _spacing(v))
+        if step.any():
+            steps[t.id] = step
     propagated = np.zeros(result.shape)
-    for signs in itertools.product((-1.0, 1.0), repeat=len(moving)):
+    for signs in itertools.product((-1.0, 1.0), repeat=len(steps)):
         corner = dict(values)
-        for sign, t in zip(signs, moving):
-            v = values[t.id]
-            step = np.where(np.nan_to_num(env[t.id].err, posinf=0.0) > 0,
-                            np.maximum(np.nan_to_num(env[t.id].err, posinf=0.0), _spacing(v)), 0)
-            corner[t.id] = (v.astype(np.float64) + sign * step).astype(v.dtype)
+        for sign, (tid, step) in zip(signs, steps.items()):
+            corner[tid] = (values[tid].astype(np.float64) + sign * step).astype(values[tid].dtype)
         with np.errstate(all="ignore"):
             moved = np.asarray(NUMPY_IMPL[op.name](op.desc, corner))
             diff = np.abs(moved.astype(np.float64) - result.astype(np.float64))
         propagated = np.maximum(propagated, np.where(np.isnan(diff), np.inf, diff))
+    rounded = any(env[t.id].rounded for t in tensors)
     if result.dtype.kind != "f":
         err = np.where(propagated > 0, np.inf, 0.0)
     else:
         scalars = [scalar_value(v, tensors[0].dtype) for v in op.scalars()] if tensors else []
         err = propagated + _own(op, result, [values[t.id] for t in tensors] + scalars)
-        if op.op.variant in _FUSABLE_ADD:
-            for t in {t.id: t for t in tensors}.values():
-                if env[t.id].rounded:
-                    err = err + 0.5 * _spread(_spacing(values[t.id]), result.shape)
+        if cluster and rounded:
+            err = err + _spacing(result)
     err = np.where(unbounded, np.inf, err)
-    rounded = op.op.variant in _ROUNDED and result.dtype.kind == "f"
+    # Neg is exact: its result is as rounded as its operand.
+    rounded = cluster and (op.op.variant != "Neg" or rounded)
     return _Tensor(result, _finish(result, err, tainted), rounded)
 
 
@@ -216,7 +226,10 @@ def _along(values: np.ndarray, axis: int | None, fn: Callable) -> np.ndarray:
 
 
 def _arg_uncertain(values: np.ndarray, err: np.ndarray, axis: int, maximum: bool) -> np.ndarray:
-    """Where the best and second-best candidates lie within twice the largest error."""
+    """Where the best and second-best candidates lie within twice the largest error (never
+    over an empty axis: the result is 0 on both sides)."""
+    if values.shape[axis] == 0:
+        return np.zeros(values.shape[:axis] + (1,) + values.shape[axis + 1:], bool)
     v = values.astype(np.float64) if maximum else -values.astype(np.float64)
     ordered = -np.sort(-v, axis=axis)
     top = np.take(ordered, [0], axis=axis)
@@ -245,8 +258,8 @@ def _reduce(op: OperationIr, env: dict[int, _Tensor], result: np.ndarray) -> _Te
         grown = _along(mags + finite_err, axis, np.prod) - _along(mags, axis, np.prod)
         n = values.size if axis is None else values.shape[axis]
         out = grown + product_bound(result, n)
-    else:  # Max, Min, MaxAbs: 1-Lipschitz in the largest error
-        out = _along(finite_err, axis, np.max)
+    else:  # Max, Min, MaxAbs: 1-Lipschitz in the largest error (an empty axis: the identity)
+        out = _along(finite_err, axis, lambda v, **kw: np.max(v, initial=0.0, **kw))
     out = np.where(unbounded, np.inf, np.broadcast_to(out, result.shape))
     return _Tensor(result, _finish(result, out, np.broadcast_to(tainted, result.shape)))
 

@@ -1,12 +1,17 @@
 """The tolerance table and ``assert_close_ulp``: ULP distances, per-op allowances, and that a
-result outside its allowance fails."""
+result outside its allowance fails; the chain bounds' allowance for what a shader compiler may
+do to a fused chain of ``+ - *`` (rewrites) and to a NaN made inside one (the non-finite
+class)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from refimpl.dtypes import DType
 from refimpl.ops import OPS, OpKind
+from refimpl.strategies.builder import StreamBuilder
+from gpu.chain_bounds import chain_bounds
 from gpu.tolerance import GPU_ULP_TOLERANCE, assert_close_ulp, close_mask, ulp_distance
 
 
@@ -65,3 +70,80 @@ def test_rem_accepts_a_quotient_one_step_away():
     assert_close_ulp(np.float32([3.0]), np.float32([0.0]), "NumericFloat.Rem", (x, y))
     with pytest.raises(AssertionError):
         assert_close_ulp(np.float32([1.0]), np.float32([0.0]), "NumericFloat.Rem", (x, y))
+
+
+# --- chain bounds of fused + - * chains ------------------------------------------------------
+
+
+def _chain(build, *columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The oracle's value and error bound of ``build(builder, *input ids)`` (binary f32 ops
+    given as ``(name, lhs, rhs)`` through ``op``)."""
+    builder = StreamBuilder()
+    ids = [builder.add_input(c.shape, DType.F32, data=c.astype(np.float64).tolist())
+           for c in columns]
+
+    def op(name: str, lhs: int, rhs: int) -> int:
+        return builder.op(f"NumericFloat.{name}", columns[0].shape, DType.F32, lhs=lhs, rhs=rhs)
+
+    out = build(op, *ids)
+    builder.sync((out,))
+    return chain_bounds(builder.build())[out]
+
+
+def _mixed(rng: np.random.Generator, n: int = 4096) -> np.ndarray:
+    """Magnitudes from 1e-3 to 1e3, so that sums cancel and lose bits."""
+    return (rng.uniform(-2, 2, n) * 10.0 ** rng.integers(-3, 4, n)).astype(np.float32)
+
+
+def test_a_lone_plus_minus_times_is_exact_in_the_chain_bounds():
+    rng = np.random.default_rng(0)
+    a, b = _mixed(rng), _mixed(rng)
+    for name in ("Add", "Sub", "Mul"):
+        _, err = _chain(lambda op, x, y: op(name, x, y), a, b)
+        assert not err.any(), name
+
+
+def test_chain_bounds_admit_what_a_compiler_may_do_to_a_fused_chain():
+    """lavapipe's rewrites ((a - b) + b → a, (a - b) - a → -b, x*z + y*z → (x + y)*z) and an
+    FMA contraction (x*y + z rounded once) all stay within the bound."""
+    rng = np.random.default_rng(1)
+    a, b, c = _mixed(rng), _mixed(rng), _mixed(rng)
+    cases = {
+        "(a - b) + b": (lambda op, x, y, z: op("Add", op("Sub", x, y), y), a),
+        "(a - b) - a": (lambda op, x, y, z: op("Sub", op("Sub", x, y), x), -b),
+        "a*c + b*c": (lambda op, x, y, z: op("Add", op("Mul", x, z), op("Mul", y, z)),
+                      (a + b) * c),
+        "a*b + c": (lambda op, x, y, z: op("Add", op("Mul", x, y), z),
+                    (a.astype(np.float64) * b + c).astype(np.float32)),
+    }
+    for name, (build, rewritten) in cases.items():
+        value, err = _chain(build, a, b, c)
+        moved = np.abs(rewritten.astype(np.float64) - value)
+        assert (moved > 0).any(), f"{name}: the rewrite changes nothing on this data"
+        assert (moved <= err).all(), f"{name}: {int((moved > err).sum())} outside the bound"
+
+
+def test_a_nan_made_from_finite_values_is_in_the_non_finite_class():
+    """``a % (b - b)`` and ``a/a`` at 0 are NaN in the oracle; a compiler may fold them
+    (``a``, ``1``): the whole rest of the chain is tainted (NaN bound), so not checked."""
+    a = np.float32([1.5, -2.0, 0.0])
+    _, err = _chain(lambda op, x, y: op("Rem", x, op("Sub", y, y)), a, a[::-1].copy())
+    assert np.isnan(err).all()
+    _, err = _chain(lambda op, x, y: op("Add", op("Sub", op("Div", x, x), op("Div", x, x)), y),
+                    a, a)
+    np.testing.assert_array_equal(np.isnan(err), [False, False, True])
+
+
+def test_chain_bounds_of_reductions_over_an_empty_axis():
+    """``MaxDim``/``ArgMax`` over a zero-size axis: the identity (non-finite, so tainted) and 0
+    (exact), no error from an empty ``max``."""
+    builder = StreamBuilder()
+    x = builder.add_input((0, 3), DType.F32, seed=1)
+    names = ("MaxDim", "MinDim", "ArgMax", "ArgMin")
+    outs = [builder.op(f"NumericFloat.{n}", (1, 3), DType.I32 if n.startswith("Arg") else
+                       DType.F32, input=x, axis=0) for n in names]
+    builder.sync(tuple(outs))
+    bounds = chain_bounds(builder.build())
+    for name, out in zip(names, outs):
+        value, err = bounds[out]
+        assert np.isnan(err).all() if name.endswith("Dim") else not err.any(), name
