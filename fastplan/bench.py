@@ -4,7 +4,9 @@ burn counterpart: none (burn has criterion benches for its kernels, not for the 
 ``bench/planner.py`` and ``fuselab bench planner`` run ``main``.
 
 Workloads (recorded with ``refimpl.frontend``, so statuses and drops are what a lazy runtime
-produces), each cut to the requested number of ops at a sync:
+produces), each recorded an iteration at a time (``ITERATIONS``) until it holds the requested
+number of ops, and ending at the sync after: a stream is longer than asked (``--sizes 200`` gives
+elementwise 251 ops), and the header prints each size asked and the length it gave:
 
 * ``elementwise`` — three independent expressions at a time, each a chain of element-wise
   steps (GELU polynomials, softplus-like exp/log, clamp/abs, sqrt/recip, comparison masks) on
@@ -40,6 +42,10 @@ turns, one run of every path each), the same for refimpl and fastplan:
 
 ``plan`` and ``search`` start from nothing: every fused step fastplan's memo has not seen in
 the same ``plan`` call is launch-planned in full.
+
+``fuselab bench planner`` reports its progress on stderr (a ``rich`` progress display on a
+terminal, where ``rich`` is installed; one line per stream and per measurement otherwise): a
+default run lasts minutes.
 """
 
 from __future__ import annotations
@@ -55,14 +61,16 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from refimpl.devices import profile_named
 from refimpl.frontend import Session
 from refimpl.ir import OperationIr, Sync, TensorIr
 from refimpl.stream import Stream
 
-__all__ = ["WORKLOADS", "SIZES", "PATHS", "Row", "build", "shifted", "with_tensors", "measure",
-           "run", "table", "interpreter_build", "main"]
+__all__ = ["WORKLOADS", "ITERATIONS", "SIZES", "PATHS", "Row", "Progress", "build", "shifted",
+           "with_tensors", "measure", "run", "table", "sizes_header", "progress_on",
+           "interpreter_build", "main"]
 
 SIZES = (1_000, 10_000, 100_000)
 
@@ -164,9 +172,18 @@ WORKLOADS: dict[str, Callable[[Session, int, random.Random], None]] = {
     "mixed": _mixed,
 }
 
+# What each workload records at a time: it records whole iterations until the stream holds
+# the size asked for, so the stream ends past it (at the iteration's sync).
+ITERATIONS = {
+    "elementwise": "three expressions read back at one sync",
+    "transformer": "transformer blocks, a sync every four and one at the end",
+    "mixed": "two to four expressions read back at one sync",
+}
+
 
 def build(workload: str, num_ops: int, seed: int = 0) -> Stream:
-    """A stream of about ``num_ops`` items (it ends at the first sync past the budget)."""
+    """A stream of at least ``num_ops`` items: whole iterations of the workload
+    (``ITERATIONS``), ending at the first sync once ``num_ops`` is reached."""
     session = Session(executor=None)
     WORKLOADS[workload](session, num_ops, random.Random(seed))
     return session.close()
@@ -221,11 +238,12 @@ class Row:
     """One measurement: µs of planning thread CPU time per op, median of the runs."""
 
     workload: str
-    ops: int
+    ops: int  # the stream's length (items), at least ``size``
     path: str  # a key of PATHS
     refimpl_us: float | None  # None: refimpl was not run at this size (--ref-budget)
     fastplan_us: float
     explorations: int  # searches fastplan ran on this path (cache paths: 0 means all hits)
+    size: int | None = None  # the size asked for (``build``'s ``num_ops``)
 
     @property
     def ratio(self) -> float | None:
@@ -287,17 +305,19 @@ def _run_once(name: str, stream: Stream, nxt: Stream, device: str
     return found
 
 
-def measure(stream: Stream, device: str, repeats: int, with_refimpl: bool = True
-            ) -> dict[str, dict[str, tuple[float, int]]]:
+def measure(stream: Stream, device: str, repeats: int, with_refimpl: bool = True,
+            ran: Callable[[], None] = lambda: None) -> dict[str, dict[str, tuple[float, int]]]:
     """Per planner, per path: (median CPU seconds, explorations). The planners take turns,
     one run of every path each per repeat, so that a slower spell of a shared machine falls
-    on both sides of a ratio rather than on one planner's runs."""
+    on both sides of a ratio rather than on one planner's runs. ``ran()`` is called after
+    each planner's run."""
     nxt = shifted(stream, 10 * (max(stream.inputs, default=0) + len(stream.items) + 1))
     names = ("refimpl", "fastplan") if with_refimpl else ("fastplan",)
     runs: dict[str, list[dict[str, tuple[float, int]]]] = {name: [] for name in names}
     for _ in range(repeats):
         for name in names:
             runs[name].append(_run_once(name, stream, nxt, device))
+            ran()
     return {name: {path: (statistics.median(run[path][0] for run in runs[name]),
                           runs[name][-1][path][1])
                    for path in PATHS}
@@ -321,12 +341,104 @@ def runs_for(num_items: int, repeats: int) -> int:
     return repeats * max(1, min(5, 10_000 // max(num_items, 1)))
 
 
+class Progress:
+    """Where ``run`` reports its progress: one line per stream built and per measurement
+    (``progress_on`` picks a ``rich`` display on a terminal)."""
+
+    def __init__(self, write: Callable[[str], None] = lambda line: None):
+        self.write = write
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def begin(self, streams: int) -> None:
+        """``run`` will measure ``streams`` streams (workloads times sizes)."""
+
+    def stream(self, workload: str, size: int, ops: int, runs: int, with_refimpl: bool) -> None:
+        """A stream was built: ``ops`` items for the ``size`` asked; ``runs`` runs follow."""
+        planners = "refimpl and fastplan" if with_refimpl else "fastplan only"
+        self.write(f"{workload}: size {size} → {ops} ops; {runs} runs of {planners}")
+
+    def ran(self) -> None:
+        """One planner's run of every path is done."""
+
+    def measured(self, line: str) -> None:
+        """The stream's results, in one line."""
+        self.write(line)
+
+
+class _RichProgress(Progress):
+    """``Progress`` as a ``rich`` display on ``console``: the streams done, and the runs of
+    the stream being measured; the result lines print above it. It is refreshed by hand,
+    between runs: no display thread runs beside the timed planner."""
+
+    def __init__(self, console) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+        from rich.progress import Progress as Display
+
+        super().__init__(console.print)
+        self.display = Display(TextColumn("{task.description}"), BarColumn(),
+                               MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                               auto_refresh=False)
+        self.streams = self.runs = None
+
+    def __enter__(self) -> Progress:
+        self.display.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.display.stop()
+
+    def begin(self, streams: int) -> None:
+        self.streams = self.display.add_task("streams", total=streams)
+        self.display.refresh()
+
+    def stream(self, workload: str, size: int, ops: int, runs: int, with_refimpl: bool) -> None:
+        if self.runs is not None:
+            self.display.remove_task(self.runs)
+        planners = "refimpl and fastplan" if with_refimpl else "fastplan"
+        self.runs = self.display.add_task(f"{workload} {size} → {ops} ops, runs of {planners}",
+                                          total=runs * (2 if with_refimpl else 1))
+        self.display.refresh()
+
+    def ran(self) -> None:
+        self.display.advance(self.runs)
+        self.display.refresh()
+
+    def measured(self, line: str) -> None:
+        self.display.console.print(line, highlight=False)
+        self.display.advance(self.streams)
+        self.display.refresh()
+
+
+def progress_on(stream: TextIO) -> Progress:
+    """The progress display for ``stream``: ``rich``'s on a terminal (where it is installed),
+    plain lines otherwise."""
+    if stream.isatty():
+        try:
+            from rich.console import Console
+        except ImportError:
+            pass
+        else:
+            return _RichProgress(Console(file=stream))
+    return Progress(lambda line: print(line, file=stream, flush=True))
+
+
 def run(workloads: Sequence[str], sizes: Sequence[int], device: str, repeats: int,
-        ref_budget: float = float("inf"),
-        progress: Callable[[str], None] = lambda line: None) -> list[Row]:
+        ref_budget: float = float("inf"), progress: Progress | None = None) -> list[Row]:
     """Measure every workload at every size. refimpl is skipped at a size where its last
     measured per-op time predicts more than ``ref_budget`` seconds for one run of every path;
     the plans of both are checked equal first (when refimpl runs)."""
+    progress = progress if progress is not None else Progress()
+    progress.begin(len(workloads) * len(sizes))
     rows = []
     for workload in workloads:
         ref_per_op = 0.0
@@ -334,18 +446,19 @@ def run(workloads: Sequence[str], sizes: Sequence[int], device: str, repeats: in
             stream = build(workload, size)
             n = len(stream.items)
             with_refimpl = ref_per_op * n <= ref_budget
+            reps = runs_for(n, repeats)
+            progress.stream(workload, size, n, reps, with_refimpl)
             if with_refimpl:
                 _check_equal(stream, device)
-            reps = runs_for(n, repeats)
-            found = measure(stream, device, reps, with_refimpl)
+            found = measure(stream, device, reps, with_refimpl, progress.ran)
             if with_refimpl:
                 ref_per_op = sum(found["refimpl"][p][0] for p in PATHS) / n
             for path in PATHS:
                 fast = found["fastplan"][path]
                 ref = found["refimpl"][path][0] / n * 1e6 if with_refimpl else None
-                rows.append(Row(workload, n, path, ref, fast[0] / n * 1e6, fast[1]))
-            progress("  ".join(f"{workload} {n} {r.path}: {r.refimpl_us or 0:.1f}/"
-                               f"{r.fastplan_us:.2f}" for r in rows[-len(PATHS):]))
+                rows.append(Row(workload, n, path, ref, fast[0] / n * 1e6, fast[1], size))
+            progress.measured("  ".join(f"{workload} {n} {r.path}: {r.refimpl_us or 0:.1f}/"
+                                        f"{r.fastplan_us:.2f}" for r in rows[-len(PATHS):]))
     return rows
 
 
@@ -360,6 +473,16 @@ def table(rows: Sequence[Row]) -> str:
         lines.append(f"| {row.workload} | {row.ops} | {PATHS[row.path]} | {ref} | "
                      f"{row.fastplan_us:.2f} | {ratio} | {searches} |")
     return "\n".join(lines)
+
+
+def sizes_header(rows: Sequence[Row]) -> list[str]:
+    """One line per workload: each size asked and the stream length it gave."""
+    found: dict[str, dict[int | None, int]] = {}
+    for row in rows:
+        found.setdefault(row.workload, {})[row.size] = row.ops
+    return [f"{workload}: " + ", ".join(f"size {size} → {ops} ops" for size, ops in sizes.items())
+            + f" (whole iterations, {ITERATIONS[workload]}, until the stream has the size)"
+            for workload, sizes in found.items()]
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -412,8 +535,8 @@ def main(args: argparse.Namespace) -> int:
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
     workloads = args.workload or list(WORKLOADS)
-    rows = run(workloads, sizes, args.device, args.repeats, args.ref_budget,
-               progress=lambda line: print(line, file=sys.stderr, flush=True))
+    with progress_on(sys.stderr) as progress:
+        rows = run(workloads, sizes, args.device, args.repeats, args.ref_budget, progress)
     if args.json:
         print(json.dumps([dataclasses.asdict(r) | {"ratio": r.ratio} for r in rows], indent=1))
         return 0
@@ -422,5 +545,7 @@ def main(args: argparse.Namespace) -> int:
           f"device {args.device}, "
           f"fastplan {build}; µs of planning-thread CPU time per op (stream item), median of "
           f"{args.repeats} runs (100k ops: at most 3; under 10k ops: up to 5x as many)")
+    for line in sizes_header(rows):
+        print(line)
     print(table(rows))
     return 0

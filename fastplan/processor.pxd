@@ -28,6 +28,7 @@ cdef class Processor:
     cdef public Py_ssize_t num_cache_hits  # cached plans executed through the policy
     cdef object _log  # the FusionLog (property ``log``)
     cdef bint _full  # the log prints cache hits and completed explorations
+    cdef bint _basic  # the log prints why ops run unfused
     cdef int process_c(self, object segment, ExecutionPlanStore store, bint lazy) except -1
     cdef int process_added(self, OperationQueue queue, ExecutionPlanStore store) except -1
     cdef int _advance(self, object segment, OperationQueue queue, ExecutionPlanStore store,

@@ -78,7 +78,9 @@ from fastplan.search import MAX_BLOCKS
 
 from refimpl.ir import OperationIr, Sync
 from refimpl.planner.cache import Always, ExecutionMode, ExecutionPlan, OnOperations, OnSync
-from refimpl.planner.log import NO_LOG, LogLevel
+from refimpl.planner.log import (
+    NO_LOG, LogLevel, log_cached_plan, log_capped, log_left_at_sync, remember_plan,
+)
 from refimpl.planner.processor import Exploration, StreamSegment
 
 __all__ = ["StreamSegment", "Explorer", "Exploration", "Processor", "StreamPlanner"]
@@ -86,6 +88,7 @@ __all__ = ["StreamSegment", "Explorer", "Exploration", "Processor", "StreamPlann
 _LAZY = ExecutionMode.Lazy
 _SYNC = ExecutionMode.Sync
 _FULL = LogLevel.FULL
+_BASIC = LogLevel.BASIC
 _Sync = Sync
 cdef object _OPERATION_IR = OperationIr  # read once per item by ``run``: a C global
 _Exploration = Exploration
@@ -178,6 +181,7 @@ cdef class Explorer:
             self.num_deferred = 0
             self.is_still_optimizing = False
             ordering = tuple(range(len(operations)))
+            log_capped(self.log, operations, self.max_explorations)
             return new_frozen(_Exploration, ("Unfused", unfused_block(ordering)))
         self._update_c(operations)
         if lazy and self.is_still_optimizing:
@@ -185,7 +189,11 @@ cdef class Explorer:
         optimization = self.optimizer.optimized(operations, consume)
         self.num_explorations += 1
         if not lazy:
-            optimization = trailing_included(optimization, len(operations))
+            n = len(operations)
+            if len(optimization.ordering) < n:  # ops run unfused after the search's result
+                log_left_at_sync(self.log, operations, len(optimization.ordering),
+                                 self.optimizer.length, self.optimizer.stopped)
+            optimization = trailing_included(optimization, n)
         return new_frozen(_Exploration, ("Completed", optimization))
 
     def _update(self, operations):
@@ -233,6 +241,7 @@ cdef class Processor:
     def log(self, value):
         self._log = value
         self._full = value.enabled(_FULL)
+        self._basic = value.enabled(_BASIC)
 
     @property
     def num_explorations(self):
@@ -294,6 +303,8 @@ cdef class Processor:
             mode = _LAZY if lazy else _SYNC
             self._log.write(f"[plan] cache hit: execute plan #{plan_id} ({mode.value}, "
                             f"segment has {n} ops)")
+        if self._basic:
+            log_cached_plan(self._log, plan_id)
         if not lazy:
             store.add_trigger_keyed(plan_id, _ON_SYNC, _ON_SYNC_KEY)
         if queue is not None:
@@ -319,6 +330,8 @@ cdef class Processor:
             segment.execute_unfused(found.optimization)
         else:
             plan_id = self._store(operations, queue, store, found.optimization, lazy)
+            if self._basic:
+                remember_plan(self._log, plan_id, found.optimization, operations)
             if queue is not None:
                 # the drain updates the policy on the ops left (``_reset``'s policy half)
                 queue.execute_plan_updating(store.plans[plan_id].optimization, plan_id,
@@ -400,8 +413,10 @@ cdef class StreamPlanner:
 
     def __init__(self, fusers, *, max_blocks=MAX_BLOCKS, max_explorations=None, log=NO_LOG):
         self.store = ExecutionPlanStore()
-        self.processor = Processor(fusers, max_blocks, max_explorations, log)
         self.queue = OperationQueue(log)
+        # the search numbers ops by queue position: its log prints each as its stream index
+        self.processor = Processor(fusers, max_blocks, max_explorations,
+                                   log.at(self.queue.indices))
         self._positions = []
 
     @property

@@ -171,7 +171,8 @@ cdef class BlocksOptimizer:
         end = _last_resolved_end(resolved)
         holes = [pos for pos in range(end) if not resolved[pos]]
         if self._full:
-            self.log.write(f"[search] {len(strategies)} strategy chunk(s), holes={holes}")
+            self.log.write(f"[search] {len(strategies)} strategy chunk(s), "
+                           f"holes={self.log.indices(holes)}")
         done = _Pass.__new__(_Pass)
         done.strategies, done.ordering, done.holes = strategies, ordering, holes
         done.single = single
@@ -298,8 +299,8 @@ cdef class StreamOptimizer:
         """``register``; ``flow`` is the op's data flow when the caller has it already."""
         if self.stopped:
             if self._full:
-                self._trace("op {} dropped (optimizer stopped at op {})", operation.name,
-                            self.length)
+                self._trace("op {1} dropped (optimizer stopped at op {0})", self.length,
+                            operation.name)
             return 0
         if flow is None:
             flow = op_flow(operation)
@@ -327,7 +328,7 @@ cdef class StreamOptimizer:
             if self._register_max_block(operation, flow, self.max_blocks):
                 self.length += 1
             else:
-                self._trace("stopped (max_blocks={}) at op {}", self.max_blocks, self.length)
+                self._trace("stopped (max_blocks={1}) at op {0}", self.length, self.max_blocks)
                 self.stopped = True
             return 0
         if self._register_inner(operation, flow, False) == 0:
@@ -372,9 +373,10 @@ cdef class StreamOptimizer:
             self._flows = []
 
     cdef void _trace(self, str template, object a=None, object b=None, object c=None) except *:
-        """A ``full``-level stream event; the text is only built when it is printed."""
+        """A ``full``-level stream event at position ``a`` (the template's first field,
+        printed as its stream index); the text is only built when it is printed."""
         if self._full:
-            self._log.write("[stream] " + template.format(a, b, c))
+            self._log.write("[stream] " + template.format(self._log.index(a), b, c))
 
     cdef bint _register_max_block(self, object operation, _Flow flow,
                                   object max_blocks) except -1:
@@ -491,8 +493,8 @@ cdef class StreamOptimizer:
         if self.max_blocks is not None and len(self.blocks) >= self.max_blocks:
             self._merge(operation, flow, True)
             if len(self.blocks) >= self.max_blocks:
-                self._trace("stopped (max_blocks={} reached on dependency) at op {}",
-                            self.max_blocks, self.length)
+                self._trace("stopped (max_blocks={1} reached on dependency) at op {0}",
+                            self.length, self.max_blocks)
                 self.stopped = True
                 return
         block = self._opened(operation, flow)
@@ -587,6 +589,8 @@ cdef object _search_holes(_HoleFrame frame, list stack):
     cdef StreamOptimizer search = frame.optimizer.empty_clone()
     cdef list hole_ops = frame.hole_operations()
     cdef _Pass first
+    if search._basic:  # its position p is frame.holes[p] (refimpl maps a log that is off too)
+        search.log = search._log.mapped(frame.holes)
     for operation in hole_ops:
         search.register_op(operation, None)
     first = search.first_pass(True)  # a hole search is used once

@@ -50,7 +50,15 @@ from refimpl.planner.cache import (
     Policy,
 )
 from refimpl.planner.fuser import OperationFuser
-from refimpl.planner.log import NO_LOG, FusionLog, LogLevel
+from refimpl.planner.log import (
+    NO_LOG,
+    FusionLog,
+    LogLevel,
+    log_cached_plan,
+    log_capped,
+    log_left_at_sync,
+    remember_plan,
+)
 from refimpl.planner.plan import PlanStep
 from refimpl.planner.queue import OperationQueue
 from refimpl.planner.search import MAX_BLOCKS, StreamOptimizer
@@ -115,6 +123,7 @@ class Explorer:
             self.num_deferred = 0
             self.is_still_optimizing = False
             ordering = tuple(range(len(operations)))
+            log_capped(self.log, operations, self.max_explorations)
             return Exploration("Unfused", BlockOptimization(Operations(ordering), ordering))
         self._update(operations)
         if mode is ExecutionMode.Lazy and self.is_still_optimizing:
@@ -122,6 +131,8 @@ class Explorer:
         optimization = self.optimizer.optimize(operations)
         self.num_explorations += 1
         if mode is ExecutionMode.Sync:
+            log_left_at_sync(self.log, operations, len(optimization.ordering),
+                             self.optimizer.length, self.optimizer.stopped)
             optimization = include_trailing(optimization, len(operations))
         return Exploration("Completed", optimization)
 
@@ -176,6 +187,7 @@ class Processor:
         if self.log.enabled(LogLevel.FULL):
             self.log.write(f"[plan] cache hit: execute plan #{action.plan_id} ({mode.value}, "
                            f"segment has {len(segment.operations())} ops)")
+        log_cached_plan(self.log, action.plan_id)
         if mode is ExecutionMode.Sync:
             store.add_trigger(action.plan_id, OnSync())
         segment.execute(action.plan_id, store)
@@ -192,6 +204,7 @@ class Processor:
             segment.execute_unfused(found.optimization)
         else:
             plan_id = self._store(segment.operations(), store, found.optimization, mode)
+            remember_plan(self.log, plan_id, found.optimization, segment.operations())
             segment.execute(plan_id, store)
         self._reset(store, segment.operations())
 
@@ -227,8 +240,10 @@ class StreamPlanner:
     def __init__(self, fusers: Sequence[OperationFuser], *, max_blocks: int | None = MAX_BLOCKS,
                  max_explorations: int | None = None, log: FusionLog = NO_LOG):
         self.store = ExecutionPlanStore()
-        self.processor = Processor(fusers, max_blocks, max_explorations, log)
         self.queue = OperationQueue(log)
+        # the search numbers ops by queue position: its log prints each as its stream index
+        self.processor = Processor(fusers, max_blocks, max_explorations,
+                                   log.at(self.queue.indices))
 
     @property
     def num_explorations(self) -> int:

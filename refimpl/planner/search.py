@@ -20,6 +20,9 @@ unresolved before a resolved one) with fresh fusers until none remain, then ``re
 Trailing unresolved positions are left for the next round. Hole searches nest; an explicit
 stack of ``_HoleFrame``s replaces burn's recursion.
 
+The log names ops by stream index: the search's log maps its positions (``FusionLog.at``,
+set by ``StreamPlanner``), and a hole search's log maps the holes (``FusionLog.mapped``).
+
 Invariants:
 
 * Registered positions are ``0..length`` without gaps; an optimization's ordering covers a
@@ -100,7 +103,8 @@ class BlocksOptimizer:
         end = _last_resolved_end(resolved)
         holes = [pos for pos in range(end) if not resolved[pos]]
         if self.log.enabled(LogLevel.FULL):
-            self.log.write(f"[search] {len(strategies)} strategy chunk(s), holes={holes}")
+            self.log.write(f"[search] {len(strategies)} strategy chunk(s), "
+                           f"holes={self.log.indices(holes)}")
         return BlocksOptimizerResult(strategies, ordering, holes)
 
     def _merging_pass(self) -> None:
@@ -162,7 +166,8 @@ class StreamOptimizer:
     def register(self, operation: OperationIr) -> None:
         """Place the next op of the segment (see the module docstring)."""
         if self.stopped:
-            self._trace("op {} dropped (optimizer stopped at op {})", operation.name, self.length)
+            self._trace("op {1} dropped (optimizer stopped at op {0})", self.length,
+                        operation.name)
             return
         if not self.blocks:
             self._on_new_block(operation)
@@ -178,7 +183,7 @@ class StreamOptimizer:
             if self._register_max_block(operation, self.max_blocks):
                 self.length += 1
             else:
-                self._trace("stopped (max_blocks={}) at op {}", self.max_blocks, self.length)
+                self._trace("stopped (max_blocks={1}) at op {0}", self.length, self.max_blocks)
                 self.stopped = True
             return
         if self._register_inner(operation, False) == 0:
@@ -203,10 +208,11 @@ class StreamOptimizer:
         self.blocks = []
         self.stopped = False
 
-    def _trace(self, template: str, *args: object) -> None:
-        """A ``full``-level stream event; the text is only built when it is printed."""
+    def _trace(self, template: str, pos: int, *args: object) -> None:
+        """A ``full``-level stream event at position ``pos`` (the template's first field,
+        printed as its stream index); the text is only built when it is printed."""
         if self.log.enabled(LogLevel.FULL):
-            self.log.write("[stream] " + template.format(*args))
+            self.log.write("[stream] " + template.format(self.log.index(pos), *args))
 
     def _register_max_block(self, operation: OperationIr, max_blocks: int) -> bool:
         if max_blocks == 1:
@@ -262,8 +268,8 @@ class StreamOptimizer:
         if self.max_blocks is not None and len(self.blocks) >= self.max_blocks:
             self._merge_blocks(operation, True)
             if len(self.blocks) >= self.max_blocks:
-                self._trace("stopped (max_blocks={} reached on dependency) at op {}",
-                            self.max_blocks, self.length)
+                self._trace("stopped (max_blocks={1} reached on dependency) at op {0}",
+                            self.length, self.max_blocks)
                 self.stopped = True
                 return
         block = Block(self.fusers)
@@ -317,6 +323,7 @@ class StreamOptimizer:
         """Start a fresh search over the frame's holes: its result, or ``None`` after pushing
         a nested frame for holes of its own."""
         search = frame.optimizer.new_empty_search()
+        search.log = search.log.mapped(frame.holes)  # its position p is frame.holes[p]
         hole_ops = frame.hole_operations()
         for operation in hole_ops:
             search.register(operation)
