@@ -7,10 +7,10 @@ burn counterpart: ``OperationQueue::execute`` (burn-fusion) with each optimizati
 ``optim/reduce/optimization.rs`` (read trace, unfused reduce, write trace),
 ``optim/reduce_broadcasted`` (its per-block optimizations) and ``optim/nhwc_relayout``.
 
-It walks the same executed steps as ``refimpl.interpreter.Interpreter`` with the same
-simulated ``Memory`` (``with_values=False``: layouts and buffer identities only) and the same
-launch planning, so both make the same decisions; where the interpreter computes values on
-numpy, this one dispatches kernels on the buffers ``Memory`` names:
+It is a backend of the one walk (``refimpl.planner.execute.Walk``), as the interpreter is,
+with a simulated ``Memory`` (``with_values=False``: layouts and buffer identities only) and the
+same launch planning, so both make the same decisions; where the interpreter computes values
+on numpy, this one dispatches kernels on the buffers ``Memory`` names:
 
 * unfused steps: each op through ``gpu.unfused`` (its own kernel), except the metadata ops
   burn-cubecl never launches (swap_dims, permute, expand, a reshape or an aligned slice
@@ -20,29 +20,31 @@ numpy, this one dispatches kernels on the buffers ``Memory`` names:
   ``FuseBlockConfig`` (``gpu.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by
   ``config_id`` and the binding signature, never by shape; the metadata words); an in-place
   output is the input's own buffer;
-* Matmul, Reduce, ReduceBroadcasted: always their fallback (the standalone matmul / reduce
-  kernel, then the fused tail or prologue as an emitted kernel);
+* Matmul, Reduce, ReduceBroadcasted: always their fallback (``fused_matmul`` and
+  ``fused_reduce`` are off: the standalone matmul / reduce kernel, then the fused tail or
+  prologue as an emitted kernel);
 * NHWCRelayout: the trace, then the module op (which has no GPU kernel: a clear error).
 
 A synced tensor is snapshotted on the device (a buffer copy) when its producing step ends and
 read back once at the end. ``records`` counts dispatches and compilations per step.
+``WgslListing`` is the same walk's listing backend: every kernel emitted, none run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from refimpl.data import contiguous_strides, logical_values, strided_buffer
-from refimpl.fused_kernel import FUSE_TYPE_DTYPE, UncoveredOutputs
+from refimpl.fused_kernel import FUSE_TYPE_DTYPE
 from refimpl.handles import Handle, Memory, unfused_view
 from refimpl.ir import OperationIr, Sync
 from refimpl.ops import OpKind
-from refimpl.planner.launch import (
-    FusedContext, Launch, LaunchPlan, config_id, context_of, plan_launch,
-)
+from refimpl.planner import executed_steps
+from refimpl.planner.execute import StepRecord, StepRun, Walk
+from refimpl.planner.launch import Launch, LaunchPlan, config_id
 from refimpl.planner.plan import PlanStep
 from refimpl.planner.trace import FuseTrace
 from refimpl.semantics import scalar_value
@@ -106,6 +108,8 @@ class GpuExecutor:
                        for tid in item.tensors}
         self.snapshots: dict[int, DeviceTensor] = {}
         self.records: list[GpuStepRecord] = []
+        self.walk = Walk(stream, self, self.profile)
+        self._kernels: list[FusedKernel] = []
         self._capture(sorted(stream.inputs))
 
     def _attach(self, device: GpuDevice | None, profile: Any) -> None:
@@ -143,42 +147,29 @@ class GpuExecutor:
         """Every op of the stream as its own kernel, in stream order (fusion off)."""
         for item in self.stream.items:
             if isinstance(item, OperationIr):
-                self._step(None, "unfused", [item], lambda: self.unfused(item))
+                self._step([item], lambda: self._unfused_step(item))
         return self.results() if read else self._finish()
+
+    def _unfused_step(self, op: OperationIr) -> StepRecord:
+        self.run_op(op)
+        return StepRecord(None, "unfused")
 
     def execute(self, item: Any) -> None:
         """Run one executed step (``refimpl.planner.queue.ExecutedStep``)."""
-        step = item.step
-        ops = [self.stream.items[i] for i in step.ops]
-        if not step.fused:
-            self._step(step, "unfused", ops, lambda: [self.unfused(op) for op in ops])
-            return
-        context = context_of(item.segment, item.tensors_global2relative,
-                             item.shapes_relative2global, item.scalars)
-        run = _Step(self, context, ops)
-        self._step(step, None, ops, lambda: self._fused(run, step.fuser, item.optimization), run)
-
-    def _fused(self, run: _Step, fuser: str, optimization: Any) -> None:
-        before = self.memory.fork()
-        try:
-            _FUSERS[fuser](run, optimization)
-        except UncoveredOutputs:  # no kernel of this plan writes them: op by op instead
-            self.memory.adopt(before)
-            run.path = "unfused"
-            for op in run.ops:
-                self.unfused(op)
+        ops = [self.stream.items[i] for i in item.step.ops]
+        self._step(ops, lambda: self.walk.execute(item))
 
     def _counters(self) -> tuple[int, int]:
         return self.rt.dispatched, self.rt.compiled
 
-    def _step(self, step: PlanStep | None, path: str | None, ops: list, body: Callable,
-              run: _Step | None = None) -> None:
+    def _step(self, ops: list, body: Any) -> None:
         dispatched, compiled = self._counters()
-        body()
+        self._kernels = []
+        record = body()
         after = self._counters()
         self.records.append(GpuStepRecord(
-            step, path or run.path, tuple(run.launches) if run else (),
-            tuple(run.kernels) if run else (), after[0] - dispatched, after[1] - compiled))
+            record.step, record.path, record.launches, tuple(self._kernels),
+            after[0] - dispatched, after[1] - compiled))
         self._capture([t.id for op in ops for t in op.outputs()])
         self._release()
 
@@ -234,9 +225,20 @@ class GpuExecutor:
                                 launch.output_handles)[k]) for side, k in kernel.bindings]
         launch_kernel(self.rt, kernel.source, buffers, words, n_pos)
 
+    # --- the walk's backend ---------------------------------------------------------------
+
+    fused_matmul = False  # Matmul steps run burn's fallback (no fused matmul kernel yet)
+    fused_reduce = False  # Reduce steps likewise
+
+    def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
+        """Emit (or find) the block's kernel and dispatch it over the launch's buffers."""
+        kernel = emitted_kernel(self.kernels, launch)
+        self._kernels.append(kernel)
+        self.launch_block(kernel, launch, scalar_words(run, trace))
+
     # --- unfused ops --------------------------------------------------------------------------
 
-    def unfused(self, op: OperationIr) -> None:
+    def run_op(self, op: OperationIr) -> None:
         """One op as its own kernel (or none: metadata views, drops)."""
         kind = op.op.kind
         if kind is OpKind.DROP:
@@ -261,122 +263,52 @@ class GpuExecutor:
         self.buffers[handle.buffer] = result.buffer
 
 
-class _Step:
-    """One fused step being executed: its context, its global ops, what it launched."""
+class WgslListing:
+    """The walk's listing backend: plans every step and emits every fused kernel
+    (``emitted``: ``(step index, kernel)``), with no device; dispatches and uploads nothing."""
 
-    def __init__(self, executor: GpuExecutor, context: FusedContext,
-                 ops: list[OperationIr]) -> None:
-        self.executor, self.context, self.ops = executor, context, ops
-        self.path = "fused"
-        self.launches: list[LaunchPlan] = []
-        self.kernels: list[FusedKernel] = []
-
-    def scalar_words(self, trace: FuseTrace) -> list[int]:
-        """The trace's scalars as the interpreter computes them, one word each."""
-        words = []
-        for ty, placeholder in trace.resources.scalars:
-            value, dtype = self.context.scalars[placeholder]
-            target = FUSE_TYPE_DTYPE[ty]
-            words.append(scalar_word(np.asarray(scalar_value(value, dtype)).astype(
-                target.numpy), target))
-        return words
-
-    def run_trace(self, trace: FuseTrace) -> Launch:
-        """Launch-plan an element-wise trace and dispatch its block."""
-        ex = self.executor
-        launch = plan_launch(trace, self.context, ex.memory, ex.profile)
-        self.launches.append(launch.plan)
-        if launch.plan.skipped:
-            return launch
-        if len(launch.plan.configs) != 1:
-            raise UnsupportedOpError("a multi-block trace needs the fused reduce kernel")
-        config = launch.plan.configs[0]
-        kernel = ex.kernels.kernel(config, signature_of(launch))
-        self.kernels.append(kernel)
-        ex.launch_block(kernel, launch, self.scalar_words(trace))
-        return launch
-
-    def unfused(self, op: OperationIr) -> None:
-        self.executor.unfused(op)
-
-
-class WgslListing(GpuExecutor):
-    """The same walk without a device: plans every step and emits every fused kernel
-    (``emitted``: ``(step record index, kernel)``), dispatches and uploads nothing."""
+    fused_matmul = False  # the kernels the GPU backend would launch: its fallbacks
+    fused_reduce = False
 
     def __init__(self, stream: Stream, profile: Any,
                  kernels: KernelCache | None = None) -> None:
+        self.stream, self.profile = stream, profile
+        self.kernels = kernels if kernels is not None else KernelCache()
+        self.memory = Memory(with_values=False)
+        self.memory.load_inputs(stream)
+        self.walk = Walk(stream, self, profile)
+        self.records: list[StepRecord] = []
         self.emitted: list[tuple[int, FusedKernel]] = []
-        super().__init__(stream, None, profile, kernels if kernels is not None else KernelCache())
 
-    def _attach(self, device: GpuDevice | None, profile: Any) -> None:
-        self.device, self.profile, self.rt = None, profile, None
-
-    def _upload(self, tensor_id: int, handle: Handle) -> Any:
-        return None
-
-    def _counters(self) -> tuple[int, int]:
-        return 0, 0
-
-    def _capture(self, ids: Sequence[int]) -> None:
-        return
-
-    def launch_block(self, kernel: FusedKernel, launch: Launch, scalars: Sequence[int]) -> None:
-        self.emitted.append((len(self.records), kernel))
-
-    def unfused(self, op: OperationIr) -> None:
-        self.memory.run_unfused(op)
-
-    def results(self) -> dict[int, np.ndarray]:
+    def run(self, executed: Sequence[Any]) -> dict[int, np.ndarray]:
+        for item in executed:
+            self.records.append(self.walk.execute(item))
         return {}
 
+    def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
+        self.emitted.append((len(self.records), emitted_kernel(self.kernels, launch)))
 
-def _elementwise(run: _Step, opt: Any) -> None:
-    run.run_trace(opt.trace)
-
-
-def _matmul(run: _Step, opt: Any) -> None:
-    """``fused_matmul_fallback``: the matmul alone, then the tail as one kernel."""
-    run.path = "fallback"
-    run.unfused(run.ops[0])
-    run.run_trace(opt.trace_fallback)
+    def run_op(self, op: OperationIr) -> None:
+        self.memory.run_unfused(op)
 
 
-def _reduce_ops(run: _Step, opt: Any, ops: list[OperationIr]) -> None:
-    run.path = "fallback"
-    run.run_trace(opt.trace_read_fallback)
-    run.unfused(ops[opt.num_ops_read])
-    run.run_trace(opt.trace_write_fallback)
+def emitted_kernel(kernels: KernelCache, launch: Launch) -> FusedKernel:
+    """The kernel of an element-wise launch's one block (emitted once per config and
+    binding signature)."""
+    if len(launch.plan.configs) != 1:
+        raise UnsupportedOpError("a multi-block trace needs the fused reduce kernel")
+    return kernels.kernel(launch.plan.configs[0], signature_of(launch))
 
 
-def _reduce(run: _Step, opt: Any) -> None:
-    _reduce_ops(run, opt, run.ops)
-
-
-def _reduce_broadcasted(run: _Step, opt: Any) -> None:
-    start = 0
-    for block in opt.fallbacks:
-        ops = run.ops[start:start + block.len()]
-        if block.name == "Reduce":
-            _reduce_ops(run, block, ops)
-        else:
-            run.run_trace(block.trace)
-        start += block.len()
-    run.path = "fallback"
-
-
-def _nhwc_relayout(run: _Step, opt: Any) -> None:
-    run.run_trace(opt.trace)
-    run.unfused(run.ops[-1])
-
-
-_FUSERS: Mapping[str, Callable[[_Step, Any], None]] = {
-    "ElementWise": _elementwise,
-    "Matmul": _matmul,
-    "Reduce": _reduce,
-    "ReduceBroadcasted": _reduce_broadcasted,
-    "NHWCRelayout": _nhwc_relayout,
-}
+def scalar_words(run: StepRun, trace: FuseTrace) -> list[int]:
+    """The trace's scalars as the interpreter computes them, one word each."""
+    words = []
+    for ty, placeholder in trace.resources.scalars:
+        value, dtype = run.context.scalars[placeholder]
+        target = FUSE_TYPE_DTYPE[ty]
+        words.append(scalar_word(np.asarray(scalar_value(value, dtype)).astype(
+            target.numpy), target))
+    return words
 
 
 # --- entry points -------------------------------------------------------------------------------
@@ -386,8 +318,6 @@ def run_planned(stream: Stream, device: GpuDevice | None = None,
                 profile: Any = None) -> dict[int, np.ndarray]:
     """Plan ``stream`` with refimpl's planner for ``profile`` (default: the device's own) and
     run it on ``device``: the synced tensors by id."""
-    from refimpl.interpreter import executed_steps
-
     device = device if device is not None else default_device()
     profile, executed = executed_steps(stream, profile if profile is not None else
                                        device.profile())

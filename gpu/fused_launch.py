@@ -21,7 +21,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from refimpl.data import contiguous_strides
-from refimpl.fused_kernel import KernelError, check_covered
+from refimpl.fused_kernel import KernelError
+from refimpl.planner.execute import check_covered
 from refimpl.planner.launch import (
     ConcreteLayout, FuseBlockConfig, Launch, ReshapedLayout, RuntimeLayout, ShapeLayout,
     SwapDimsLayout, config_id,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 __all__ = [
     "DeviceProfile",
@@ -112,3 +113,10 @@ def profile_from_adapter(adapter: object) -> DeviceProfile:
     info = getattr(adapter, "info", {}) or {}
     name = str(info.get("device") or "wgpu")
     return profile_from_wgpu_limits(adapter.limits, name)  # type: ignore[attr-defined]
+
+
+def resolve_device(device: Any) -> Any:
+    """A ``DeviceProfile``: a name is looked up with ``devices.profile_named``.
+
+    A profile, or any object with its limits (a GPU device's), is returned as it is."""
+    return profile_named(device) if isinstance(device, str) else device

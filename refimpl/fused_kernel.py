@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -53,6 +53,7 @@ from refimpl.planner.launch import (
     ConcreteLayout, FuseBlockConfig, Launch, ReshapedLayout, RuntimeLayout, ShapeLayout,
     SwapDimsLayout,
 )
+from refimpl.planner.execute import check_covered
 from refimpl.planner.layout import contiguous_strides, swap_dims_transform, unsqueezed
 from refimpl.planner.trace import (
     BlockLocal, FuseArg, FuseOp, FuseType, Input, InputReshaped, InputSwapDims, LayoutInfo,
@@ -60,29 +61,12 @@ from refimpl.planner.trace import (
 )
 from refimpl.semantics import BINARY, UNARY, convert
 
-__all__ = ["KernelError", "UncoveredOutputs", "check_covered", "FUSE_TYPE_DTYPE", "Binding", "BlockRun", "run_block", "seed_lanes",
+__all__ = ["KernelError", "FUSE_TYPE_DTYPE", "Binding", "BlockRun", "run_block", "seed_lanes",
            "gather_lanes", "shared_values"]
 
 
 class KernelError(RuntimeError):
     """The emulated kernel touched memory outside a binding, or raced on an aliased buffer."""
-
-
-class UncoveredOutputs(KernelError):
-    """A block whose reference shape is empty writes an output that holds elements.
-
-    burn's ``output_is_compatible`` grows a size-1 reference dim to any other, a zero-size
-    one included, and a size-1 dim of a later op broadcasts onto it: the block then has no
-    position, and its size-1 outputs are never written. No kernel of that plan can compute
-    them, so the executors run such a step's ops one by one instead (values only: the plan,
-    its widths and aliases stay burn's)."""
-
-
-def check_covered(n_pos: int, output_shapes: Sequence[tuple[int, ...]]) -> None:
-    """Raise ``UncoveredOutputs`` when no position runs but an output has elements."""
-    if n_pos == 0 and any(0 not in shape for shape in output_shapes):
-        raise UncoveredOutputs("the block's reference shape is empty but an output is not "
-                               "(burn grew a size-1 reference dim to a zero-size one)")
 
 
 FUSE_TYPE_DTYPE: Mapping[FuseType, DType] = MappingProxyType({

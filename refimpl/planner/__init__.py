@@ -13,7 +13,11 @@ builds for a device (``fusion/registry.rs``); notes §9.
 3. ``StreamPlanner.run(stream)`` — every item fed in order: ops registered lazily, syncs
    drain, the end of the stream drains;
 4. the executed steps become the ``Plan``, with their launch plans (``aliases`` per step,
-   ``width`` per block) from ``refimpl.interpreter.launch_plan_stream``.
+   ``width`` per block) from the walk's layout backend
+   (``refimpl.planner.execute.launch_plan_stream``).
+
+``executed_steps`` stops after step 3: the executed steps with their contexts, which every
+backend of the walk runs (the interpreter, the GPU).
 
 The fusers' modules are imported inside ``plan`` (not at package import): they import
 ``refimpl.planner.*`` themselves, and importing them here would make every
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from refimpl.devices import resolve_device
 from refimpl.planner.log import FusionLog
 from refimpl.planner.plan import Plan, PlanBlock, PlanStep, plan_from_json, plan_to_json
 from refimpl.planner.processor import StreamPlanner
@@ -31,6 +36,7 @@ from refimpl.stream import Stream
 
 __all__ = [
     "plan",
+    "executed_steps",
     "resolve_device",
     "Plan",
     "PlanStep",
@@ -39,13 +45,6 @@ __all__ = [
     "plan_from_json",
     "StreamPlanner",
 ]
-
-
-def resolve_device(device: Any) -> Any:
-    """A ``DeviceProfile``: a name is looked up with ``devices.profile_named``."""
-    from refimpl.devices import profile_named
-
-    return profile_named(device) if isinstance(device, str) else device
 
 
 def plan(stream: Stream, device: Any = "metal", registry: Any = None,
@@ -63,3 +62,13 @@ def plan(stream: Stream, device: Any = "metal", registry: Any = None,
     # launch planning (refimpl.planner.launch): aliases per step, width per block
     return Plan(profile.name,
                 planner.launch_planned(stream, len(planner.queue.steps) - len(steps), profile))
+
+
+def executed_steps(stream: Stream, device: Any = "metal") -> tuple[Any, tuple]:
+    """Plan ``stream``: the device profile and the executed steps with their contexts."""
+    from refimpl.planner.registry import FusionRegistry
+
+    profile = resolve_device(device)
+    planner = StreamPlanner(FusionRegistry().fusers(profile))
+    planner.run(stream)
+    return profile, tuple(planner.queue.executed)

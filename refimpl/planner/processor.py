@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from refimpl.devices import resolve_device
 from refimpl.ir import OperationIr, Sync
 from refimpl.planner.cache import (
     Always,
@@ -297,8 +298,10 @@ class StreamPlanner:
         planner across iterations: refimpl keeps none and plans every step again (fastplan's
         twin takes a ``LaunchMemo``). A runtime's loop is ``run`` (or ``register`` / ``sync``),
         ``launch_planned`` from the step count before it, then ``forget_steps``."""
-        from refimpl.interpreter import launch_plan_stream
-        from refimpl.planner import resolve_device
+        # deferred: refimpl.handles (which launch planning needs) imports
+        # refimpl.planner.layout, and so this package; the cycle goes when the memory model
+        # moves into the planner's launch room
+        from refimpl.planner.execute import launch_plan_stream
 
         if start < 0:
             raise ValueError(f"no executed step at {start}")

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import fastplan
 from refimpl import interpreter
+from refimpl.planner import execute
 from refimpl.devices import PRESETS, profile_named
 from refimpl.planner import layout as ref_layout
 from refimpl.planner import vectorization as ref_vect
@@ -57,12 +58,12 @@ def recorded_launches(stream: Stream, device) -> list[tuple]:
         return reference_plan_launch(trace, context, memory, device, operands)
 
     profile, executed = interpreter.executed_steps(stream, device)
-    saved = interpreter.plan_launch
-    interpreter.plan_launch = record
+    saved = execute.plan_launch
+    execute.plan_launch = record
     try:
         interpreter.launch_plan_stream(stream, executed, profile)
     finally:
-        interpreter.plan_launch = saved
+        execute.plan_launch = saved
     return calls
 
 

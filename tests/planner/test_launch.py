@@ -1,13 +1,13 @@
 """Launch planning (``refimpl.planner.launch``): the seed page's width and in-place facts,
 kernel identity, reference layouts, view outputs, and the plan JSON it fills in (SPEC §3, §7;
 notes §6). Every test runs on refimpl and on fastplan (the ``planner_impl`` fixture): the
-interpreter plans its launches with ``planner_impl.launch.plan_launch``."""
+walk plans its launches with ``planner_impl.launch.plan_launch``."""
 
 from __future__ import annotations
 
 import pytest
 
-from refimpl import interpreter
+from refimpl.planner import execute
 from refimpl.dtypes import DType
 from refimpl.interpreter import Interpreter, executed_steps, launch_plan_stream
 from refimpl.ir import TensorStatus
@@ -26,8 +26,8 @@ from refimpl.stream import Stream
 
 @pytest.fixture(autouse=True)
 def launch_twin(planner_impl, monkeypatch):
-    """The interpreter plans every launch with ``planner_impl``'s ``plan_launch``."""
-    monkeypatch.setattr(interpreter, "plan_launch", planner_impl.launch.plan_launch)
+    """The walk plans every launch with ``planner_impl``'s ``plan_launch``."""
+    monkeypatch.setattr(execute, "plan_launch", planner_impl.launch.plan_launch)
     return planner_impl.launch
 
 
