@@ -223,8 +223,10 @@ def large_files() -> list[str]:
 def test_graph_sees_deferred_imports_and_packages():
     """The reading rules above, on modules whose imports are known."""
     graph = import_graph()
-    # gpu/device.py imports gpu.runtime inside GpuDevice.__init__
-    assert "gpu.runtime" in graph["gpu.device"]
+    # refimpl/interpreter.py imports refimpl.cli inside a function
+    assert "refimpl.cli" in graph["refimpl.interpreter"]
+    # gpu/runtime.py imports gpu.device only under TYPE_CHECKING
+    assert "gpu.device" not in graph["gpu.runtime"]
     # refimpl.cli imports refimpl.planner.*: the planner package's __init__ runs too
     assert {"refimpl.planner"} <= graph["refimpl.cli"]
     # a module's own packages are never its edges
