@@ -34,6 +34,7 @@ from typing import Any, Mapping
 from refimpl.devices import DeviceProfile, profile_from_wgpu_limits
 from refimpl.dtypes import DType
 from gpu.errors import NoAdapterError, UnsupportedDTypeError
+from gpu.runtime import Runtime
 from gpu.wgsl.types import UNSUPPORTED_REASON, WGSL_TYPE
 
 __all__ = [
@@ -90,13 +91,12 @@ class GpuDevice:
 
     ``max_bindings`` is the fusion planner's binding budget: storage buffers per shader stage
     minus one (the metadata buffer), as in cubecl-wgpu. ``runtime`` is the device's
-    ``gpu.runtime.Runtime`` (buffers, pipeline cache, dispatch).
+    ``gpu.runtime.Runtime`` (buffers, pipeline cache, dispatch), made last since it reads the
+    device's limits.
     """
 
     def __init__(self, adapter: Any, device: Any, *, portable: bool, limits: Mapping[str, int],
                  features: frozenset[str]) -> None:
-        from gpu.runtime import Runtime  # the runtime needs the finished device
-
         self.adapter = adapter
         self.device = device
         self.portable = portable

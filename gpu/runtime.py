@@ -33,7 +33,7 @@ from refimpl.data import buffer_length, contiguous_strides, read_strided
 from refimpl.dtypes import DType
 from gpu.errors import GpuLimitError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # gpu.device imports this module; the runtime only names GpuDevice
     from gpu.device import GpuDevice
 
 __all__ = ["DeviceTensor", "Dispatched", "Runtime", "STORAGE_NUMPY", "fold_workgroups",

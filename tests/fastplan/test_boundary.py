@@ -37,7 +37,7 @@ from refimpl.planner import plan as reference_plan
 from refimpl.planner import plan_to_json
 from refimpl.stream import InputSpec, Stream, stream_from_json, stream_to_json
 from refimpl.strategies import streams
-from tests.refimpl.test_bad_input import BASES, CATALOGUE, PY_CATALOGUE, _mutate, _source
+from tests.refimpl.helpers import BASES, CATALOGUE, PY_CATALOGUE, as_source, mutate
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
@@ -83,7 +83,7 @@ def assert_same_outcome(stream: Stream) -> None:
 def _parsed(src):
     """The stream of a document that parses without validation, or ``None``."""
     try:
-        return stream_from_json(_source(src), validate=False)
+        return stream_from_json(as_source(src), validate=False)
     except errors.StreamError:
         return None
 
@@ -117,7 +117,7 @@ def mutated_documents(draw) -> str:
     else:
         obj = copy.deepcopy(draw(st.sampled_from(BASES)))
     for _ in range(draw(st.integers(1, 3))):
-        _mutate(obj, draw(st.data()))
+        mutate(obj, draw(st.data()))
     return json.dumps(obj)
 
 

@@ -30,10 +30,9 @@ from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
 from refimpl.planner.queue import OperationQueue as ReferenceQueue
 from refimpl.planner.strategy import BlockOptimization, Operations
+from tests.fastplan.helpers import planners
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
-
-from tests.fastplan.test_policy_in_buffer import _planners  # noqa: E402
 
 if fastplan.COMPILED:
     from fastplan.bench import build
@@ -56,7 +55,7 @@ def _exp(tid: int, shape: tuple) -> OperationIr:
 def test_executed_contexts_match_refimpl(workload):
     """Every executed step's segment, maps and scalars are refimpl's (the dims tuples shared
     between contexts included), cold and then from a warm plan cache."""
-    twin, reference = _planners()
+    twin, reference = planners()
     stream = build(workload, 300)
     assert twin.run(stream) == reference.run(stream)
     assert twin.run(stream) == reference.run(stream)
@@ -107,7 +106,7 @@ def test_hand_made_orderings_index_as_refimpl(ordering):
 def test_stored_plans_and_triggers_are_refimpls():
     """The plans a cold planner stores (their relative ops, read in place from the queue) and
     the ``OnOperations`` triggers of the ops an exploration left, as refimpl stores them."""
-    twin, reference = _planners()
+    twin, reference = planners()
     stream = build("transformer", 200)
     twin.run(stream)
     reference.run(stream)

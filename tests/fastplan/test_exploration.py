@@ -18,6 +18,7 @@ from refimpl.planner import search as ref_search
 from refimpl.planner.log import NO_LOG, FusionLog, LogLevel
 from refimpl.planner.reduce_broadcasted import ReduceBroadcastedState, ReduceBroadcastedStatus
 from refimpl.planner.strategy import BlockOptimization, Composed
+from tests.fastplan.helpers import A1, A2, B1, B2, C1
 from tests.planner.burn_mocks import add, builders, optimization
 from tests.planner.fuser_ops import NI, RO, op, relative, t
 
@@ -26,12 +27,6 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 from fastplan import reduce_broadcasted as fast_rb  # noqa: E402
 from fastplan import repair as fast_repair  # noqa: E402
 from fastplan import search as fast_search  # noqa: E402
-
-A1 = add(10, 11, 12)
-A2 = add(12, 13, 14)
-B1 = add(20, 21, 22)
-B2 = add(22, 23, 24)
-C1 = add(30, 31, 32)
 
 # (ops, fuser patterns): one block, two blocks, a hole, a search the block cap stops
 CASES = [

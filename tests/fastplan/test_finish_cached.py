@@ -9,35 +9,10 @@ import fastplan.block as fblock
 import fastplan.reduce_broadcasted as frb
 import refimpl.planner.block as rblock
 import refimpl.planner.reduce_broadcasted as rrb
-from tests.planner.fuser_ops import NI, RO, RW, op, t
+from tests.fastplan.helpers import WORKFLOWS
 
 pytestmark = pytest.mark.skipif(not frb.__file__.endswith((".so", ".pyd")),
                                 reason="fastplan is not compiled")
-
-# burn's reduce_broadcast workflows and variants: reductions chained with the element-wise
-# ops that broadcast their results back (shapes are relative ids)
-WORKFLOWS = [
-    [
-        op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
-        op("NumericFloat.SumDim", input=t(0, (1, 2), RW), out=t(1, (1, 0), NI), axis=1),
-        op("NumericFloat.Add", lhs=t(1, (1, 0), RW), rhs=t(2, (1, 0), RW), out=t(3, (1, 0), NI)),
-        op("NumericFloat.Add", lhs=t(3, (1, 0), RW), rhs=t(4, (1, 2), RW), out=t(5, (1, 2), NI)),
-        op("NumericFloat.SumDim", input=t(5, (1, 2), RW), out=t(6, (1, 0), NI), axis=1),
-        op("NumericFloat.Add", lhs=t(6, (1, 0), RW), rhs=t(7, (1, 2), RO), out=t(8, (1, 2), NI)),
-        op("Float.Exp", input=t(8, (1, 2), RW), out=t(9, (1, 2), NI)),
-    ],
-    [
-        op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
-        op("NumericFloat.Add", lhs=t(0, (1, 2), RO), rhs=t(2, (1, 2), RO), out=t(3, (1, 2), NI)),
-        op("NumericFloat.SumDim", input=t(3, (1, 2), RO), out=t(1, (1, 0), NI), axis=1),
-        op("NumericFloat.Sub", lhs=t(3, (1, 2), RW), rhs=t(1, (1, 0), RO), out=t(4, (1, 2), NI)),
-        op("Float.Exp", input=t(4, (1, 2), RW), out=t(5, (1, 2), NI)),
-        op("NumericFloat.SumDim", input=t(5, (1, 2), RO), out=t(6, (1, 0), NI), axis=1),
-        op("NumericFloat.Div", lhs=t(5, (1, 2), RW), rhs=t(6, (1, 0), RW), out=t(7, (1, 2), NI)),
-        op("NumericFloat.Add", lhs=t(1, (1, 0), RW), rhs=t(0, (1, 2), RW), out=t(8, (1, 2), NI)),
-    ],
-]
-
 
 @pytest.mark.parametrize("steps", WORKFLOWS)
 def test_reduce_broadcasted_finish_matches_refimpl_after_every_op(steps):

@@ -21,7 +21,7 @@ import pytest
 import fastplan
 from refimpl.planner import plan as reference_plan
 from refimpl.seed import SEED_STREAMS
-from tests.fastplan.test_queued_positions_and_dims import check_segments
+from tests.fastplan.helpers import check_segments
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 

@@ -38,6 +38,8 @@ from refimpl.planner import StreamPlanner as RefStreamPlanner
 from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
 from refimpl.strategies import elementwise_streams, streams, strides_for_layout
 from refimpl.stream import Stream, Sync, load_stream, stream_to_json
+from tests.fastplan.helpers import (check_fast_outcomes, fast_plan_launched, fast_planner,
+                                    fused_count, outcome, reference)
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
@@ -55,37 +57,6 @@ DEVICES = tuple(sorted(PRESETS))
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def outcome(call) -> tuple:
-    """``("ok", steps)`` or ``("raised", exception class)``."""
-    try:
-        return ("ok", call())
-    except Exception as exc:  # noqa: BLE001 - the class is what is compared
-        return ("raised", type(exc))
-
-
-def reference(stream: Stream, profile) -> tuple:
-    """refimpl: a fresh planner, then the values-free interpreter walk."""
-
-    def run():
-        planner = RefStreamPlanner(RefFusionRegistry().fusers(profile))
-        planner.run(stream)
-        return reference_launch_plan_stream(stream, planner.queue.executed, profile)
-
-    return outcome(run)
-
-
-def fast_planner(stream: Stream, profile):
-    planner = FastStreamPlanner(FastFusionRegistry().fusers(profile))
-    planner.run(stream)
-    return planner
-
-
-def fast_plan_launched(stream: Stream, profile) -> tuple:
-    """What ``fastplan.planner.plan`` runs: a fresh planner, ``_launch_planned`` from step 0
-    (unfused steps without context), a fresh memo."""
-    return _launch_planned(stream, fast_planner(stream, profile), 0, profile)
-
-
 def ref_next(planner, stream: Stream, profile) -> tuple:
     """refimpl: ``planner`` (kept across streams) runs ``stream``; its new steps launch-planned."""
     start = len(planner.queue.executed)
@@ -100,39 +71,10 @@ def fast_next(planner, stream: Stream, profile, memo) -> tuple:
     return _launch_planned(stream, planner, start, profile, memo)
 
 
-def fused_count(steps) -> int:
-    return sum(1 for step in steps if step.kind == "fused")
-
-
 def shift_past(first: Stream, second: Stream) -> Stream:
     """``second`` with every tensor id moved past ``first``'s (a runtime's ids never repeat)."""
     ids = list(first.inputs) + [t.id for op in first.ops for t in op.nodes()]
     return shifted(second, max(ids, default=0) + 1)
-
-
-def check_fast_outcomes(stream: Stream, profile) -> None:
-    """fastplan's every way of launch-planning ``stream`` gives refimpl's outcome; a memo run
-    a second time on the same executed steps serves every fused step."""
-    __tracebackhide__ = True
-    expected = reference(stream, profile)
-    try:
-        planner = fast_planner(stream, profile)
-    except Exception as exc:  # noqa: BLE001 - the class is what is compared
-        assert expected == ("raised", type(exc))
-        return
-    executed = planner.queue.executed
-    assert outcome(lambda: launch_plan_stream(stream, executed, profile)) == expected
-    memo = LaunchMemo()
-    assert outcome(lambda: launch_plan_stream(stream, executed, profile, memo)) == expected
-    if expected[0] == "ok":
-        misses, hits = memo.misses, memo.hits
-        assert misses + hits == fused_count(expected[1])
-        again = outcome(lambda: launch_plan_stream(stream, executed, profile, memo))
-        assert again == expected
-        assert memo.misses == misses, "the second run over the same steps missed the memo"
-        assert memo.hits == hits + fused_count(expected[1])
-    else:
-        assert outcome(lambda: launch_plan_stream(stream, executed, profile, memo)) == expected
 
 
 # --- golden streams ----------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from refimpl.frontend import Session  # noqa: E402
 from refimpl.stream import Stream  # noqa: E402
 
 from fastplan.bench import build, shifted  # noqa: E402
-from tests.fastplan.test_launch_stream import (  # noqa: E402
+from tests.fastplan.helpers import (  # noqa: E402
     check_fast_outcomes, fast_plan_launched, reference,
 )
 

@@ -25,10 +25,8 @@ from __future__ import annotations
 import pytest
 
 import fastplan
-from refimpl.devices import profile_named
 from refimpl.ir import OperationIr, Sync, UnaryOpIr
-from refimpl.planner.processor import StreamPlanner as ReferencePlanner
-from refimpl.planner.registry import FusionRegistry as ReferenceRegistry
+from tests.fastplan.helpers import planners
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
@@ -36,15 +34,7 @@ if fastplan.COMPILED:
     from fastplan._keys import BoundaryError
     from fastplan.bench import build, shifted
     from fastplan.cache import ExecutionPlanStore
-    from fastplan.processor import StreamPlanner
     from fastplan.queue import OperationQueue
-    from fastplan.registry import FusionRegistry
-
-
-def _planners() -> tuple:
-    profile = profile_named("metal")
-    return (StreamPlanner(FusionRegistry().fusers(profile)),
-            ReferencePlanner(ReferenceRegistry().fusers(profile)))
 
 
 def _fresh_keys(queue) -> list:
@@ -97,7 +87,7 @@ def test_register_op_by_op_on_a_warm_planner_matches_refimpl(workload):
     and the policy's state are refimpl's."""
     stream = build(workload, 40)
     nxt = shifted(stream, 10 * (len(stream.items) + 1))
-    twin, reference = _planners()
+    twin, reference = planners()
     assert twin.run(stream) == reference.run(stream)
     hits = twin.num_cache_hits
     for index, item in enumerate(nxt.items):
@@ -122,7 +112,7 @@ def test_keys_found_in_the_trie_are_equal_to_made_ones(offset):
     the whole iteration are refimpl's."""
     stream = shifted(build("transformer", 60), offset)
     nxt = shifted(stream, 10 * (len(stream.items) + 1))
-    twin, reference = _planners()
+    twin, reference = planners()
     assert twin.run(stream) == reference.run(stream)
     cut = len(nxt.items) - 7
     for index, item in enumerate(nxt.items[:cut]):
@@ -139,7 +129,7 @@ def test_an_op_the_boundary_refuses_leaves_queue_and_policy_as_they_were():
     stay as they were, and the planner goes on as refimpl's does without the op."""
     stream = build("transformer", 30)
     ops = [item for item in stream.items if isinstance(item, OperationIr)]
-    twin, reference = _planners()
+    twin, reference = planners()
     for index, op in enumerate(ops[:10]):
         twin.register(index, op)
         reference.register(index, op)
@@ -170,7 +160,7 @@ def test_run_twice_and_with_syncs_matches_refimpl():
         if isinstance(item, OperationIr) and item.op.name.endswith("Drop"):
             items.append(Sync(()))
     synced = type(nxt)(nxt.inputs, tuple(items))
-    twin, reference = _planners()
+    twin, reference = planners()
     for s in (stream, nxt, synced, nxt):
         assert twin.run(s) == reference.run(s)
 
@@ -182,7 +172,7 @@ def test_policy_after_each_drain_matches_refimpl_cold_and_warm(workload):
     keys are refimpl's; transformer's drains leave ops pending."""
     stream = build(workload, 40)
     nxt = shifted(stream, 10 * (len(stream.items) + 1))
-    twin, reference = _planners()
+    twin, reference = planners()
     cold = _feed(twin, reference, stream.items)
     twin.drain()
     reference.drain()
@@ -201,7 +191,7 @@ def test_keys_left_by_a_drain_are_the_tries_objects_on_a_hit():
     a new queue's; the policy then advises as refimpl's does to the end."""
     stream = build("transformer", 60)
     nxt = shifted(stream, 10 * (len(stream.items) + 1))
-    twin, reference = _planners()
+    twin, reference = planners()
     assert twin.run(stream) == reference.run(stream)
     assert twin.run(nxt) == reference.run(nxt)
     third = shifted(nxt, 10 * (len(nxt.items) + 1))
@@ -215,7 +205,7 @@ def test_queue_execute_without_a_policy_keeps_its_keys():
     """``OperationQueue.execute`` (no processor, no policy) encodes the ops left as before: the
     keys equal a new queue's, and the queue can execute again."""
     stream = build("transformer", 30)
-    twin, _ = _planners()
+    twin, _ = planners()
     twin.run(stream)
     store = twin.store
     assert len(store) > 0
@@ -241,7 +231,7 @@ def test_run_with_syncs_between_drains_matches_refimpl():
         if isinstance(item, OperationIr) and len(items) % 5 == 0:
             items.append(Sync(()))
     synced = type(stream)(stream.inputs, tuple(items))
-    twin, reference = _planners()
+    twin, reference = planners()
     for s in (stream, synced, stream, synced):
         assert twin.run(s) == reference.run(s)
         assert _policy_state(twin.processor.policy) == _policy_state(reference.processor.policy)

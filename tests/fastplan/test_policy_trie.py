@@ -24,12 +24,11 @@ from refimpl.planner.cache import (
     Defer,
     Execute,
     ExecutionMode,
-    ExecutionPlan,
     Explore,
     OnOperations,
     OnSync,
 )
-from refimpl.planner.strategy import BlockOptimization, Operations
+from tests.fastplan.helpers import availables, execution_plan, policy_state
 from tests.planner.burn_mocks import operation_1, operation_2, operation_3
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
@@ -52,31 +51,10 @@ _triggers = st.one_of(
     st.tuples(st.just("OnOperations"), st.lists(_letters, min_size=1, max_size=2)),
 )
 _MODES = (ExecutionMode.Lazy, ExecutionMode.Sync)
-_STATES = {reference._State.Validating: 0, reference._State.Found: 1,
-           reference._State.Invalidated: 2}
-
-
-def _plan(ops, triggers) -> ExecutionPlan:
-    ordering = tuple(range(len(ops)))
-    return ExecutionPlan(tuple(ops), list(triggers),
-                         BlockOptimization(Operations(ordering), ordering))
-
-
-def _state(state) -> int:
-    return _STATES[state] if isinstance(state, reference._State) else state
-
-
-def _availables(policy) -> list:
-    """Each available plan: id, size, and where each of its trigger checks stands."""
-    return [(available.plan_id, available.size,
-             [(check.checked if check.checked is not None else -1,
-               check.matching.target, _state(check.matching.state), check.matching.size)
-              for check in available.triggers])
-            for available in policy.availables]
 
 
 def _candidates(policy) -> list:
-    return [(c.target, _state(c.state), c.size) for c in policy.candidates]
+    return [(c.target, policy_state(c.state), c.size) for c in policy.candidates]
 
 
 def _advice(policy, store, operations, mode):
@@ -112,7 +90,7 @@ class PolicyTwins(RuleBasedStateMachine):
 
     def _add(self, ops, triggers) -> None:
         triggers = [self._trigger(trigger) for trigger in triggers]
-        ids = self._both(lambda store, _: store.add(_plan(ops, triggers)))
+        ids = self._both(lambda store, _: store.add(execution_plan(ops, triggers)))
         assert ids[0] == ids[1]
 
     @rule(ops=_ops, triggers=st.lists(_triggers, max_size=2))
@@ -181,7 +159,7 @@ class PolicyTwins(RuleBasedStateMachine):
         assert ref.num_operations == fast.num_operations == len(self.queue)
         assert ref.found == fast.found
         assert _candidates(ref) == _candidates(fast)
-        assert _availables(ref) == _availables(fast)
+        assert availables(ref) == availables(fast)
         ref_store, fast_store = self.stores
         assert len(ref_store) == len(fast_store)
         assert [ref_store.find(op) for op in self.alphabet] == \
@@ -206,13 +184,13 @@ def _run(impl, plans, ops, add_after=()) -> list:
     plan ids, found, and the Lazy and Sync advice for the whole queue."""
     store, policy = impl.ExecutionPlanStore(), impl.Policy()
     for ops_of, triggers in plans:
-        store.add(_plan(ops_of, triggers))
+        store.add(execution_plan(ops_of, triggers))
     seen = []
     for position, op in enumerate(ops):
         policy.update(store, op)
         if position == 0:
             for ops_of, triggers in add_after:
-                store.add(_plan(ops_of, triggers))
+                store.add(execution_plan(ops_of, triggers))
         queue = ops[:position + 1]
         seen.append(([c.target for c in policy.candidates],
                      [a.plan_id for a in policy.availables], policy.found,
@@ -275,7 +253,7 @@ def test_policy_trie_plan_added_mid_matching_is_not_a_candidate():
     twin = fastplan.planner_module("cache")
     store, policy = twin.ExecutionPlanStore(), twin.Policy()
     policy.update(store, o1)
-    late = store.add(_plan([o1, o2], [Always()]))
+    late = store.add(execution_plan([o1, o2], [Always()]))
     assert policy.action(store, [o1], ExecutionMode.Lazy) == Explore()
     policy.update(store, o2)
     assert policy.candidates == [] and policy.availables == [] and policy.found is None
@@ -292,7 +270,7 @@ def test_policy_trie_sees_a_trigger_replaced_after_add(replacement):
     seen = []
     for impl in (reference, fastplan.planner_module("cache")):
         store, policy = impl.ExecutionPlanStore(), impl.Policy()
-        plan_id = store.add(_plan([o1], []))
+        plan_id = store.add(execution_plan([o1], []))
         store.add_trigger(plan_id, OnSync())
         store.get(plan_id).triggers[0] = replacement
         for op in (o1, o2):
@@ -304,7 +282,8 @@ def test_policy_trie_sees_a_trigger_replaced_after_add(replacement):
 def test_policy_trie_sync_executes_a_candidate_as_long_as_the_queue():
     """refimpl's sync also executes a candidate exactly as long as the queue; a candidate is
     longer than the ops seen, so only a hand-set ``num_operations`` lets the queue reach it."""
-    plans = [_plan([o1, o2, o3], []), _plan([o1, o2], []), _plan([o1, o3], [])]
+    plans = [execution_plan([o1, o2, o3], []), execution_plan([o1, o2], []),
+             execution_plan([o1, o3], [])]
     advice = []
     for impl in (reference, fastplan.planner_module("cache")):
         store, policy = impl.ExecutionPlanStore(), impl.Policy()
@@ -322,7 +301,7 @@ def test_policy_trie_frees_a_very_long_plan():
     crashes)."""
     twin = fastplan.planner_module("cache")
     store, policy = twin.ExecutionPlanStore(), twin.Policy()
-    plan_id = store.add(_plan([o1] * 100_000, [Always()]))
+    plan_id = store.add(execution_plan([o1] * 100_000, [Always()]))
     for _ in range(3):
         policy.update(store, o1)
     assert [c.target for c in policy.candidates] == [plan_id]

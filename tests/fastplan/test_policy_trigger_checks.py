@@ -20,7 +20,7 @@ import fastplan
 from refimpl.ir import OperationIr
 from refimpl.planner import cache as reference
 from refimpl.planner.cache import Always, ExecutionMode, OnOperations, OnSync
-from tests.fastplan.test_policy_trie import _availables, _plan
+from tests.fastplan.helpers import availables, execution_plan
 from tests.planner.burn_mocks import operation_1, operation_2, operation_3
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
@@ -41,14 +41,14 @@ def _steps(impl, plans, ops, edit=None) -> list:
     their checks, found, and the Lazy and Sync advice for the whole queue."""
     store, policy = impl.ExecutionPlanStore(), impl.Policy()
     for ops_of, triggers in plans:
-        store.add(_plan(ops_of, triggers))
+        store.add(execution_plan(ops_of, triggers))
     seen = []
     for position, op in enumerate(ops):
         policy.update(store, op)
         if position == 0 and edit is not None:
             edit(store)
         queue = ops[:position + 1]
-        seen.append((_availables(policy), policy.found,
+        seen.append((availables(policy), policy.found,
                      policy.action(store, queue, ExecutionMode.Lazy),
                      policy.action(store, queue, ExecutionMode.Sync)))
     return seen
@@ -102,11 +102,11 @@ def test_triggers_replaced_by_an_equal_new_list_and_by_a_tuple():
         for impl in (reference, twin):
             store, policy = impl.ExecutionPlanStore(), impl.Policy()
             for ops_of, triggers in plans:
-                store.add(_plan(ops_of, triggers))
+                store.add(execution_plan(ops_of, triggers))
             edit(store)
             policy.update(store, o1)
             policy.update(store, o2)
-            impl_seen = (_availables(policy), policy.found,
+            impl_seen = (availables(policy), policy.found,
                          policy.action(store, [o1, o2], ExecutionMode.Lazy))
             if impl is reference:
                 expected = impl_seen
@@ -121,7 +121,7 @@ def test_plans_list_shrunk_behind_the_store_raises_not_crashes():
     for impl in (reference, fastplan.planner_module("cache")):
         store, policy = impl.ExecutionPlanStore(), impl.Policy()
         for k in range(3):
-            store.add(_plan([o1] * (k + 1), [Always()]))
+            store.add(execution_plan([o1] * (k + 1), [Always()]))
         policy.update(store, o1)  # the three plans are this segment's candidates
         del store.plans[1:]
         with pytest.raises(IndexError):

@@ -18,36 +18,21 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import fastplan
-from refimpl.devices import profile_named
-from refimpl.dtypes import DType
-from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
-from refimpl.ops import op_named
-from refimpl.planner.processor import StreamPlanner as ReferencePlanner
-from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.registry import FusionRegistry as ReferenceRegistry
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.ir import OperationIr
 from refimpl.strategies import streams
 from refimpl.stream import Stream, stream_to_json
+from tests.fastplan.helpers import check_segments, planners
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
     from fastplan.bench import build, shifted
-    from fastplan.processor import StreamPlanner
-    from fastplan.queue import OperationQueue
-    from fastplan.registry import FusionRegistry
-
-
-def _planners():
-    profile = profile_named("metal")
-    return (StreamPlanner(FusionRegistry().fusers(profile)),
-            ReferencePlanner(ReferenceRegistry().fusers(profile)))
 
 
 def test_passes_of_other_lengths_give_refimpls_steps():
     """A short pass, a longer one (positions past 256, some made on this pass), then the short
     one again: each pass's steps are refimpl's, their op positions included."""
-    twin, reference = _planners()
+    twin, reference = planners()
     short = build("mixed", 40)
     long = shifted(build("mixed", 400), 10 * (len(short.items) + 1))
     assert len(long.items) > 300
@@ -58,12 +43,6 @@ def test_passes_of_other_lengths_give_refimpls_steps():
             i for i, item in enumerate(stream.items) if isinstance(item, OperationIr))
 
 
-def _exp(tid: int, shape: tuple) -> OperationIr:
-    return OperationIr(op_named("Float.Exp"), UnaryOpIr(
-        TensorIr(tid, shape, DType.F32, TensorStatus.ReadOnly),
-        TensorIr(tid + 1, shape, DType.F32, TensorStatus.NotInit)))
-
-
 _SHAPES = [
     ((1, 5, 8), (8, 5), (5, 1)),  # dim 8 at shape id 2
     ((6, 7, 8), (8, 6)),  # after the drain: 8 at shape id 3, its hint (2) holds 7
@@ -72,28 +51,6 @@ _SHAPES = [
     (tuple(range(2, 80)), (79, 2, 40)),  # more dims than the C list holds: the dict
     ((40, 2), (2, 40)),  # back to the C list after the drain
 ]
-
-
-def check_segments(segments, drain_after: int) -> None:
-    """Queue one ``Exp`` per shape of each segment on both queues, comparing the relative
-    ops and assigned shape counts after each op, then drain the first ``drain_after`` ops
-    unfused and compare the steps."""
-    twin, reference = OperationQueue(), ReferenceQueue()
-    index = 0
-    for shapes in segments:
-        for shape in shapes:
-            op = _exp(10 * index, shape)
-            twin.add(index, op)
-            reference.add(index, op)
-            index += 1
-            assert list(twin.operations()) == list(reference.operations())
-            assert list(twin.shapes_assigned) == list(reference.shapes_assigned)
-        count = min(drain_after, len(reference.global_ops))
-        ordering = tuple(range(count))
-        twin.execute_unfused(BlockOptimization(Operations(ordering), ordering))
-        reference.execute_unfused(BlockOptimization(Operations(ordering), ordering))
-        assert list(twin.steps) == list(reference.steps)
-    assert list(twin.operations()) == list(reference.operations())
 
 
 @pytest.mark.parametrize("drain_after", [1, 2, 3])
@@ -110,7 +67,7 @@ def test_any_stream_planned_again_matches_refimpl(stream, passes):
     """Any stream the strategy makes, planned several times by one warm planner (the read-ahead
     reads every operand struct's tensor fields; later passes take the positions made before)."""
     note(stream_to_json(stream))
-    twin, reference = _planners()
+    twin, reference = planners()
     for _ in range(passes):
         assert twin.run(stream) == reference.run(stream)
 
@@ -118,7 +75,7 @@ def test_any_stream_planned_again_matches_refimpl(stream, passes):
 def test_a_stream_that_is_no_tuple_matches_refimpl():
     """Items given as a list (no read-ahead) then as a tuple: refimpl's steps both times."""
     stream = build("mixed", 60)
-    twin, reference = _planners()
+    twin, reference = planners()
     as_list = Stream(stream.inputs, list(stream.items))
     assert twin.run(as_list) == reference.run(as_list)
     assert twin.run(stream) == reference.run(stream)

@@ -9,7 +9,7 @@ import pytest
 
 import fastplan.reduce_broadcasted as frb
 import refimpl.planner.reduce_broadcasted as rrb
-from tests.fastplan.test_finish_cached import WORKFLOWS
+from tests.fastplan.helpers import WORKFLOWS
 from tests.planner.fuser_ops import NI, RO, RW, op, t
 
 pytestmark = pytest.mark.skipif(not frb.__file__.endswith((".so", ".pyd")),

@@ -13,6 +13,7 @@ import fastplan
 from refimpl.planner import repair as ref_repair
 from refimpl.planner import search as ref_search
 from refimpl.planner.strategy import BlockOptimization, Composed, Operations
+from tests.fastplan.helpers import A1, A2, B1, B2, C1
 from tests.planner.burn_mocks import add, add_rw, builders, optimization
 from tests.planner.fuser_ops import NI, RO, RW, op, relative, t
 
@@ -20,8 +21,6 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 from fastplan import repair as fast_repair  # noqa: E402
 from fastplan import search as fast_search  # noqa: E402
-
-from tests.fastplan.test_exploration import A1, A2, B1, B2, C1  # noqa: E402
 
 D1 = add(40, 41, 42)
 E1 = add(50, 51, 52)

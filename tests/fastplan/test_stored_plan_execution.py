@@ -30,8 +30,8 @@ from refimpl.planner.cache import Always, ExecutionPlan
 from refimpl.planner.processor import StreamPlanner as ReferencePlanner
 from refimpl.planner.relative import OperationConverter, to_relative
 from refimpl.planner.strategy import BlockOptimization, Optimization
-from tests.fastplan.test_policy_in_buffer import _planners
-from tests.planner.test_cache import _ShapeIdOptimization
+from tests.fastplan.helpers import planners
+from tests.planner.helpers import ShapeIdOptimization
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
@@ -72,7 +72,7 @@ def test_warm_iterations_give_refimpls_steps_and_contexts(workload, offset):
     """Four iterations of a stream whose executions are drop-only ones and others: each
     iteration's steps and every executed step's context are refimpl's (a stored plan's
     drop-only answer, read at its first execution, holds at the later ones)."""
-    twin, reference = _planners()
+    twin, reference = planners()
     stream = build(workload, 300)
     step = 10 * (max(stream.inputs, default=0) + len(stream.items) + 1)
     for iteration in range(4):
@@ -114,7 +114,7 @@ def test_plan_naming_shape_ids_of_every_kind_runs_as_refimpls(shape_id, kind):
     op = _exp(0, 1)  # assigns shape ids 0 (size 1), 1 and 2
     for planner in (StreamPlanner([]), ReferencePlanner([])):
         planner.queue.add(0, op)
-        strategy = Optimization(_ShapeIdOptimization(shape_id), (0,), 10)
+        strategy = Optimization(ShapeIdOptimization(shape_id), (0,), 10)
         relative = to_relative(op, OperationConverter())
         plan_id = planner.store.add(ExecutionPlan((relative,), [Always()],
                                                   BlockOptimization(strategy, (0,))))

@@ -23,7 +23,7 @@ from refimpl.planner.settings import (
 from refimpl.planner.trace import (
     BinaryFuseArgs, FuseBlock, FuseOp, FuseResources, FuseTrace, RegisteredTensor,
 )
-from tests.fastplan.test_finish_cached import WORKFLOWS
+from tests.fastplan.helpers import WORKFLOWS
 from tests.planner.fuser_ops import NI, RO, RW, t
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")

@@ -17,7 +17,7 @@ from gpu.kernels.elementwise import ElementwiseKernel
 from gpu.wgsl.literals import literal
 from gpu.wgsl.ops import ELEMENTWISE_OPS, FUSE_EXPR, WGSL_EXPR, WGSL_TYPE
 from tests.gpu.cases import ARITY, elementwise_cases
-from tests.gpu.test_elementwise import run_case
+from tests.gpu.helpers import run_case
 
 # The complete FuseOp enum of burn 0.22.1 (notes §2.3) minus the ones with their own codegen
 # (Gather/Select/Cat read by index, Dequantize has no quantized dtypes here).

@@ -7,8 +7,6 @@ burn counterparts: ``stream/context.rs`` tests (relative ids and shapes, scalars
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from refimpl.devices import profile_named
@@ -29,6 +27,7 @@ from refimpl.planner.strategy import BlockOptimization, Operations, Optimization
 from refimpl.seed import SEED_STREAMS
 from refimpl.stream import InputSpec, Stream
 from tests.planner.burn_mocks import TestOptimizationBuilder, operation_1, operation_2, operation_3
+from tests.planner.helpers import ShapeIdOptimization
 
 RO, RW, NEW = TensorStatus.ReadOnly, TensorStatus.ReadWrite, TensorStatus.NotInit
 
@@ -152,35 +151,12 @@ def test_cache_sync_of_pending_result_splits_the_stream(planner_impl):
         ("unfused", (0,)), ("unfused", (2,)), ("unfused", (3,))]
 
 
-@dataclass(frozen=True)
-class _ShapeIdOptimization:
-    """An optimization naming relative shape id ``shape_id`` (burn #5400 guard)."""
-
-    shape_id: int
-    name: str = "Probe"
-
-    def len(self) -> int:
-        return 1
-
-    def max_relative_shape_id(self) -> int:
-        return self.shape_id
-
-    def global_inputs(self):
-        return ()
-
-    def global_outputs(self):
-        return ()
-
-    def block_op_names(self):
-        return ()
-
-
 def test_cache_plan_naming_unassigned_shape_id_runs_unfused(planner_impl):
     planner = planner_impl.processor.StreamPlanner([])
     op = _exp(0, 1, (4, 6))  # assigns shape ids 0 (size 1), 1 and 2
     planner.queue.add(0, op)
     for shape_id, kind in ((2, "fused"), (3, "unfused")):
-        strategy = Optimization(_ShapeIdOptimization(shape_id), (0,), 10)
+        strategy = Optimization(ShapeIdOptimization(shape_id), (0,), 10)
         relative = planner_impl.relative.to_relative(op, planner_impl.relative.OperationConverter())
         plan_id = planner.store.add(ExecutionPlan((relative,), [Always()],
                                                   BlockOptimization(strategy, (0,))))

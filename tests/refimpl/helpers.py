@@ -1,9 +1,20 @@
-"""Shared helpers of the refimpl tests: reading what a frontend session recorded."""
+"""Shared helpers of the refimpl tests: reading what a frontend session recorded, and the
+bad-input catalogue of malformed streams (SPEC §8)."""
 
 from __future__ import annotations
 
+import copy
+import json
+
+import numpy as np
+from hypothesis import strategies as st
+
+from refimpl import errors
+from refimpl.dtypes import DType
 from refimpl.frontend import Session
-from refimpl.ir import OperationIr, TensorStatus
+from refimpl.ir import OperationIr, TensorIr, TensorStatus
+from refimpl.ops import op_named
+from refimpl.stream import InputSpec, Stream
 
 
 def recorded_ops(s: Session) -> list[OperationIr]:
@@ -19,3 +30,355 @@ def input_uses(item: OperationIr) -> list[tuple[int, TensorStatus]]:
 def item_names(s: Session) -> list[str]:
     """The name of every item so far, ``"Sync"`` for syncs."""
     return [item.name if isinstance(item, OperationIr) else "Sync" for item in s.stream.items]
+
+
+# --- the bad-input catalogue ------------------------------------------------------------------
+# Used by tests/refimpl/test_bad_input.py and tests/fastplan/test_boundary.py. JSON documents,
+# each wrong in exactly one way: (kind, source, error class, op index, field).
+
+S = [4, 6]
+
+
+def T(i, shape=S, dtype="f32", status="ReadOnly"):
+    return {"id": i, "shape": list(shape), "dtype": dtype, "status": status}
+
+
+def O(i, shape=S, dtype="f32"):
+    return T(i, shape, dtype, "NotInit")
+
+
+def inp(shape=S, dtype="f32", **extra):
+    spec = {"shape": list(shape), "dtype": dtype}
+    spec.update(extra if extra else {"random": 0})
+    return spec
+
+
+def doc(ops, inputs=None, **top):
+    d = {"version": 1, "inputs": {"0": inp(), "1": inp()} if inputs is None else inputs,
+         "ops": ops}
+    d.update(top)
+    return d
+
+
+def add(lhs=None, rhs=None, out=None, name="NumericFloat.Add"):
+    return {"op": name, "lhs": T(0) if lhs is None else lhs, "rhs": T(1) if rhs is None else rhs,
+            "out": O(2) if out is None else out}
+
+
+def unary(name, src=None, out=None):
+    return {"op": name, "input": T(0) if src is None else src, "out": O(2) if out is None else out}
+
+
+def drop(i, shape=S, dtype="f32", status="ReadWrite"):
+    return {"op": "Drop", "tensor": T(i, shape, dtype, status)}
+
+
+def without(d, key):
+    d = copy.deepcopy(d)
+    del d[key]
+    return d
+
+
+def with_(d, **changes):
+    d = copy.deepcopy(d)
+    d.update(changes)
+    return d
+
+
+E = errors
+CATALOGUE = [
+    # --- the document ---------------------------------------------------------------------
+    ("bad_json", '{"version": 1, "ops": [', E.StreamFormatError, None, None),
+    ("not_utf8", b'{"version": 1, "ops": []}\xff', E.StreamFormatError, None, None),
+    ("not_an_object", "[1, 2]", E.StreamFormatError, None, None),
+    ("wrong_version", doc([], version=2), E.StreamFormatError, None, "version"),
+    ("version_as_text", doc([], version="1"), E.StreamFormatError, None, "version"),
+    ("missing_version", without(doc([]), "version"), E.StreamFormatError, None, "version"),
+    ("missing_ops", without(doc([]), "ops"), E.StreamFormatError, None, "ops"),
+    ("ops_not_list", doc({}), E.StreamFormatError, None, "ops"),
+    ("inputs_not_object", doc([], inputs=[]), E.StreamFormatError, None, "inputs"),
+    ("unknown_top_key", doc([], extra=1), E.StreamFormatError, None, "extra"),
+    ("duplicate_key", '{"version": 1, "version": 1, "ops": []}', E.StreamFormatError, None,
+     "version"),
+    # --- inputs ---------------------------------------------------------------------------
+    ("input_key_not_id", doc([], inputs={"x": inp()}), E.FieldTypeError, None, "inputs.x"),
+    ("input_key_padded", doc([], inputs={"01": inp()}), E.FieldTypeError, None, "inputs.01"),
+    ("input_not_object", doc([], inputs={"0": [4, 6]}), E.FieldTypeError, None, "inputs.0"),
+    ("input_missing_dtype", doc([], inputs={"0": {"shape": S, "random": 1}}),
+     E.MissingFieldError, None, "inputs.0.dtype"),
+    ("input_extra_field", doc([], inputs={"0": inp(random=1, layout="nhwc")}),
+     E.MissingFieldError, None, "inputs.0.layout"),
+    ("input_unknown_dtype", doc([], inputs={"0": inp(dtype="float")}), E.DTypeError, None,
+     "inputs.0.dtype"),
+    ("negative_dim", doc([], inputs={"0": inp(shape=[-1, 6])}), E.ShapeError, None,
+     "inputs.0.shape"),
+    ("huge_dim", doc([], inputs={"0": inp(shape=[2**31, 1])}), E.ShapeError, None,
+     "inputs.0.shape"),
+    ("huge_numel", doc([], inputs={"0": inp(shape=[2**20, 2**21])}), E.ShapeError, None,
+     "inputs.0.shape"),
+    ("rank_zero", doc([], inputs={"0": inp(shape=[])}), E.ShapeError, None, "inputs.0.shape"),
+    ("huge_rank", doc([], inputs={"0": inp(shape=[1] * 33)}), E.ShapeError, None,
+     "inputs.0.shape"),
+    ("json_nested_too_deeply", "[" * 100_000 + "]" * 100_000, E.StreamFormatError, None, None),
+    ("aliasing_strides", doc([], inputs={"0": inp(strides=[1, 1], random=1)}), E.StrideError,
+     None, "inputs.0.strides"),
+    ("interleaved_aliasing", doc([], inputs={"0": inp(shape=[4, 3], strides=[2, 3],
+                                                      random=1)}),
+     E.StrideError, None, "inputs.0.strides"),
+    ("zero_stride", doc([], inputs={"0": inp(strides=[0, 1], random=1)}), E.StrideError, None,
+     "inputs.0.strides"),
+    ("negative_stride", doc([], inputs={"0": inp(strides=[6, -1], random=1)}), E.StrideError,
+     None, "inputs.0.strides"),
+    ("strides_length", doc([], inputs={"0": inp(strides=[1], random=1)}), E.StrideError, None,
+     "inputs.0.strides"),
+    ("strides_null", doc([], inputs={"0": inp(strides=None, random=1)}), E.FieldTypeError,
+     None, "inputs.0.strides"),
+    ("data_shape_mismatch", doc([], inputs={"0": inp(data=[[0.0] * 6] * 3)}),
+     E.InputDataError, None, "inputs.0.data"),
+    ("data_ragged", doc([], inputs={"0": inp(shape=[2, 2], data=[[1.0, 2.0], [3.0]])}),
+     E.InputDataError, None, "inputs.0.data"),
+    ("data_kind_mismatch", doc([], inputs={"0": inp(shape=[2], dtype="bool", data=[0.5, 1.0])}),
+     E.InputDataError, None, "inputs.0.data"),
+    ("data_int_out_of_range", doc([], inputs={"0": inp(shape=[2], dtype="u8", data=[1, 256])}),
+     E.InputDataError, None, "inputs.0.data"),
+    ("both_data_and_random", doc([], inputs={"0": inp(shape=[1], data=[1.0], random=3)}),
+     E.InputDataError, None, "inputs.0.data"),
+    ("neither_data_nor_random", doc([], inputs={"0": {"shape": S, "dtype": "f32"}}),
+     E.InputDataError, None, "inputs.0.data"),
+    ("random_not_int", doc([], inputs={"0": inp(random=1.5)}), E.FieldTypeError, None,
+     "inputs.0.random"),
+    ("random_negative", doc([], inputs={"0": inp(random=-1)}), E.InputDataError, None,
+     "inputs.0.random"),
+    # --- op objects -----------------------------------------------------------------------
+    ("op_not_object", doc([[0, 1]]), E.FieldTypeError, 0, None),
+    ("missing_op_name", doc([without(add(), "op")]), E.MissingFieldError, 0, "op"),
+    ("op_name_not_text", doc([with_(add(), op=3)]), E.FieldTypeError, 0, "op"),
+    ("unknown_op", doc([add(name="NumericFloat.Addd")]), E.UnknownOpError, 0, "op"),
+    ("missing_field", doc([without(add(), "rhs")]), E.MissingFieldError, 0, "rhs"),
+    ("extra_field", doc([with_(add(), alpha=1)]), E.MissingFieldError, 0, "alpha"),
+    ("tensor_not_object", doc([add(lhs=0)]), E.FieldTypeError, 0, "lhs"),
+    ("tensor_missing_key", doc([add(lhs=without(T(0), "status"))]), E.MissingFieldError, 0,
+     "lhs.status"),
+    ("tensor_extra_key", doc([add(lhs=with_(T(0), strides=[6, 1]))]), E.MissingFieldError, 0,
+     "lhs.strides"),
+    ("tensor_id_not_int", doc([add(lhs=with_(T(0), id="0"))]), E.FieldTypeError, 0, "lhs.id"),
+    ("tensor_id_negative", doc([add(lhs=with_(T(0), id=-1))]), E.FieldTypeError, 0, "lhs.id"),
+    ("shape_not_list", doc([add(lhs=with_(T(0), shape=4))]), E.FieldTypeError, 0, "lhs.shape"),
+    ("unknown_dtype", doc([add(lhs=T(0, dtype="float32"))]), E.DTypeError, 0, "lhs.dtype"),
+    ("unknown_status", doc([add(lhs=T(0, status="Consumed"))]), E.StatusError, 0,
+     "lhs.status"),
+    ("axis_not_int", doc([{"op": "NumericFloat.SumDim", "input": T(0), "out": O(2, [4, 1]),
+                           "axis": 1.0}]), E.FieldTypeError, 0, "axis"),
+    ("scalar_not_number", doc([add(rhs="2", name="NumericFloat.AddScalar")]), E.FieldTypeError,
+     0, "rhs"),
+    ("cat_empty_list", doc([{"op": "BaseFloat.Cat", "tensors": [], "dim": 0, "out": O(2)}]),
+     E.FieldTypeError, 0, "tensors"),
+    ("range_not_pair", doc([{"op": "BaseFloat.Slice", "tensor": T(0), "ranges": [[0, 1, 2]],
+                             "out": O(2, [1, 6])}]), E.FieldTypeError, 0, "ranges.0"),
+    ("sync_ids_not_list", doc([{"op": "Sync", "tensors": 0}]), E.FieldTypeError, 0, "tensors"),
+    ("sync_extra_field", doc([{"op": "Sync", "tensors": [0], "all": True}]),
+     E.MissingFieldError, 0, "all"),
+    # --- ids, liveness and statuses -------------------------------------------------------
+    ("unknown_tensor_id", doc([add(lhs=T(9))]), E.TensorIdError, 0, "lhs.id"),
+    ("use_after_readwrite", doc([unary("Float.Exp", T(0, status="ReadWrite")),
+                                 unary("Float.Log", T(0), O(3))]), E.StatusError, 1,
+     "input.id"),
+    ("use_after_drop", doc([drop(0), unary("Float.Exp")]), E.TensorIdError, 1, "input.id"),
+    ("double_drop", doc([drop(0), drop(0)]), E.TensorIdError, 1, "tensor.id"),
+    ("drop_after_readwrite", doc([unary("Float.Exp", T(0, status="ReadWrite")), drop(0)]),
+     E.StatusError, 1, "tensor.id"),
+    ("drop_not_readwrite", doc([drop(0, status="ReadOnly")]), E.StatusError, 0,
+     "tensor.status"),
+    ("output_id_reused", doc([add(out=O(1))]), E.TensorIdError, 0, "out.id"),
+    ("output_id_of_dropped", doc([drop(1), add(rhs=T(0), out=O(1))]), E.TensorIdError, 1,
+     "out.id"),
+    ("output_status_not_notinit", doc([add(out=T(2))]), E.StatusError, 0, "out.status"),
+    ("input_status_notinit", doc([add(lhs=O(0))]), E.StatusError, 0, "lhs.status"),
+    ("sync_unknown_id", doc([add(), {"op": "Sync", "tensors": [7]}]), E.TensorIdError, 1,
+     "tensors.0"),
+    ("sync_after_readwrite", doc([add(lhs=T(0, status="ReadWrite")),
+                                  {"op": "Sync", "tensors": [2, 0]}]), E.StatusError, 1,
+     "tensors.1"),
+    ("sync_duplicate_id", doc([{"op": "Sync", "tensors": [0, 0]}]), E.TensorIdError, 0,
+     "tensors.1"),
+    ("init_not_an_input", doc([{"op": "Init", "out": O(9)}]), E.TensorIdError, 0, "out.id"),
+    ("init_shape_differs", doc([{"op": "Init", "out": O(1, [6, 4])}]), E.ShapeError, 0,
+     "out.shape"),
+    ("use_before_init", doc([unary("Float.Exp", T(1)), {"op": "Init", "out": O(1)}]),
+     E.TensorIdError, 0, "input.id"),
+    # --- snapshots ------------------------------------------------------------------------
+    ("snapshot_shape_differs", doc([add(lhs=T(0, [6, 4]))]), E.ShapeError, 0, "lhs.shape"),
+    ("snapshot_dtype_differs", doc([add(lhs=T(0, dtype="f16"))]), E.DTypeError, 0,
+     "lhs.dtype"),
+    ("negative_dim_in_op", doc([add(out=O(2, [4, -6]))]), E.ShapeError, 0, "out.shape"),
+    ("huge_dim_in_op", doc([add(out=O(2, [4, 2**40]))]), E.ShapeError, 0, "out.shape"),
+    # --- dtype rules ----------------------------------------------------------------------
+    ("float_op_on_int", doc([unary("Float.Exp", T(0, dtype="i32"), O(2, dtype="i32"))],
+                            inputs={"0": inp(dtype="i32")}), E.DTypeError, 0, "input.dtype"),
+    ("mixed_dtypes", doc([add(rhs=T(1, dtype="f16"))], inputs={"0": inp(), "1": inp(
+        dtype="f16")}), E.DTypeError, 0, "rhs.dtype"),
+    ("mask_not_bool", doc([{"op": "BaseFloat.MaskFill", "tensor": T(0), "mask": T(1),
+                            "value": 0.0, "out": O(2)}]), E.DTypeError, 0, "mask.dtype"),
+    ("indices_not_int", doc([{"op": "BaseFloat.Gather", "tensor": T(0), "dim": 1,
+                              "indices": T(1), "out": O(2)}]), E.DTypeError, 0,
+     "indices.dtype"),
+    ("comparison_out_not_bool", doc([add(name="NumericFloat.Lower")]), E.DTypeError, 0,
+     "out.dtype"),
+    ("same_out_dtype_differs", doc([add(out=O(2, dtype="f16"))]), E.DTypeError, 0,
+     "out.dtype"),
+    ("int_op_fractional_scalar", doc([add(T(0, dtype="i32"), 2.5, O(2, dtype="i32"),
+                                          "NumericInt.AddScalar")],
+                                     inputs={"0": inp(dtype="i32")}), E.DTypeError, 0, "rhs"),
+    ("int_scalar_out_of_range", doc([add(T(0, dtype="u8"), 300, O(2, dtype="u8"),
+                                         "NumericInt.AddScalar")],
+                                    inputs={"0": inp(dtype="u8")}), E.DTypeError, 0, "rhs"),
+    ("bool_scalar_on_float_op", doc([add(rhs=True, name="NumericFloat.MulScalar")]),
+     E.DTypeError, 0, "rhs"),
+    ("number_scalar_on_bool_op", doc([add(T(0, dtype="bool"), 1, O(2, dtype="bool"),
+                                          "BaseBool.EqualElem")],
+                                     inputs={"0": inp(dtype="bool")}), E.DTypeError, 0, "rhs"),
+    # --- shape rules ----------------------------------------------------------------------
+    ("binary_shape_mismatch", doc([add(rhs=T(1, [4, 5]))], inputs={"0": inp(), "1": inp(
+        [4, 5])}), E.ShapeError, 0, "rhs.shape"),
+    ("rank_mismatch", doc([add(rhs=T(1, [1, 4, 6]))], inputs={"0": inp(), "1": inp(
+        [1, 4, 6])}), E.ShapeError, 0, "rhs.shape"),
+    ("out_shape_wrong", doc([add(out=O(2, [4, 7]))]), E.ShapeError, 0, "out.shape"),
+    ("bad_axis", doc([{"op": "NumericFloat.SumDim", "input": T(0), "out": O(2, [4, 1]),
+                       "axis": 2}]), E.AxisError, 0, "axis"),
+    ("bad_swap_dims", doc([{"op": "BaseFloat.SwapDims", "input": T(0), "out": O(2, [6, 4]),
+                            "dim1": 0, "dim2": 5}]), E.AxisError, 0, "dim2"),
+    ("permute_repeats_axis", doc([{"op": "BaseFloat.Permute", "input": T(0), "out": O(2),
+                                   "axes": [0, 0]}]), E.AxisError, 0, "axes"),
+    ("cat_dims_mismatch", doc([{"op": "BaseFloat.Cat", "tensors": [T(0), T(1, [4, 5])],
+                                "dim": 0, "out": O(2, [8, 6])}],
+                              inputs={"0": inp(), "1": inp([4, 5])}), E.ShapeError, 0,
+     "tensors.1.shape"),
+    ("matmul_inner_mismatch", doc([add(name="Float.Matmul", out=O(2, [4, 6]))]), E.ShapeError,
+     0, "rhs.shape"),
+    ("reshape_numel_mismatch", doc([{"op": "BaseFloat.Reshape", "input": T(0),
+                                     "out": O(2, [5, 5])}]), E.ShapeError, 0, "out.shape"),
+    ("slice_out_of_range", doc([{"op": "BaseFloat.Slice", "tensor": T(0), "ranges": [[0, 5]],
+                                 "out": O(2, [5, 6])}]), E.ShapeError, 0, "ranges.0"),
+    ("select_indices_rank", doc([{"op": "BaseFloat.Select", "tensor": T(0), "dim": 0,
+                                  "indices": T(1, [2, 2], "i32"), "out": O(2, [2, 6])}],
+                                inputs={"0": inp(), "1": inp([2, 2], "i32")}), E.ShapeError,
+     0, "indices.shape"),
+    ("pool_not_rank4", doc([{"op": "Module.MaxPool2d", "x": T(0), "kernel_size": [2, 2],
+                             "stride": [1, 1], "padding": [0, 0], "dilation": [1, 1],
+                             "out": O(2)}]), E.ShapeError, 0, "x.shape"),
+    ("interpolate_bad_mode", doc([{"op": "Module.Interpolate", "x": T(0, [1, 1, 4, 6]),
+                                   "output_size": [8, 12], "mode": "cubic",
+                                   "out": O(2, [1, 1, 8, 12])}],
+                                 inputs={"0": inp([1, 1, 4, 6])}), E.FieldTypeError, 0,
+     "mode"),
+]
+
+
+def as_source(src):
+    """Text and bytes are passed as they are; objects go through json.dumps like a file."""
+    return src if isinstance(src, str | bytes) else json.dumps(src)
+
+
+# Valid documents that the fuzzers mutate.
+
+BASES = [doc([add(), unary("Float.Exp", T(2), O(3)), drop(0),
+              {"op": "Sync", "tensors": [3, 1]}]),
+         doc([{"op": "BaseFloat.Slice", "tensor": T(0), "ranges": [[1, 3]], "out": O(2, [2, 6])},
+              {"op": "BaseFloat.Cat", "tensors": [T(2, [2, 6]), T(1)], "dim": 0,
+               "out": O(3, [6, 6])},
+              {"op": "BaseFloat.Permute", "input": T(3, [6, 6]), "out": O(4, [6, 6]),
+               "axes": [1, 0]}],
+             inputs={"0": inp(strides=[1, 4], random=1), "1": inp(data=[[0.5] * 6] * 4)}),
+         doc([{"op": "Module.MaxPool2d", "x": T(0, [1, 2, 4, 6]), "kernel_size": [2, 2],
+               "stride": [1, 1], "padding": [0, 0], "dilation": [1, 1],
+               "out": O(1, [1, 2, 3, 5])},
+              {"op": "NumericFloat.Clamp", "tensor": T(1, [1, 2, 3, 5]), "min": 0.0, "max": 1.0,
+               "out": O(2, [1, 2, 3, 5])},
+              {"op": "Init", "out": O(3, [2], "i32")},
+              {"op": "BaseFloat.Select", "tensor": T(2, [1, 2, 3, 5]), "dim": 3,
+               "indices": T(3, [2], "i32"), "out": O(4, [1, 2, 3, 2])}],
+             inputs={"0": inp([1, 2, 4, 6]), "3": inp([2], "i32", data=[0, 4])})]
+
+_LEAVES = (st.none() | st.booleans() | st.integers(-3, 2**65) | st.floats() | st.text(max_size=3)
+           | st.sampled_from([-1, 0, 1, 2, 2**31, 0.5, "f32", "i32", "bool", "ReadWrite",
+                              "NotInit", "Sync", "Drop", "NumericFloat.Add", "BaseFloat.Cat"]))
+_VALUES = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=6)
+
+
+def mutate(obj, data) -> None:
+    """Replace, delete or add one entry somewhere in the JSON value ``obj``."""
+    node = obj
+    while True:
+        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+        if not keys:
+            break
+        key = data.draw(st.sampled_from(keys))
+        if isinstance(node[key], dict | list) and node[key] and data.draw(st.integers(0, 4)):
+            node = node[key]
+            continue
+        action = data.draw(st.sampled_from(["replace", "delete", "add"]))
+        if action == "replace":
+            node[key] = data.draw(_VALUES)
+        elif action == "delete":
+            del node[key]
+        elif isinstance(node, dict):
+            node[data.draw(st.text(max_size=4))] = data.draw(_VALUES)
+        else:
+            node.append(data.draw(_VALUES))
+        return
+
+
+# The Python form: streams built without the parser, each wrong in one way.
+
+_F32 = DType.F32
+
+
+def _t(i, shape=(4, 6), status=TensorStatus.ReadOnly):
+    return TensorIr(i, shape, _F32, status)
+
+
+def py_stream(*items, inputs=None):
+    specs = {0: InputSpec((4, 6), _F32, random=0), 1: InputSpec((4, 6), _F32, random=1)}
+    return Stream(specs if inputs is None else inputs, tuple(items))
+
+
+def _py_op(name, **fields):
+    op = op_named(name)
+    return OperationIr(op, op.struct(**fields))
+
+
+_EXP_OUT = _t(2, status=TensorStatus.NotInit)
+PY_CATALOGUE = [
+    ("item_not_op", py_stream("Float.Exp"), E.FieldTypeError, 0, None),
+    ("wrong_struct", py_stream(OperationIr(op_named("Float.Exp"), op_named("Float.Log").struct)),
+     E.FieldTypeError, 0, None),
+    ("snapshot_not_tensor", py_stream(_py_op("Float.Exp", input=0, out=_EXP_OUT)),
+     E.FieldTypeError, 0, "input"),
+    ("dtype_not_dtype", py_stream(_py_op("Float.Exp", input=TensorIr(0, (4, 6), "f32",
+                                                                    TensorStatus.ReadOnly),
+                                          out=_EXP_OUT)), E.DTypeError, 0, "input.dtype"),
+    ("status_not_status", py_stream(_py_op("Float.Exp", input=TensorIr(0, (4, 6), _F32, "RO"),
+                                            out=_EXP_OUT)), E.StatusError, 0, "input.status"),
+    ("shape_of_text", py_stream(_py_op("Float.Exp", input=_t(0, ("4", "6")), out=_EXP_OUT)),
+     E.FieldTypeError, 0, "input.shape"),
+    ("axis_not_int", py_stream(_py_op("NumericFloat.SumDim", input=_t(0), out=_t(
+        2, (4, 1), TensorStatus.NotInit), axis="1")), E.FieldTypeError, 0, "axis"),
+    ("cat_of_nothing", py_stream(_py_op("BaseFloat.Cat", tensors=(), dim=0, out=_EXP_OUT)),
+     E.FieldTypeError, 0, "tensors"),
+    ("scalar_not_number", py_stream(_py_op("NumericFloat.AddScalar", lhs=_t(0), rhs="2",
+                                            out=_EXP_OUT)), E.DTypeError, 0, "rhs"),
+    ("input_id_negative", py_stream(inputs={-1: InputSpec((2,), _F32, random=0)}),
+     E.FieldTypeError, None, "inputs.-1"),
+    ("input_numpy_data_shape", py_stream(inputs={0: InputSpec((2,), _F32,
+                                                               data=np.zeros((3,)))}),
+     E.InputDataError, None, "inputs.0.data"),
+    ("input_spec_not_spec", py_stream(inputs={0: TensorIr(0, (4, 6), _F32,
+                                                           TensorStatus.ReadOnly)}),
+     E.FieldTypeError, None, "inputs.0"),
+    ("input_spec_of_nothing", py_stream(inputs={0: None}), E.FieldTypeError, None, "inputs.0"),
+    # axes may be a list in Python form (FieldKind.INTS): checked like a tuple, found by the
+    # planner fuzzer (tools/fuzz_planners.py) as a TypeError from the validator
+    ("axes_list_out_of_range", py_stream(_py_op("BaseFloat.Permute", input=_t(0), out=_t(
+        2, (6, 4), TensorStatus.NotInit), axes=[0, 2])), E.AxisError, 0, "axes"),
+]

@@ -1,0 +1,197 @@
+"""Shared helpers of the fastplan tests: workloads both planners are driven through, and
+the comparisons of fastplan's twins with refimpl that several test modules make.
+
+Compiled-only names are imported when fastplan is compiled; the modules that use them skip
+otherwise.
+"""
+
+from __future__ import annotations
+
+import fastplan
+from refimpl.devices import profile_named
+from refimpl.dtypes import DType
+from refimpl.interpreter import launch_plan_stream as reference_launch_plan_stream
+from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
+from refimpl.ops import op_named
+from refimpl.planner import StreamPlanner as RefStreamPlanner
+from refimpl.planner import cache as reference_cache
+from refimpl.planner.cache import ExecutionPlan
+from refimpl.planner.queue import OperationQueue as ReferenceQueue
+from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
+from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.stream import Stream
+from tests.planner.burn_mocks import add
+from tests.planner.fuser_ops import NI, RO, RW, op, t
+
+if fastplan.COMPILED:
+    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.planner import _launch_planned
+    from fastplan.processor import StreamPlanner as FastStreamPlanner
+    from fastplan.queue import OperationQueue
+    from fastplan.registry import FusionRegistry as FastFusionRegistry
+
+
+# --- workloads ---------------------------------------------------------------------------------
+
+# burn's reduce_broadcast workflows and variants: reductions chained with the element-wise
+# ops that broadcast their results back (shapes are relative ids)
+WORKFLOWS = [
+    [
+        op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(0, (1, 2), RW), out=t(1, (1, 0), NI), axis=1),
+        op("NumericFloat.Add", lhs=t(1, (1, 0), RW), rhs=t(2, (1, 0), RW), out=t(3, (1, 0), NI)),
+        op("NumericFloat.Add", lhs=t(3, (1, 0), RW), rhs=t(4, (1, 2), RW), out=t(5, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(5, (1, 2), RW), out=t(6, (1, 0), NI), axis=1),
+        op("NumericFloat.Add", lhs=t(6, (1, 0), RW), rhs=t(7, (1, 2), RO), out=t(8, (1, 2), NI)),
+        op("Float.Exp", input=t(8, (1, 2), RW), out=t(9, (1, 2), NI)),
+    ],
+    [
+        op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
+        op("NumericFloat.Add", lhs=t(0, (1, 2), RO), rhs=t(2, (1, 2), RO), out=t(3, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(3, (1, 2), RO), out=t(1, (1, 0), NI), axis=1),
+        op("NumericFloat.Sub", lhs=t(3, (1, 2), RW), rhs=t(1, (1, 0), RO), out=t(4, (1, 2), NI)),
+        op("Float.Exp", input=t(4, (1, 2), RW), out=t(5, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(5, (1, 2), RO), out=t(6, (1, 0), NI), axis=1),
+        op("NumericFloat.Div", lhs=t(5, (1, 2), RW), rhs=t(6, (1, 0), RW), out=t(7, (1, 2), NI)),
+        op("NumericFloat.Add", lhs=t(1, (1, 0), RW), rhs=t(0, (1, 2), RW), out=t(8, (1, 2), NI)),
+    ],
+]
+
+
+# Mock ops of the search tests (tests.planner.burn_mocks.add): A1 then A2 fuse, and so do
+# B1 then B2; C1 stands alone.
+A1 = add(10, 11, 12)
+A2 = add(12, 13, 14)
+B1 = add(20, 21, 22)
+B2 = add(22, 23, 24)
+C1 = add(30, 31, 32)
+
+
+# --- stream planners and queues ----------------------------------------------------------------
+
+
+def planners() -> tuple:
+    """A fastplan and a refimpl ``StreamPlanner`` for the metal profile."""
+    profile = profile_named("metal")
+    return (FastStreamPlanner(FastFusionRegistry().fusers(profile)),
+            RefStreamPlanner(RefFusionRegistry().fusers(profile)))
+
+
+def _exp(tid: int, shape: tuple) -> OperationIr:
+    return OperationIr(op_named("Float.Exp"), UnaryOpIr(
+        TensorIr(tid, shape, DType.F32, TensorStatus.ReadOnly),
+        TensorIr(tid + 1, shape, DType.F32, TensorStatus.NotInit)))
+
+
+def check_segments(segments, drain_after: int) -> None:
+    """Queue one ``Exp`` per shape of each segment on both queues, comparing the relative
+    ops and assigned shape counts after each op, then drain the first ``drain_after`` ops
+    unfused and compare the steps."""
+    twin, reference = OperationQueue(), ReferenceQueue()
+    index = 0
+    for shapes in segments:
+        for shape in shapes:
+            op = _exp(10 * index, shape)
+            twin.add(index, op)
+            reference.add(index, op)
+            index += 1
+            assert list(twin.operations()) == list(reference.operations())
+            assert list(twin.shapes_assigned) == list(reference.shapes_assigned)
+        count = min(drain_after, len(reference.global_ops))
+        ordering = tuple(range(count))
+        twin.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+        reference.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+        assert list(twin.steps) == list(reference.steps)
+    assert list(twin.operations()) == list(reference.operations())
+
+
+# --- launch planning ---------------------------------------------------------------------------
+
+
+def outcome(call) -> tuple:
+    """``("ok", steps)`` or ``("raised", exception class)``."""
+    try:
+        return ("ok", call())
+    except Exception as exc:  # noqa: BLE001 - the class is what is compared
+        return ("raised", type(exc))
+
+
+def reference(stream: Stream, profile) -> tuple:
+    """refimpl: a fresh planner, then the values-free interpreter walk."""
+
+    def run():
+        planner = RefStreamPlanner(RefFusionRegistry().fusers(profile))
+        planner.run(stream)
+        return reference_launch_plan_stream(stream, planner.queue.executed, profile)
+
+    return outcome(run)
+
+
+def fast_planner(stream: Stream, profile):
+    planner = FastStreamPlanner(FastFusionRegistry().fusers(profile))
+    planner.run(stream)
+    return planner
+
+
+def fast_plan_launched(stream: Stream, profile) -> tuple:
+    """What ``fastplan.planner.plan`` runs: a fresh planner, ``_launch_planned`` from step 0
+    (unfused steps without context), a fresh memo."""
+    return _launch_planned(stream, fast_planner(stream, profile), 0, profile)
+
+
+def fused_count(steps) -> int:
+    return sum(1 for step in steps if step.kind == "fused")
+
+
+def check_fast_outcomes(stream: Stream, profile) -> None:
+    """fastplan's every way of launch-planning ``stream`` gives refimpl's outcome; a memo run
+    a second time on the same executed steps serves every fused step."""
+    __tracebackhide__ = True
+    expected = reference(stream, profile)
+    try:
+        planner = fast_planner(stream, profile)
+    except Exception as exc:  # noqa: BLE001 - the class is what is compared
+        assert expected == ("raised", type(exc))
+        return
+    executed = planner.queue.executed
+    assert outcome(lambda: launch_plan_stream(stream, executed, profile)) == expected
+    memo = LaunchMemo()
+    assert outcome(lambda: launch_plan_stream(stream, executed, profile, memo)) == expected
+    if expected[0] == "ok":
+        misses, hits = memo.misses, memo.hits
+        assert misses + hits == fused_count(expected[1])
+        again = outcome(lambda: launch_plan_stream(stream, executed, profile, memo))
+        assert again == expected
+        assert memo.misses == misses, "the second run over the same steps missed the memo"
+        assert memo.hits == hits + fused_count(expected[1])
+    else:
+        assert outcome(lambda: launch_plan_stream(stream, executed, profile, memo)) == expected
+
+
+# --- the plan-cache policy ---------------------------------------------------------------------
+
+# refimpl's policy states as the ints fastplan's policy reports
+_STATES = {reference_cache._State.Validating: 0, reference_cache._State.Found: 1,
+           reference_cache._State.Invalidated: 2}
+
+
+def execution_plan(ops, triggers) -> ExecutionPlan:
+    """A stored plan of ``ops`` (executed unfused, in order) with ``triggers``."""
+    ordering = tuple(range(len(ops)))
+    return ExecutionPlan(tuple(ops), list(triggers),
+                         BlockOptimization(Operations(ordering), ordering))
+
+
+def policy_state(state) -> int:
+    """A policy state, refimpl's or fastplan's, as fastplan's int."""
+    return _STATES[state] if isinstance(state, reference_cache._State) else state
+
+
+def availables(policy) -> list:
+    """Each available plan: id, size, and where each of its trigger checks stands."""
+    return [(available.plan_id, available.size,
+             [(check.checked if check.checked is not None else -1,
+               check.matching.target, policy_state(check.matching.state), check.matching.size)
+              for check in available.triggers])
+            for available in policy.availables]
+
