@@ -12,9 +12,8 @@ its ``Vector<_, width>``; lane ``l`` of position ``p`` is reference element ``e 
 whose coordinates are ``(e // ref_strides[i]) % ref_shape[i]``. A tensor is read
 
 * as one vector (its vector size is the width): at vector ``p`` when its layout info is
-  ``IsRef``/``SameAsRef``, else at its offset for the position's first element divided by its
-  vector size — an offset inside a vector raises ``KernelError`` (misaligned), as loading it
-  would read across rows;
+  ``IsRef``/``SameAsRef``, else at its first element's offset over its vector size (an offset
+  inside a vector raises ``KernelError``: loading it would read across rows);
 * replicated (a broadcast tensor, vector size 1): the element of the first lane;
 * element by element otherwise (burn's *aligned* path).
 
@@ -29,8 +28,7 @@ sizes and layouts are what the emulation checks):
   vector size, which is narrower when an in-place output inherits a narrower input's size
   (positions then overlap);
 * the aligned path reads and writes each lane at its own offset; burn steps ``stride[axis]``
-  from the first lane in vector units and extracts lane 0 (wrong past a size-1 axis, and
-  for any vector size other than 1);
+  from the first lane (the GPU launch zeroes a size-1 dim's stride, ``gpu.fused_launch``);
 * ``Gather``/``Select``/``Cat`` address each lane from its own coordinates taken modulo the
   op's output shape; burn steps the lanes along the last dim from the first lane and takes
   coordinates modulo the block's reference shape, which reads out of bounds when the op's

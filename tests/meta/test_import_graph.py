@@ -60,7 +60,6 @@ KNOWN_LARGE: tuple[str, ...] = (
     "fastplan/queue.pyx",
     "fastplan/reduce_broadcasted.pyx",
     "fastplan/trace_fuser.pyx",
-    "refimpl/fused_kernel.py",
 )
 
 
