@@ -15,7 +15,8 @@ from refimpl.strategies.builder import (
     CATEGORY, DIMS, FLOAT_DTYPES, INT_DTYPES, StreamBuilder, family, input_specs, pick, shapes,
 )
 
-__all__ = ["ELEMENTWISE_GENERATORS", "GENERATORS", "broadcast", "broadcast_partner", "creation"]
+__all__ = ["ELEMENTWISE_GENERATORS", "GENERATORS", "VIEW_KINDS", "broadcast", "broadcast_partner",
+           "creation", "view_of"]
 
 
 def broadcast_partner(draw, builder: StreamBuilder, tid: int) -> int:
@@ -181,15 +182,28 @@ def creation(draw, b: StreamBuilder) -> int | None:
 
 
 def _view(draw, b: StreamBuilder) -> int | None:
-    tid = pick(draw, b, lambda s, d: len(s) >= 2 or True)
+    tid = pick(draw, b, lambda s, d: True)
     if tid is None:
         return None
+    return view_of(draw, b, tid)
+
+
+VIEW_KINDS = ("swap", "reshape", "permute", "expand", "slice", "flip")
+
+
+def view_of(draw, b: StreamBuilder, tid: int, kinds: tuple[str, ...] = VIEW_KINDS,
+            identity_swaps: bool = False) -> int:
+    """A view of ``tid`` of one of ``kinds`` (a reshape when the kind does not apply);
+    ``identity_swaps`` lets swap_dims swap a dim with itself."""
     shape, dtype = b.live[tid]
     base = f"Base{CATEGORY[family(dtype)]}"
-    kind = draw(st.sampled_from(("swap", "reshape", "permute", "expand", "slice", "flip")))
+    kind = draw(st.sampled_from(kinds))
     rank = len(shape)
     if kind == "swap" and rank >= 2:
-        d1, d2 = draw(st.permutations(range(rank)))[:2]
+        if identity_swaps:
+            d1, d2 = draw(st.integers(0, rank - 1)), draw(st.integers(0, rank - 1))
+        else:
+            d1, d2 = draw(st.permutations(range(rank)))[:2]
         out = list(shape)
         out[d1], out[d2] = out[d2], out[d1]
         return b.op(f"{base}.SwapDims", tuple(out), dtype, input=tid, dim1=d1, dim2=d2)

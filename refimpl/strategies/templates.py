@@ -19,7 +19,7 @@ from refimpl.dtypes import DType
 from refimpl.strategies.builder import (
     CATEGORY, FLOAT_DTYPES, INT_DTYPES, StreamBuilder, family, input_specs, pick, shapes,
 )
-from refimpl.strategies.generators import broadcast
+from refimpl.strategies.generators import broadcast, view_of
 
 __all__ = ["TEMPLATES", "TEMPLATE_OPS", "broadcast_view"]
 
@@ -39,31 +39,6 @@ def _broadcast_read(draw, b: StreamBuilder, small: int, full: int) -> int:
     return b.op(f"{category}.{draw(st.sampled_from(names))}", shape, dtype, lhs=lhs, rhs=rhs)
 
 
-def _view_of(draw, b: StreamBuilder, tid: int) -> int:
-    shape, dtype = b.live[tid]
-    base, rank = f"Base{CATEGORY[family(dtype)]}", len(shape)
-    kind = draw(st.sampled_from(_VIEWS))
-    if kind == "swap":
-        d1, d2 = draw(st.integers(0, rank - 1)), draw(st.integers(0, rank - 1))
-        out = list(shape)
-        out[d1], out[d2] = out[d2], out[d1]
-        return b.op(f"{base}.SwapDims", tuple(out), dtype, input=tid, dim1=d1, dim2=d2)
-    if kind == "permute":
-        axes = tuple(draw(st.permutations(range(rank))))
-        return b.op(f"{base}.Permute", tuple(shape[a] for a in axes), dtype, input=tid,
-                    axes=axes)
-    if kind == "expand" and 1 in shape:
-        out = tuple(draw(st.sampled_from((2, 4))) if d == 1 else d for d in shape)
-        return b.op(f"{base}.Expand", out, dtype, input=tid)
-    if kind == "slice":
-        ranges = tuple((0, max(d - 1, 1)) if d > 1 else (0, d) for d in shape)
-        return b.op(f"{base}.Slice", tuple(e - s for s, e in ranges), dtype, tensor=tid,
-                    ranges=ranges)
-    target = draw(st.sampled_from(((1,) + shape, shape[1:] + (shape[0],) if shape[0] == 1
-                                   else shape + (1,), shape)))
-    return b.op(f"{base}.Reshape", target, dtype, input=tid)
-
-
 def broadcast_view(draw, b: StreamBuilder) -> int:
     """A broadcast read and a view of the same tensor in one block (module docstring)."""
     full_shape = draw(shapes(3, 2, dims=b.dims()))
@@ -77,7 +52,7 @@ def broadcast_view(draw, b: StreamBuilder) -> int:
     if full is None or draw(st.booleans()):
         full = draw(input_specs(b, full_shape, dtype))
     read = _broadcast_read(draw, b, small, full)
-    view = _view_of(draw, b, small)
+    view = view_of(draw, b, small, _VIEWS, identity_swaps=True)
     if draw(st.booleans()):  # the broadcast result read again inside the block
         _broadcast_read(draw, b, read, read)
     return view
