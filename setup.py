@@ -44,9 +44,7 @@ NO_EXTENSIONS = _flag("FASTPLAN_NO_EXTENSIONS")
 # Every module's C file is linked into one shared library, fastplan/_bundle<suffix>, and
 # fastplan/__init__.py imports each module from it (its own PyInit_<name>). One library keeps
 # the hot code of all modules in one region and calls the interpreter through one PLT, so
-# that a call starting on cold caches reloads less: against a library per module, plan() at
-# 1k 12-14% quicker on the lent machine (transformer, mixed) and 3-7% here, the cache hit
-# 17% there (docs/planner-history.md, stop 31).
+# that a call starting on cold caches reloads less (docs/fastplan.md, "One library").
 BUNDLE = os.environ.get("FASTPLAN_BUNDLE", "1") not in ("", "0")
 BUNDLE_NAME = "fastplan._bundle"  # fastplan/__init__.py's _BUNDLE names the same file
 REQUIRE_EXTENSIONS = _flag("FASTPLAN_REQUIRE_EXTENSIONS")

@@ -60,8 +60,8 @@ bench)
             > "$out/planner-$w.json" 2> "$out/planner-$w.log"
     done
     python3 bench/planner_split.py --size "$split_size" --repeats 5 > "$out/split.md"
-    # fastplan's plan() alone on this machine (system time, faults): runs on different lent
-    # machines compare through it (docs/planner-history.md, stop 21)
+    # fastplan's plan() alone on this machine (system time, faults): runs on different
+    # machines compare through it
     python3 bench/planner_faults.py > "$out/faults.txt"
     python3 - "$out" <<'PY'
 import json, sys
