@@ -2,7 +2,8 @@
 cold caches.
 
 burn counterpart: none. The same planner code measures differently from one machine to the
-next; this script tells a slow machine's causes apart, fastplan alone, per workload at 1k and 10k:
+next; this script tells a slow machine's causes apart, fastplan alone, per workload at 1k and
+10k:
 
 * ``python bench/planner_faults.py``: ``plan()`` repeated in one process, before each call
   the full collection that bench/planner.py runs (``collect``), that collection and then
