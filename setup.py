@@ -44,9 +44,7 @@ NO_EXTENSIONS = _flag("FASTPLAN_NO_EXTENSIONS")
 # Every module's C file is linked into one shared library, fastplan/_bundle<suffix>, and
 # fastplan/__init__.py imports each module from it (its own PyInit_<name>). One library keeps
 # the hot code of all modules in one region and calls the interpreter through one PLT, so
-# that a call starting on cold caches reloads less: against a library per module, plan() at
-# 1k 12-14% quicker on the lent machine (transformer, mixed) and 3-7% here, the cache hit
-# 17% there (docs/planner-history.md, stop 31).
+# that a call starting on cold caches reloads less (docs/fastplan.md, "One library").
 BUNDLE = os.environ.get("FASTPLAN_BUNDLE", "1") not in ("", "0")
 BUNDLE_NAME = "fastplan._bundle"  # fastplan/__init__.py's _BUNDLE names the same file
 REQUIRE_EXTENSIONS = _flag("FASTPLAN_REQUIRE_EXTENSIONS")
@@ -62,17 +60,15 @@ PGO_GENERATE = ["-fprofile-generate", "-fprofile-update=single"]
 PGO_USE = ["-fprofile-use", "-fprofile-correction", "-Wno-missing-profile",
            "-Wno-maybe-uninitialized"]
 # Every module at -O3, whatever the interpreter was built with (pyenv's CPython: -O3; Ubuntu's
-# 3.12 on the lent machine: -O2), so that an instruction count here and a time there are of
-# the same code: at -O2, mixed plan() at 1k costs 1.4% more instructions, transformer 2.1%
-# (bench/planner_instructions.py, a plain build). The last -O given wins.
+# 3.12: -O2), so that an instruction count on one machine and a time on another are of the
+# same code. The last -O given wins.
 UNIX_COMPILE_ARGS = ["-O3"]
 # Cython and the C compiler run this many modules at a time (default: one per core).
 JOBS = int(os.environ.get("FASTPLAN_BUILD_JOBS") or os.cpu_count() or 1)
 
 # CPython 3.12 deprecated a dict's version tag (PEP 699; removed in 3.14), so Cython stopped
 # caching module globals by it there: every read of an imported name (a refimpl class, a status
-# constant) became a dict lookup, 4% of fastplan's instructions on the mixed benchmark (80 336
-# against 76 856 per op, bench/planner_instructions.py, CPython 3.12.1). 3.12 and 3.13 still
+# constant) became a dict lookup, a measurable share of fastplan's planning. 3.12 and 3.13 still
 # bump the tag on every change of the dict, so the cache stays exact there; turn it back on.
 # Cython itself keeps it off for free-threaded builds.
 DICT_VERSIONS = (3, 12) <= sys.version_info[:2] < (3, 14)

@@ -2,7 +2,7 @@
 
     python bench/elementwise.py [--quick] [--out DIR] [--reps 20] [--iterations 10] [--no-torch]
 
-Two workloads (issue 6 item 5): ``(a*b + c).exp()`` on 4096² f32 (3 inputs, 1 output) and a
+Two workloads: ``(a*b + c).exp()`` on 4096² f32 (3 inputs, 1 output) and a
 GELU-like chain ``0.5*x*(1 + tanh(0.7978845608*(x + 0.044715*x*x*x)))`` on [32, 512, 2048]
 f32 = 33.5 M elements (1 input, 1 output), both recorded with the lazy frontend. Rows:
 

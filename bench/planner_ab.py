@@ -3,7 +3,7 @@
 burn counterpart: none. ``bench/planner_instructions.py`` compares two versions of the code by
 instructions, which do not move; a change of build (compiler flags, the profile-guided build)
 changes what instructions cannot show (code layout, cache misses), so it needs time, and time
-moves by up to 40% between processes on a shared machine. Here each round runs one process
+moves between processes on a shared machine. Here each round runs one process
 per checkout, in turn, each measuring fastplan's four paths the way ``bench/planner.py`` does
 (``fastplan.bench.measure``, fastplan alone), all pinned to one CPU; the figure per
 checkout is the median over the rounds, with the fastest and slowest process beside it, and

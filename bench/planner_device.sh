@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The planner figures of docs/benchmarks.md, measured on the lent machine's CPU (16 cores), each
-# phase in one device call (see ../shared/device/README.md):
+# The planner figures of docs/benchmarks.md, measured on a GPU machine's CPU (16 cores), each
+# phase in one command:
 #
 #   export FASTPLAN_PGO=1; source .device/prelude.sh && bash bench/planner_device.sh bench
 #                                 # benchmark, then the split and bench/planner_faults.py
@@ -11,14 +11,13 @@
 # Results go under $OUT (a temporary folder without it); the tables are printed last.
 # PLANNER_SIZES, PLANNER_SPLIT_SIZE and PLANNER_FUZZ_COUNT shrink a run (a quick try here).
 # `bench`: the three workloads of bench/planner.py one after another (one process at a time:
-# three side by side moved the same row by up to 1.9x between runs on these machines, while
-# the split, run alone, stayed within 10%), then bench/planner_split.py. refimpl is skipped where
-# one run of its five paths would take over 100 s (elementwise and mixed at 100k); `bench-100k`
-# runs it there, one run (mixed alone takes about 5 minutes of one device call: give the
-# workloads as two calls, PLANNER_WORKLOADS=mixed, then elementwise,transformer).
-# `check`: the plan-equality property at the thorough
-# profile (15 000 examples) for hypothesis seeds 1 and 2, beside tools/fuzz_planners.py on
-# 1 000 000 generated inputs (the cores the two leave; `fuzz` alone: every core).
+# processes side by side move each other's rows), then bench/planner_split.py. refimpl is
+# skipped where one run of its five paths would take over 100 s (elementwise and mixed at
+# 100k); `bench-100k` runs it there, one run (mixed alone takes about 5 minutes: give the
+# workloads as two commands, PLANNER_WORKLOADS=mixed, then elementwise,transformer).
+# `check`: the plan-equality property at the thorough profile (15 000 examples) for
+# hypothesis seeds 1 and 2, beside tools/fuzz_planners.py on 1 000 000 generated inputs (the
+# cores the two leave; `fuzz` alone: every core).
 # `pgo-ab`: the profile-guided build against a plain build of the same tree (a copy under
 # /tmp), the two taking turns (bench/planner_ab.py, PLANNER_SIZES, 7 rounds).
 # `bundle-ab`: the same, the one library of every module (setup.py's BUNDLE) against a
@@ -36,7 +35,7 @@ sizes=${PLANNER_SIZES:-1000,10000,100000}  # smaller for a quick try elsewhere
 split_size=${PLANNER_SPLIT_SIZE:-10000}
 workloads=${PLANNER_WORKLOADS:-elementwise,transformer,mixed}  # bench-100k's
 fuzz_count=${PLANNER_FUZZ_COUNT:-1000000}
-# the machine, so that runs on different lent machines can be told apart (load included; the
+# the machine, so that runs on different machines can be told apart (load included; the
 # interpreter's build too, which moves refimpl's speed more than fastplan's)
 machine() {
     echo "$(date -u +%FT%TZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)," \
@@ -60,8 +59,8 @@ bench)
             > "$out/planner-$w.json" 2> "$out/planner-$w.log"
     done
     python3 bench/planner_split.py --size "$split_size" --repeats 5 > "$out/split.md"
-    # fastplan's plan() alone on this machine (system time, faults): runs on different lent
-    # machines compare through it (docs/planner-history.md, stop 21)
+    # fastplan's plan() alone on this machine (system time, faults): runs on different
+    # machines compare through it
     python3 bench/planner_faults.py > "$out/faults.txt"
     python3 - "$out" <<'PY'
 import json, sys

@@ -1,9 +1,9 @@
 """Where a machine spends fastplan's ``plan()`` time outside the planner's code: OS work and
 cold caches.
 
-burn counterpart: none. The same planner code has measured 36x refimpl on one lent machine
-and 44x on the next (mixed at 1k, docs/planner-history.md, stop 21). This script tells a slow
-machine's causes apart, fastplan alone, per workload at 1k and 10k:
+burn counterpart: none. The same planner code measures differently from one machine to the
+next; this script tells a slow machine's causes apart, fastplan alone, per workload at 1k and
+10k:
 
 * ``python bench/planner_faults.py``: ``plan()`` repeated in one process, before each call
   the full collection that bench/planner.py runs (``collect``), that collection and then

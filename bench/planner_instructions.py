@@ -1,9 +1,8 @@
 """Instructions per op of one planner path, counted by callgrind: an A/B that does not move.
 
-burn counterpart: none. On a shared machine the same code's timing moves by up to 40% from
-one process to the next (docs/planner-history.md, "What changed in stop 14"); valgrind's callgrind
-counts the instructions executed inside the measured call, the same to the instruction on a
-repeat. Usage:
+burn counterpart: none. On a shared machine the same code's timing moves from one process
+to the next; valgrind's callgrind counts the instructions executed inside the measured call,
+the same to the instruction on a repeat. Usage:
 
     python bench/planner_instructions.py --workload mixed --path launch [--size 10000] [ROOT ...]
     python bench/planner_instructions.py --path cache --keep /tmp/cg     # and where they go

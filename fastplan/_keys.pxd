@@ -428,9 +428,8 @@ cdef inline int list_append_long(list lst, object item) except -1:
     """``lst.append(item)`` for a list as long as the stream (the queue's history, steps,
     records and executed steps, the launch walk's results): past 4096 items a full item array
     doubles. CPython grows a list by an eighth, so by n items it has copied about 8 n
-    pointers, each copy a pass over memory no cache holds any longer; under callgrind's cache
-    simulation those copies were the part of a mixed cache hit whose misses grew from 10k
-    items to 100k (docs/benchmarks.md, stop 17)."""
+    pointers, each copy a pass over memory no cache holds any longer: cache misses that grow
+    with the stream."""
     cdef PyListObject* raw = <PyListObject*>lst
     cdef Py_ssize_t n = len(lst)
     cdef void* grown

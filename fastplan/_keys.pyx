@@ -560,9 +560,8 @@ cdef Py_ssize_t field_offset(type cls, str name) except -1:
 
 cdef bint exact_codes(object operation, int64_t* code, int64_t* struct_code) noexcept:
     """``op_codes`` for an op of exactly the typed form (true), or false (no error set): the
-    same checks, without building the error ``op_codes`` would raise. A sync in a stream
-    (``init_targets`` asks of every item) cost 3 000 instructions when that error was raised
-    and caught."""
+    same checks, without building the error ``op_codes`` would raise: ``init_targets`` asks it
+    of every item, syncs included, and raising and catching that error would dominate."""
     cdef Py_ssize_t c, s = _codes(<PyObject*>operation, &c)
     if s < 0:
         return False
@@ -585,7 +584,7 @@ cdef int op_codes(object operation, int64_t* code, int64_t* struct_code) except 
         if type(op) is _Op:
             slot(op, _SLOTS.code)
         raise BoundaryError(f"{op!r} is not an entry of refimpl.ops.OPS")
-    desc = slot(operation, _SLOTS.desc)  # unset: AttributeError, as before
+    desc = slot(operation, _SLOTS.desc)  # unset: AttributeError
     op = slot(operation, _SLOTS.op)
     raise BoundaryError(f"{op.name} takes a {op.struct.__name__}, not {type(desc).__name__}")
 

@@ -13,8 +13,8 @@ it. Plan ids grow as plans are stored, so that least id is set once, by the firs
 passes through the node.
 
 ``trie_child_at`` reads a node's children through borrowed pointers: a lookup writes no
-reference count but that of the node it returns (counting a reference to each child compared
-wrote to a cache line of each, and to the children's tuple).
+reference count but that of the node it returns, so the children it compares stay clean in
+the cache.
 """
 
 cimport cython

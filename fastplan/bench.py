@@ -509,11 +509,9 @@ def interpreter_build() -> str:
     """Where this interpreter's C API lives: a shared ``libpython`` (its path) or the
     executable itself, as the dynamic loader reports for ``Py_IncRef`` (``dladdr``).
 
-    Printed beside every benchmark: on one machine the same planner code gives ratios about
-    15% apart between pyenv's default build of CPython (a shared ``libpython``) and Debian's
-    (``libpython`` linked into the executable, as on the lent machine); refimpl's interpreted
-    loop runs faster on the second and fastplan's calls into the C API do not
-    (docs/planner-history.md, stop 30). "unknown" where the loader cannot say (no
+    Printed beside every benchmark because the build moves the ratios: refimpl's interpreted
+    loop runs faster when ``libpython`` is linked into the executable, fastplan's calls into
+    the C API do not (docs/benchmarks.md). "unknown" where the loader cannot say (no
     ``dladdr``)."""
     try:
         libc = ctypes.CDLL(None)

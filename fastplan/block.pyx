@@ -2,29 +2,23 @@
 """One block of the search: ops that share tensors, fed to a private clone of every fuser.
 
 burn counterpart: ``crates/burn-fusion/src/search/block.rs`` (``Block``, ``OperationNode``,
-``RegistrationResult``, ``find_best_optimization_index``). Mirrors refimpl/planner/block.py:
-same names, same order, same results.
+``RegistrationResult``, ``find_best_optimization_index``).
+Mirrors ``refimpl/planner/block.py``: same names, same order, same results.
+``RegistrationResult`` and ``OperationNode`` are refimpl's classes (plain data).
 
-Where the structure differs (the result must not):
+Differs from refimpl:
 
-* each op's data flow (ids produced, read, freed) is read once, from its C encoding
-  (``fastplan.relative.encode_cached``: the fusers then find it in the one-entry cache), and
-  kept as a ``graph._Flow`` beside the op; ``can_append`` checks those flows instead of
-  building ``OperationNode``s;
+* each op's data flow (ids produced, read, freed) is read once, from its C encoding, and kept
+  as a ``graph._Flow`` beside the op; ``can_append`` checks those flows instead of building
+  ``OperationNode``s;
 * fastplan's five fusers are cloned, fed, checked and scored in C (``_clone``, ``_feed``,
-  ``_frozen``, ``_is_open``, ``_properties``, ``_finish``): what their ``clone``, ``fuse``,
-  ``status``, ``properties`` and ``finish`` compute, without a ``FuserProperties`` per call
-  or a Python call; any other fuser goes
-  through its Python methods; the search makes its blocks with ``new_block``;
-* a block's own flow (``as_flow``, one node of the block DAG) is built once per contents
-  (the ``state`` each registration renews) and kept, as the search builds the DAG of the same
-  blocks again and again; refimpl reads ``produced``, ``read`` and ``freed`` every time;
-* ``RegistrationResult`` and ``OperationNode`` are refimpl's classes (plain data).
-* ``op_flow`` fills its tuples in place with ``PyTuple_SET_ITEM``; the id it hands over is a
-  Python int variable (``cdef object tid``), so that the reference ``Py_INCREF`` takes is the
-  one the tuple steals. (Left to Cython's inference the id was an ``int64_t``, each call made
-  its own int, and the one the tuple held was freed under it: a use after free for any id past
-  CPython's small-int cache, 256, a segfault after a few searches over such ops.)
+  ``_frozen``, ``_is_open``, ``_properties``, ``_finish``); any other fuser goes through its
+  Python methods. The search makes its blocks with ``new_block``;
+* a block's own flow (``as_flow``, its node in the block DAG) is built once per contents (the
+  ``state`` each registration renews) and kept;
+* ``op_flow`` fills its tuples in place; the id it hands over is a Python int variable
+  (``cdef object tid``), so that the reference ``Py_INCREF`` takes is the one the tuple
+  steals (an inferred ``int64_t`` would make an int per use and free the tuple's under it).
 
 Invariants (refimpl's):
 

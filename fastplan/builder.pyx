@@ -3,35 +3,24 @@
 
 burn counterpart: ``crates/burn-cubecl-fusion/src/engine/trace/block.rs``
 (``FuseBlockBuilder``, ``LocalVariablePool``) and ``engine/trace/fuser.rs`` (``TraceFuser``);
-notes §3.3, §3.6–§3.8. Mirrors refimpl/planner/builder.py: same names, same order, same
-results; the ``def`` classes are thin converters around the ``nogil`` cores below, which work
-on the C structs of ``builder.pxd``.
+notes §3.3, §3.6–§3.8.
+Mirrors ``refimpl/planner/builder.py``: same names, same order, same results. The ``def``
+classes are thin converters around the ``nogil`` cores below, which work on the C structs of
+``builder.pxd``.
 
-Where the structure differs (the result must not):
+Differs from refimpl:
 
 * refimpl's dicts keyed by tensor id are vectors searched by id; the emitted order (sorted by
   id, then registration) is rebuilt by ``trace_finish`` exactly as ``_sorted_ops`` does;
-  an id with one op (most of them) gets its one-op tuple without a list (``_sorted_ops``
-  117 k -> 94 k instructions in transformer's plan() at 1k, 180 calls);
 * a refusal is a positive return code (refimpl raises ``Refusal``); the ``def`` twins raise
   the very same ``Refusal`` class;
 * FuseArgs, FuseOps, blocks and resources are refimpl's dataclasses, built only at the
-  boundary (``arg_to_py``, ``trace_finish``);
-* a trace whose last reference goes is cleared (``trace_clear``) and kept in a pool of up to 64
-  traces with their buffers (not one holding more than 16 KiB), and ``trace_new`` and
-  ``trace_clone`` take from it: the search makes and drops traces by the thousand (a fuser's
-  trial copy, the fusers of every new block), and each fresh one cost three allocations and
-  the growth of its vectors. Only memory is kept, never a trace's contents. It took mixed
-  plan() at 1k from 46886 to 44188 instructions per op, transformer from 8937 to 8691
-  (``bench/planner_instructions.py --workload mixed --size 1000 --path plan``).
-* the objects of a finished trace are built at their slot offsets, found once per class
-  (``_Frozen``, ``_make``; ``make_frozen`` looks the class up in a dict for every object, and
-  ``_make`` looked up its field names in another), a registered tensor's ``TensorIr`` by
-  ``_keys.new_tensor``; a settings object's code is found by its address in a table of 64
-  (the dict keyed by ``id()`` it replaces cost about 1 300 instructions a call: the builtin
-  ``id``, the lookup of ``get``, the call). Together: transformer's plan() at 1k from 7395 to
-  7231 instructions per op (``bench/planner_instructions.py --workload transformer --size 1000
-  --path plan``).
+  boundary (``arg_to_py``, ``trace_finish``) and filled at their slot offsets (``_Frozen``,
+  ``_make``);
+* a trace whose last reference goes is cleared (``trace_clear``) and pooled, up to 64 traces
+  with their buffers (none holding more than 16 KiB), for ``trace_new`` and ``trace_clone``:
+  the search makes and drops traces by the thousand. Only memory is kept, never a trace's
+  contents.
 
 Invariants (shared with refimpl):
 
@@ -112,8 +101,7 @@ cdef enum:
     _SEEN_MAX = 64  # settings objects found by address (a program uses a dozen)
 
 # The settings objects already seen, by address, and their codes: a scan of a few pointers
-# (the dict keyed by ``id()`` it replaces cost about 1 300 instructions a call: the builtin
-# ``id``, the method lookup of ``get``, the call; 31 calls in transformer's plan() at 1k).
+# (a dict keyed by ``id()`` would cost the builtin ``id``, the lookup of ``get`` and the call).
 # Each object is held (a reference taken once), so that its address stays its own.
 cdef PyObject* _SEEN[_SEEN_MAX]
 cdef int32_t _SEEN_CODE[_SEEN_MAX]
@@ -1246,8 +1234,7 @@ cdef int trace_output_nhwc_layout(Trace* t, int64_t tensor_id, const int64_t* pe
 
 # Each class built here has its slot offsets found once (``_Frozen``): ``_make`` fills a new
 # instance at them, as ``make_frozen`` does, without looking the class up in a dict (twice: the
-# field names here, the layout in fastplan.relative), a lookup that cost about 230 of the 430
-# instructions of a small object (transformer's plan() at 1k builds some 500 per plan).
+# field names here, the layout in fastplan.relative), most of the cost of a small object.
 cdef enum:
     _MAX_SLOTS = 12  # fields of the largest class built here (FuseResources: 11)
 

@@ -5,49 +5,35 @@
 burn counterpart: ``crates/burn-fusion/src/stream/store/{base,index}.rs`` (``ExecutionPlan``,
 ``ExecutionTrigger``, ``ExecutionPlanStore``, ``ExecutionPlanIndex``) and
 ``crates/burn-fusion/src/stream/execution/{policy,validator}.rs`` (``Policy``, ``Action``,
-``OperationsValidator``, ``TriggerValidator``); notes §7.4 and §9.4. Mirrors
-refimpl/planner/cache.py: same names, same order, same results.
-
-Where the structure differs (the result must not): ops are compared through their keys
-(``fastplan._keys``: byte strings equal exactly when the relative ops are ``==``). The store
-keeps, beside each plan, the keys of its ops and of its ``OnOperations`` triggers, and a
-prefix trie of the op keys (below; ``find`` reads it too). ``fastplan.queue`` hands the keys of the
-ops it queues to the policy directly (``update_key``), so a cache hit never builds or compares
-an ``OperationIr``. The plain-data classes (modes, triggers, ``ExecutionPlan``, actions) are
-refimpl's.
-
-Candidates are not validated one by one: the store keeps a prefix trie of its plans' op keys
-(``fastplan._trie``), and the policy walks it, one child per op. refimpl's candidates after
-``k`` ops are the plans stored when the segment's first op came (ids below ``_start_count``)
-that match those ``k`` ops and are longer: exactly the plans ending strictly below the trie node
-of the ``k`` ops with an id below ``_start_count``. Each node knows the least id of the plans
-below it, so "a candidate is still matching" is one comparison; the plans ending at the node are
-the candidates found in full, in id order. ``Policy.candidates`` builds refimpl's list of
-validators from the node when read. The candidates found in full (refimpl's available plans)
-and their trigger checks are C structs; ``Policy.availables`` builds refimpl's objects from
-them when read. Each trigger check also records its plan's place among the available plans
-and, for an ``OnOperations`` trigger, its op keys (a tuple held by the key lists the policy
-keeps, read through a borrowed pointer), so each op updates and checks all triggers in one
-pass over one array, plan after plan as refimpl does. ``ExecutionPlanStore.triggers_of``
-compares a plan's triggers with those its keys were taken from through borrowed list items.
-With the trie's borrowed reads (``fastplan._trie``), mixed's cache hit at 1k went from 2 515
-to 2 460 instructions per op, transformer's from 2 762 to 2 681, elementwise's from 1 960 to
-1 921 (``bench/planner_instructions.py --workload mixed --size 1000 --path cache``).
-``Policy`` and ``ExecutionPlanStore`` are final (no subclass: refimpl has none), so their
-methods call one another directly, not through a vtable: mixed 2 460 -> 2 452.
-
-``fastplan.queue`` hands the policy an op's key while it is still in the encoding's buffer
-(``Policy.update_buf``): the trie is walked on those bytes, and the key the queue keeps is the
-trie's own ``bytes`` object when the walk found it there (a cache hit makes no key object).
+``OperationsValidator``, ``TriggerValidator``); notes §7.4 and §9.4.
+Mirrors ``refimpl/planner/cache.py``: same names, same order, same results. The plain-data
+classes (modes, triggers, ``ExecutionPlan``, actions) are refimpl's.
 
 Policy (per queued op, ``update``; then ``action``):
 
-* a found plan (an available plan whose trigger matched, or ``Always``) that fits the queue ->
+* a found plan (an available plan whose trigger matched, or ``Always``) that fits the queue:
   ``Execute``;
 * lazily: ``Defer`` while a candidate is still matching, an available plan covers the whole
   queue, or an ``OnOperations`` trigger is still matching; otherwise ``Explore``;
 * at a sync: ``Execute`` an available (then candidate) plan exactly as long as the queue,
   otherwise ``Explore``. A sync never defers.
+
+Differs from refimpl:
+
+* ops are compared through their keys (``fastplan._keys``: equal exactly when the relative
+  ops are ``==``). ``fastplan.queue`` hands the policy each op's key, while it is still in the
+  encoding's buffer (``Policy.update_buf``), so a cache hit never builds or compares an
+  ``OperationIr``; the store keeps each plan's op keys and its ``OnOperations`` triggers' keys;
+* candidates are not validated one by one: the store keeps a prefix trie of its plans' op keys
+  (``fastplan._trie``), walked one child per op. refimpl's candidates after ``k`` ops (plans
+  stored before the segment's first op came, matching those ``k`` ops, and longer) are exactly
+  the plans ending strictly below the node of the ``k`` ops with an id below
+  ``_start_count``. Each node knows the least id below it, so "a candidate is still matching"
+  is one comparison, and the plans ending at the node are the candidates found in full, in id
+  order. ``Policy.candidates`` builds refimpl's validators from the node when read;
+* the available plans and their trigger checks are C structs, every trigger updated and
+  checked in one pass per op, plan after plan as refimpl does; ``Policy.availables`` builds
+  refimpl's objects from them when read.
 """
 
 

@@ -3,7 +3,7 @@
 
 burn counterpart: ``crates/burn-cubecl-fusion/src/optim/elemwise/fuser.rs``
 (``ElementWiseFuser``) and ``optim/elemwise/optimization.rs`` (``ElemwiseOptimization``);
-notes §3, §5. Mirrors refimpl/planner/elemwise.py: same names, same order, same results.
+notes §3, §5. Mirrors ``refimpl/planner/elemwise.py``: same names, same order, same results.
 ``FusedOptimization`` and ``ElemwiseOptimization`` are refimpl's own classes (plain data: the
 twins must return equal objects, so they return the same classes).
 """

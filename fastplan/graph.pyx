@@ -3,9 +3,9 @@
 reachability (the merge guard) and the lifetime check of an execution order.
 
 burn counterpart: ``crates/burn-fusion/src/search/graph/{node,dag,subgraph,lifetime}.rs``.
-Mirrors refimpl/planner/graph.py: same names, same order, same results.
+Mirrors ``refimpl/planner/graph.py``: same names, same order, same results.
 
-Where the structure differs (the result must not):
+Differs from refimpl:
 
 * a node's data flow is read once per ``Dag`` (``produced()``, ``read()``, ``freed()`` and
   ``position()``); ``produces``/``reads`` are answered by membership in those tuples, which is

@@ -1,53 +1,28 @@
 # cython: language_level=3
 """Simulated device memory for launch planning: tensor handles and the buffers behind them.
 
-Mirrors ``refimpl/handles.py`` (burn ``CubeFusionHandle`` / ``HandleContainer``,
-``burn-cubecl``'s metadata ops) for the planning-only use: layouts, never values. Same names;
+burn counterpart: ``CubeFusionHandle`` / ``HandleContainer`` and ``burn-cubecl``'s metadata ops.
+Mirrors ``refimpl/handles.py`` for the planning-only use (layouts, never values): same names;
 ``Handle`` is refimpl's frozen dataclass, so handles compare equal across the twins.
 
-What differs from refimpl's ``Memory`` is bookkeeping, not results:
+Differs from refimpl (bookkeeping, not results):
 
 * a use count per buffer is kept as handles come and go, so ``users(buffer)`` (burn
-  ``handle.can_mut()``) is one lookup instead of a scan of every live handle; a tensor's
-  handle, its buffer number and its layout id live in one entry (``_Live``), held in a C
-  table keyed by the tensor id's 64 bits (``handles`` and ``layouts`` are snapshots of
-  it; its probe is ``live_find``, inline in handles.pxd so that the launch memo's keys
-  read it without a method call), and the counts in a C array by buffer number. A tensor
-  id that is no exact int in [0, 2**64) (burn's u64 ``TensorId``), or a handle on a buffer
-  this memory did not allocate, is outside fastplan's boundary: ``BoundaryError``, and the
-  planner's launch planning then runs refimpl's walk;
-* ``sizes`` (buffer -> elements; only the value paths read it) is shared by a memory and its
-  forks instead of copied: an entry is a fact about a buffer number, and a number a discarded
-  fork allocated is written again when the memory allocates it;
+  ``handle.can_mut()``) is one lookup; a tensor's handle, buffer number and layout id live in
+  one entry (``_Live``) of a C table keyed by the id's 64 bits (``live_find``, inline in
+  handles.pxd). An id that is no exact int in [0, 2**64) (burn's u64 ``TensorId``), or a
+  handle on a buffer this memory did not allocate, raises ``BoundaryError``, and the planner's
+  launch planning then runs refimpl's walk;
+* ``sizes`` is shared by a memory and its forks instead of copied: an entry is a fact about a
+  buffer number;
 * a launch that may fail runs as a *trial* on the memory itself (``begin_trial``, then
-  ``keep_trial`` or ``undo_trial``) where refimpl runs it on a fork and adopts or discards the
-  fork: the trial notes the old value of each entry it changes and undoing puts them back. A
-  fork copies every live handle, and a stream that keeps its tensors alive makes that set, and
-  so each fused step's launch planning, grow with its length; a trial costs what it changes;
-* a live entry registered by its handle's fields (``register_at``: the launch memo's replay)
-  builds its ``Handle`` on the first read (``live_handle``: ``handle``, ``take``, the
-  ``handles`` snapshot, launch planning, the memo's records); a replayed handle is most
-  often dropped again unread, by the next replay;
-* ``with_values`` is always false: values are ``refimpl.handles.Memory``'s job;
-* ``init_targets`` (each walk's memory asks it of the whole stream when it loads the inputs)
-  passes over an exact ``OperationIr`` whose op is an entry of the op table that creates
-  nothing by the op's address, probed in a set of those entries built once from ``OPS``;
-  only any other item is read as refimpl reads it. It cost about 60 instructions per item
-  (``op_code_of``'s call per item, and ``init_targets`` called through Python), 63 k of
-  transformer's 1.70 M of launch planning at 1k; with the launch slice's other changes,
-  launch-cold at 1k 1613 -> 1550 instructions per op (``python
-  bench/planner_instructions.py --workload transformer --size 1000 --path launch-cold``);
-* a memory indexes the layout table it takes ids from (``_layout_id``: the key's words probed
-  in a ``KeyTable`` where they lie, a ``bytes`` key made and hashed only for a layout the
-  memory has not met), and a handle's slots are filled directly (``_handle``), as
-  ``fastplan.relative.make_frozen`` fills them;
-* ``Memory`` is final (no code subclasses it; refimpl's is not subclassed either), so the
-  launch walk's calls of its methods (``take``, ``register``, ``remove``, ``users``,
-  ``run_unfused``, the trials) and theirs among themselves are direct, not through its method
-  table (with the launch slice's slot reads: fastplan.launch_stream's docstring);
-* ``buffer_length`` reads up to 8 one-digit dims and strides where CPython keeps them
-  (``_digits``: no reference counted, no conversion call), as ``dims_load`` does
-  (figures: fastplan.launch_planners' docstring).
+  ``keep_trial`` or ``undo_trial``) where refimpl runs it on a fork: a fork copies every live
+  handle, a trial notes only what it changes;
+* an entry registered by its handle's fields (``register_at``, the launch memo's replay)
+  builds its ``Handle`` on the first read (``live_handle``);
+* layout ids come from a ``KeyTable`` probed with the layout's words (``_layout_id``), and
+  ``init_targets`` passes over an op that creates nothing by its op-table entry's address;
+* ``with_values`` is always false: values are ``refimpl.handles.Memory``'s job.
 
 ``fastplan.launch_stream`` runs a whole executed stream against one ``Memory``;
 ``fastplan.launch.plan_launch`` accepts it wherever it accepts refimpl's.
@@ -259,7 +234,7 @@ for _op in _OPS_HELD:
 cdef frozenset init_targets_c(object stream):
     """``init_targets`` as a C call (each walk's memory loads the stream's inputs): an exact
     ``OperationIr`` whose op is an entry of the op table that creates nothing is passed over
-    by the op's address (``_is_plain_op``), any other item asked as before."""
+    by the op's address (``_is_plain_op``), any other item read as refimpl reads it."""
     cdef list found = []
     cdef int64_t code, struct_code
     cdef Py_ssize_t known, i, n

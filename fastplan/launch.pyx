@@ -1,42 +1,30 @@
 # cython: language_level=3
 """Launch planning for one fused step: what a kernel generator needs, in global terms.
 
-Mirrors ``refimpl/planner/launch.py`` (burn ``engine/launch/{base,plan,input,output,
-executor}.rs`` and ``codegen/ir.rs``): same names, same order, same results. The plan it
+burn counterpart: ``burn-cubecl-fusion``'s ``engine/launch/{base,plan,input,output,
+executor}.rs`` and ``codegen/ir.rs``.
+Mirrors ``refimpl/planner/launch.py``: same names, same order, same results. The plan it
 returns is made of refimpl's frozen dataclasses (``LaunchPlan``, ``FuseBlockConfig``, the
 ``RefLayout`` variants, ``LaunchInput`` / ``LaunchOutput``, ``Launch``), re-exported here, so
 ``fastplan.launch.plan_launch(...) == refimpl.planner.launch.plan_launch(...)`` is the whole
 equivalence check; ``LaunchError`` and ``FusedContext`` are refimpl's too. ``plan_launch``
 chains the twins of the four passes (``fastplan.launch_planners``,
-``fastplan.launch_vectorize``) on fastplan's ``PlanningState`` (``cdef class`` twins of
-refimpl's working-state dataclasses) and on either memory: ``fastplan.handles.Memory`` (what
-``fastplan.launch_stream`` walks with) or ``refimpl.handles.Memory`` (the interpreter's;
-launch planning only calls ``take`` / ``alloc`` / ``register`` / ``remove`` / ``users`` on
-it). The plan's dataclasses are built with ``fastplan.relative.new_frozen``: their
-``__init__`` only assigns (no ``__post_init__``).
+``fastplan.launch_vectorize``) on fastplan's ``PlanningState`` and on either memory:
+``fastplan.handles.Memory`` (the stream walk's) or ``refimpl.handles.Memory`` (the
+interpreter's). The plan's dataclasses are built with ``fastplan.relative.new_frozen``.
 
-Where the structure differs from refimpl's:
+Differs from refimpl:
 
 * the passes are chained as C calls (``plan_inputs_c``, ``plan_outputs_c``,
   ``plan_vectorization_c``; the ``def`` names call them);
-* ``context_of`` reads an op's target dtype (``desc.lhs.dtype`` or ``desc.out.dtype``) only
-  where refimpl's read of it matters: an op with scalar fields, a ``ScalarOpIr``, or an
-  ``out`` that is not an exact ``TensorIr`` with its dtype set (there refimpl's read may
-  fail, and fails here the same way); a tensor met again as the same ``TensorIr``, or with
-  the same shape tuple, is not compared item by item; the shapes are copied with
-  ``PyDict_Copy`` and no scalars pair to nothing without ``zip``. The walk makes one context
-  per first-seen execution: 130 k of transformer's plan() at 1k, 6 k a context;
-* for the stream walk (``plan_launch_walk``) a block's reads and writes keep the trace's tuples
-  of ops instead of copies in lists (the walk's passes mark no op: ``_tensor_ops``), and the
-  frozen plan is not built: ``_WalkLaunch`` holds what the walk reads, with ``_freeze``'s
-  failures checked without the objects (no layout object per block, the vector sizes read
-  from the state's inputs and outputs only when ``walk_matmul_refused`` asks); a block's
-  vector axis is not taken again for ``_configs``' failures (the vector-size pass took it of
-  the same reference first), and the ids ``_int_ids`` checks are read at their slots;
-* the extents guard (``_extents_fit_c``) reads the context's tensors, their dims and ids
-  through borrowed pointers (one-digit ints in place) and probes the live table with an id
-  that is its own key directly (``handles.live_find``); figures: fastplan.launch_vectorize's
-  docstring.
+* ``context_of`` reads an op's target dtype only where refimpl's read of it matters (and
+  fails there the same way), and a tensor met again as the same ``TensorIr`` or shape tuple
+  is not compared item by item;
+* for the stream walk (``plan_launch_walk``) a block's reads and writes keep the trace's
+  tuples of ops, no op is marked and no frozen plan is built: ``_WalkLaunch`` holds what the
+  walk reads, with ``_freeze``'s failures checked without the objects;
+* the int64 extents guard (``_extents_fit_c``) reads the context's tensors through borrowed
+  pointers and keeps its verdict on the live entry.
 """
 
 cimport cython

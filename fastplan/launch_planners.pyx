@@ -2,29 +2,24 @@
 """Input and output planning of a launch: handles, in-place candidates, output layouts, the
 reference layout of every block.
 
-Mirrors ``refimpl/planner/launch_planners.py`` (burn ``launch/{input,output,plan}.rs``): same
-names, same order, same results. The working state (``PlanningState``, ``BlockPlan``,
-``ReferenceSelection``, ``HandleInput``, ``HandleOutput``) is made of ``cdef class`` twins of
-refimpl's dataclasses: the same fields and constructors, read and written at C struct offsets
-by the launch twins (``fastplan.launch``, ``fastplan.launch_vectorize``). The layout rules it
-applies per tensor (``dim_order``, ``is_contiguous``, ``is_dense``, ``strides_for``,
-``contiguous_strides``) are fastplan.layout's C cores; frozen values are built with their
-constructors instead of ``dataclasses.replace`` (the same objects, without ``replace``'s field
-walk).
+burn counterpart: ``burn-cubecl-fusion``'s ``engine/launch/{input,output,plan}.rs``.
+Mirrors ``refimpl/planner/launch_planners.py``: same names, same order, same results. The
+working state (``PlanningState``, ``BlockPlan``, ``ReferenceSelection``, ``HandleInput``,
+``HandleOutput``) is made of ``cdef class`` twins of refimpl's dataclasses, with the same
+fields and constructors, read and written at their struct offsets by the launch twins
+(``fastplan.launch``, ``fastplan.launch_vectorize``). The per-tensor layout rules are
+fastplan.layout's C cores.
 
-Where the structure differs from refimpl's: the state's entries are read by inline accessors
-(``input_at``, ``output_at``, ``block_at`` in launch_planners.pxd: an entry in range and of
-its class through the list's borrowed pointer, anything else as Python indexes it); an input
-whose shape is not unsqueezed keeps the context's exact ``TensorIr`` as its ``glob``
-(refimpl's ``replace(glob, shape=shape)`` makes an equal frozen one); the outputs' order sums
-shapes of one-digit ints and sorts up to 16 positions in C. With fastplan.layout's
-``dims_load`` and fastplan.launch_vectorize's axis checks reading ints in place, transformer
-at 1k: plan() 6682 -> 6589 instructions per op (``python bench/planner_instructions.py
---workload transformer --size 1000 --path plan``). For the stream walk (``state.walk``) the
-output planners do not look up the block ops to mark (``_mark`` marks none there), and an
-input with nothing to unsqueeze keeps its shape and strides without ``_unsqueezed``'s tuple;
-with fastplan.handles' ``buffer_length`` reading one-digit ints in place, plan() 6478 -> 6455
-instructions per op (same command).
+Differs from refimpl:
+
+* frozen values are built with their constructors, not ``dataclasses.replace``; an input
+  whose shape is not unsqueezed keeps the context's exact ``TensorIr`` as its ``glob``
+  (refimpl's ``replace`` makes an equal one);
+* the state's entries are read by inline accessors (``input_at``, ``output_at``,
+  ``block_at`` in launch_planners.pxd), anything unexpected indexed as Python does;
+* the outputs' order sums shapes of one-digit ints and sorts up to 16 positions in C;
+* for the stream walk (``state.walk``) the output planners mark no block op, and an input
+  with nothing to unsqueeze keeps its shape and strides as they are.
 """
 
 cimport cython
@@ -100,8 +95,8 @@ cdef tuple _INDEXING = ("Gather", "Select", "Cat")
 cdef frozenset _INDEXING_NAMES = frozenset(_INDEXING)  # one hash probe for an exact str
 cdef tuple _FUSE_OP_FIELDS = ("name", "args")
 # Input, Output, UnaryFuseArgs, Handle and TensorIr are frozen slots dataclasses whose
-# ``__init__`` only assigns: built with ``new_frozen`` (the same objects, several times faster
-# than the frozen ``__init__``'s ``object.__setattr__`` per field).
+# ``__init__`` only assigns: built with ``new_frozen`` (the same objects, without the frozen
+# ``__init__``'s ``object.__setattr__`` per field).
 # DType.storage_bytes by member identity (the property goes through numpy and enum hashing;
 # a scan of the few members by pointer makes no int object, as a dict keyed by id() would)
 cdef tuple _DTYPES = tuple(DType)

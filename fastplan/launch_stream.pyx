@@ -1,120 +1,39 @@
 # cython: language_level=3
 """Launch planning of a whole executed stream: every fused step's ``aliases`` and block widths.
 
-fastplan's counterpart of ``refimpl.interpreter.launch_plan_stream`` (the interpreter run with
-``with_values=False``); burn counterpart: ``OperationQueue::execute`` calling each
-optimization's ``execute``, which runs ``FuseTraceLauncher::launch`` (launch planning) before
-its kernel. The walk is refimpl's, step by step: unfused ops lay out their outputs
-(``fastplan.handles.Memory.run_unfused``), fused steps run their optimization's launch path
-(``ElementWise``: the trace; ``Matmul``: the fused launch or its fallback; ``Reduce``: the fused
-launch or read trace → reduction → write trace; ``ReduceBroadcasted``: its per-block
-optimizations; ``NHWCRelayout``: the trace then the module op) through
-``fastplan.launch.plan_launch``'s passes (``plan_launch_walk``: what the walk reads of a
-launch, without the kernel's layout marks and frozen plan).
+burn counterpart: ``OperationQueue::execute`` calling each optimization's ``execute``, which
+runs ``FuseTraceLauncher::launch`` (launch planning) before its kernel.
+Mirrors ``refimpl/interpreter.py`` (``launch_plan_stream``, the interpreter run with
+``with_values=False``): the same walk, step by step, with the same results. Unfused ops lay
+out their outputs (``fastplan.handles.Memory.run_unfused``); fused steps run their
+optimization's launch path through ``fastplan.launch.plan_launch_walk`` (what the walk reads
+of a launch, without the kernel's layout marks and frozen plan).
 
-**The step memo.** A fused step's launch outcome is a pure function of its optimization (the
-trace, fixed by the relative segment the plan cache stored it for), the real dims of its
-relative shape ids, the device, and the layouts of its tensors' live handles: shape, strides,
-offset, dtype, which of them share a buffer and how many live handles use each buffer (burn's
-``can_mut``). The memo keys on exactly that and stores the outcome in relative terms: the
-in-place aliases and the handles the step leaves behind as positions in the step's
-global→relative order, fresh buffers by allocation rank. A step seen before with the same key
-is replayed: its handles registered and released as the first run did, its ``PlanStep``
-filled the same way. Slice ranges, the only stashed values besides scalars, never reach a
-fused step (no fuser takes a ``Slice``); scalar values do not change a launch.
+Differs from refimpl:
 
-**Whole executions.** The steps of one execution (one plan the queue ran: its fused steps
-and the unfused ones between them; ``_StepRecord.execution``) are stored as one outcome as
-well, keyed by the plan's id (a stored plan names one relative segment), each step's
-optimization id or op count, the dims, and the live layouts of every tensor of the
-execution's segment (what its ops can read or change): the net memory changes, and each
-fused step's widths and aliases. A hit replays the execution in one go. Unfused ops read
-nothing else of a stream, except two: ``Slice`` ranges (stashed values) and the input specs
-an ``Init`` reads; an execution with either is not stored.
-
-**Replays.** A replay finds the tensors it changes by the live-table keys ``_push_state`` read
-for the memo key (``held`` keeps two words per tensor: its buffer and its key), so no tensor
-id is converted a second time, and it counts the buffers the step allocated without writing
-their ``sizes`` entries: the walk's memory is its own (``launch_records`` makes it and drops
-it) and nothing in the walk reads them (an outcome keeps how many buffers its step
-allocated, not their sizes). Transformer at 1k, instructions per op: launch planning with a
-fresh memo 1981 -> 1797, from a warm one 1084 -> 889 (``python bench/planner_instructions.py
---workload transformer --size 1000 --path launch-cold`` and ``--path launch``). The handles a
-replay registers are given by their fields (``fastplan.handles.Memory.register_at``) and built
-only when something reads them: most are dropped again unread, by the next replay (launch-cold
-1794 -> 1666, launch 889 -> 752). A state's slots are written into room reserved once for all
-of its tensors, and a tensor id that is a non-negative int64 is its own key without
-``tensor_key``'s call (1666 -> 1612, 752 -> 695).
-
-A key reserves one slot per tensor before its tensors are read, and a tensor whose three
-ints do not pack into one slot reserves its three more when it is met (four per tensor were
-reserved before: most keys then outgrew the buffer's inline slots, a heap block allocated
-and freed per key). Each tensor's live entry is probed with ``fastplan.handles.live_find``
-(``Memory.find``'s probe inline, where the method was a call through its table per tensor;
-the memory's own register, remove and lookup paths use it too): launch-cold at 1k transformer
-1550 -> 1536 instructions per op, from a warm memo 647 -> 625.
-
-**Borrowed reads on the replay path.** ``_push_state`` reads the dims, the order's ids and
-the live entries, and a replayed execution its records, stored steps and changes, as
-borrowed pointers (their tuple, list or table holds them, and nothing on the path changes
-those), with no reference counted per item; an id or dim that is an exact one-digit ``int``
-is read where CPython keeps it. A replayed fused step without aliases gives again the
-``PlanStep`` it filled last time when it is filled from the same plan-cache step
-(``_filled_part``: the stored steps are shared by the plan cache's hits, and a ``PlanStep``
-is frozen), where refimpl builds an equal one each time. Transformer at 1k, instructions per
-op: ``plan()`` 6862 -> 6789, launch planning with a fresh memo 1518 -> 1456, from a warm one
-617 -> 554 (``python bench/planner_instructions.py --workload transformer --size 1000 --path
-plan``, ``launch-cold``, ``launch``).
-
-**Reading the optimizations.** A ``ReduceBroadcasted`` step reads its optimization's main
-trace (``main_trace()``: the broadcasted optimization's ``trace``) and, for refimpl's
-``ReduceOptimization`` and ``ElemwiseOptimization`` fallbacks, their op counts (``len()``:
-``num_ops``) and names (constants of the classes) as fields, without a Python method call
-each; an optimization of any other class is asked as refimpl asks it. With the key's
-reservation and ``fastplan.handles.init_targets``'s address test, launch-cold at 1k
-transformer 1613 -> 1550 instructions per op, plan() 7833 -> 7750 (``python
-bench/planner_instructions.py --workload transformer --size 1000 --path launch-cold``, and
-``--path plan``).
-
-**The stream inputs.** Each walk starts from a fresh memory holding the stream's inputs,
-buffer k for the k-th input loaded. The memo keeps the handles it made last time
-(``fastplan.handles.Memory.load_inputs_with``): an input whose layout is the k-th one's
-takes its handle, buffer length and layout id again, whatever its tensor id.
-
-A repeated iteration (the plan cache serving the same optimizations on the same shapes) is
-planned from the memo; ``tests/fastplan/test_launch_stream.py`` checks the outcome equals
-refimpl's with and without the memo.
-
-**One walk's memo.** ``fastplan.planner.plan`` makes a memo for its one walk and drops it:
-there single fused steps are neither looked up nor stored (``LaunchMemo.keep_steps`` false),
-whole executions are. A queue's fused step belongs to an execution and its key spans the
-same tensors as the execution's, so within one walk the step memo serves a step only where
-its execution missed and an earlier one, of another plan or with other steps, left the same
-state: none in transformer's walk at 1k (7 fused steps walked, 107 replayed with their
-executions), while each first-seen step paid for its key, the handles before it and its
-``_record``. Transformer's ``plan()`` at 1k: 7406 -> 7341 instructions per op (``python
-bench/planner_instructions.py --workload transformer --size 1000 --path plan``). A runtime's
-memo, kept across iterations, keeps both.
-
-**Direct calls, slot reads.** ``LaunchMemo``, ``_Step`` and ``fastplan.handles.Memory`` are
-final (no subclass), so their methods are called directly; the fields the launch paths read
-of the optimizations (their traces, Matmul's operands, Reduce's fallbacks and read op count,
-ReduceBroadcasted's fallbacks) and of a ``PlanStep`` (its ops and fuser) are read at their
-slots (``_keys.field``, ``_step_ops``, ``_step_fuser``), where each was a generic attribute
-lookup; a filled ``PlanBlock`` is made at its slots (``_widened``). With the launch passes'
-slot reads (fastplan.launch, launch_planners, launch_vectorize), transformer at 1k: plan()
-6589 -> 6530 instructions per op (``python bench/planner_instructions.py --workload
-transformer --size 1000 --path plan``).
-
-The handles a first-seen step or execution is compared with (``_handles_of``, before it) and
-its changes (``_record``, after it) are found by the live-table keys its key read
-(``_push_state``'s ``held``), no tensor id converted again (figures: fastplan.launch_vectorize's
-docstring).
+* **The step memo** (``LaunchMemo``). A fused step's outcome is a pure function of its
+  optimization, the real dims of its relative shape ids, the device, and the layouts of its
+  tensors' live handles (shape, strides, offset, dtype, shared buffers and their use counts:
+  burn's ``can_mut``). The memo keys on exactly that, stores the outcome in relative terms
+  (aliases and handles as positions in the step's global-to-relative order, fresh buffers by
+  allocation rank) and replays it on a hit. Slice ranges never reach a fused step, and scalar
+  values do not change a launch.
+* **Whole executions.** The steps of one plan the queue ran are stored as one outcome too,
+  keyed by the plan's id, each step's optimization id or op count, the dims and the live
+  layouts of every tensor of its segment; a hit replays the execution in one go. An execution
+  with a ``Slice`` (stashed ranges) or an ``Init`` (input specs) is not stored.
+* **Replays** register handles by their fields (``Memory.register_at``: built when first
+  read) and find the tensors they change by the live-table keys the memo key read; a replayed
+  step without aliases gives back the ``PlanStep`` it filled from the same plan-cache step.
+* **One walk's memo.** ``fastplan.planner.plan`` gives its one walk a memo that stores whole
+  executions only (``LaunchMemo.keep_steps`` false): within one walk a step's key spans the
+  same tensors as its execution's. A runtime's memo, kept across iterations, keeps both.
+* The memo keeps the handles it made for the stream's inputs and gives them again to an input
+  of the same layout, whatever its tensor id.
 
 A step whose tensors reach past int64 extents is refused with ``OverflowError`` before the C
-cores see it (they would wrap where refimpl's ints do not); ``fastplan.planner`` then hands
-the executed steps to refimpl's walk. The cyclic collector is paused during the walk
-(docs/fastplan.md §7).
+cores see it; ``fastplan.planner`` then hands the executed steps to refimpl's walk. The cyclic
+collector is paused during the walk (docs/fastplan.md §7).
 """
 
 cimport cython

@@ -1,21 +1,23 @@
 # cython: language_level=3
 """The vector-size pass of a launch: per-tensor vector sizes, then each block's width.
 
-Mirrors ``refimpl/planner/launch_vectorize.py`` (burn ``launch/vectorization/{planner,axis}.rs``):
-same names, same order, same results, on fastplan.launch_planners' working state (the
-``cdef class`` twins of ``refimpl.planner.launch_planners.PlanningState`` and its records).
-Vector sizes are ``int64_t`` codes (``fastplan.vectorization``: 0 is ``Broadcasted``) from the
-per-tensor cores (``vectorization_input_c`` / ``_output_c`` / ``_reshape_c`` / ``_swapped_c``)
-and become refimpl's ``Vect`` only where refimpl keeps one; the candidates are loaded once per
-launch. An axis that is an exact one-digit ``int`` is checked as a C integer (``_checked_axis``),
-a launch without pinned axes takes each tensor's last axis without a dict lookup
-(``_axis_of``), and a trace without indexed inputs makes no set of them (figures: the
-fastplan.launch_planners docstring). The blocks' votes are not built as lists of tuples: each
-binding's size code is read once into a C array (on the stack up to 32 bindings) and each
-block applies the codes of the inputs it reads and the owned outputs it writes, in refimpl's
-order (``_apply_votes``); with fastplan.launch's extents guard and fastplan.launch_stream's
-records reading in place, transformer at 1k: plan() 6530 -> 6478 instructions per op
-(``python bench/planner_instructions.py --workload transformer --size 1000 --path plan``).
+burn counterpart: ``burn-cubecl-fusion``'s ``engine/launch/vectorization/{planner,axis}.rs``.
+Mirrors ``refimpl/planner/launch_vectorize.py``: same names, same order, same results, on
+fastplan.launch_planners' working state (the ``cdef class`` twins of
+``refimpl.planner.launch_planners.PlanningState`` and its records).
+
+Differs from refimpl:
+
+* vector sizes are ``int64_t`` codes (``fastplan.vectorization``: 0 is ``Broadcasted``) from
+  the per-tensor cores (``vectorization_input_c`` / ``_output_c`` / ``_reshape_c`` /
+  ``_swapped_c``) and become refimpl's ``Vect`` only where refimpl keeps one; the candidates
+  are loaded once per launch;
+* an axis that is an exact one-digit ``int`` is checked as a C integer (``_checked_axis``), and
+  a launch without pinned axes takes each tensor's last axis without a dict lookup
+  (``_axis_of``);
+* the blocks' votes are not lists of tuples: each binding's size code is read once into a C
+  array and each block applies the codes of the inputs it reads and the owned outputs it
+  writes, in refimpl's order (``_apply_votes``).
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc

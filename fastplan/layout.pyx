@@ -1,18 +1,18 @@
 # cython: language_level=3
 """Memory layouts: strides, dimension orders, density, and what a reshape can keep.
 
-Mirrors ``refimpl/planner/layout.py`` (burn ``engine/launch/layout.rs`` and burn-std's tensor
-helpers): same names, same order, same results. The per-tensor rules (``contiguous_strides``,
-``is_contiguous``, ``is_dense``, ``dim_order``, ``permuted_innermost_axis``, ``strides_for``,
+burn counterpart: ``burn-cubecl-fusion``'s ``engine/launch/layout.rs`` and burn-std's tensor
+helpers.
+Mirrors ``refimpl/planner/layout.py``: same names, same order, same results.
+``ReshapeAction`` and ``MatrixBatchLayout`` are refimpl's classes.
+
+Differs from refimpl: the per-tensor rules (``contiguous_strides``, ``is_contiguous``,
+``is_dense``, ``dim_order``, ``permuted_innermost_axis``, ``strides_for``,
 ``matrix_batch_layout``) are ``noexcept nogil`` cores over ``int64_t`` arrays
-(``layout.pxd``); the ``def`` twins load their sequences into C arrays and call them. A
-sequence that does not load (a value that is not an int, or beyond 64 bits) is handed to
-refimpl's own function, so the result (or the error) is refimpl's. ``ReshapeAction`` and
-``MatrixBatchLayout`` are refimpl's classes. ``dims_load`` reads an exact one-digit ``int``
-where CPython keeps it, through the tuple's borrowed pointer (no reference counted, no
-conversion call per dim); any other item is converted as before (figures: the
-fastplan.launch_planners docstring). ``dims_tuple`` fills its tuple in place (no list made
-and copied).
+(``layout.pxd``); the ``def`` twins load their sequences into C arrays (``dims_load``, which
+reads an exact one-digit ``int`` where CPython keeps it) and call them. A sequence that does
+not load (a value that is not an int, or beyond 64 bits) is handed to refimpl's own
+function, so the result (or the error) is refimpl's.
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc

@@ -3,7 +3,7 @@
 
 burn counterpart: ``crates/burn-cubecl-fusion/src/optim/matmul/fuser.rs`` (``MatmulFuser``) and
 ``optim/matmul/optimization.rs`` (``MatmulOptimization``, ``FusedMatmul``); notes §8.1.
-Mirrors refimpl/planner/matmul.py: same names, same order, same results; the optimization
+Mirrors ``refimpl/planner/matmul.py``: same names, same order, same results; the optimization
 classes are refimpl's.
 
 Two traces grow side by side: ``fuser`` (the epilogue) and ``fuser_fallback`` (the matmul

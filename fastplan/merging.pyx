@@ -3,7 +3,7 @@
 
 burn counterpart: ``crates/burn-fusion/src/search/merging.rs`` (``merge_blocks``,
 ``MergeBlocksResult``, ``merge_blocks_step1/step2``, ``merge_accumulator``, ``merge_two``).
-Mirrors refimpl/planner/merging.py: same names, same order, same results.
+Mirrors ``refimpl/planner/merging.py``: same names, same order, same results.
 
 The strategy is burn's, step for step (halving into chunks, then the accumulators), with the
 same explicit stack of pending splits as refimpl. ``MergeBlocksResult`` is refimpl's class

@@ -4,7 +4,7 @@ fused, and that result is written channels-last so the module op reads it direct
 
 burn counterpart: ``crates/burn-cubecl-fusion/src/optim/nhwc_relayout/fuser.rs``
 (``NHWCRelayoutFuser``) and ``optim/nhwc_relayout/optimization.rs``; notes §8.4. Mirrors
-refimpl/planner/nhwc.py: same names, same order, same results; the optimization class is
+``refimpl/planner/nhwc.py``: same names, same order, same results; the optimization class is
 refimpl's.
 """
 

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """The op table as typed C arrays, built at import from refimpl.ops.OPS.
 
-Mirrors fastplan/_pure.py (same class, same columns, same encoding via ``encode_ops``), which in
+Mirrors ``fastplan/_pure.py`` (same class, same columns, same encoding via ``encode_ops``), which in
 turn reads refimpl/ops.py. fastplan never names an individual op: cores index these arrays with
 ``Op.code`` and test kinds through ``OpKindC``. The instance ``OP_TABLE`` is shared by passing
 it, since a ``.pxd`` holds no data.

@@ -4,7 +4,7 @@
 burn counterpart: the path a stream takes through ``burn-fusion`` (``MultiStream::register`` /
 ``drain`` -> ``Processor`` -> ``StreamOptimizer``) with the fusers ``burn-cubecl``'s registry
 builds for a device (``fusion/registry.rs``); notes §9. Mirrors
-refimpl/planner/__init__.py: same names, same order, same results (``==`` on the ``Plan``,
+``refimpl/planner/__init__.py``: same names, same order, same results (``==`` on the ``Plan``,
 byte-equal canonical JSON).
 
 ``plan`` is the same straight line of named steps as refimpl's, on fastplan's modules:

@@ -1,55 +1,25 @@
 # cython: language_level=3
 """The lazy driver: after every registered op (and at every sync) decide whether to explore,
-wait, or execute — and cache what the exploration found.
+wait, or execute, and cache what the exploration found.
 
 burn counterpart: ``crates/burn-fusion/src/stream/execution/{processor,explorer}.rs``
-(``Processor``, ``StreamSegment``, ``Explorer``, ``ExplorationAction``); notes §9.4. Mirrors
-refimpl/planner/processor.py: same names, same order, same results.
+(``Processor``, ``StreamSegment``, ``Explorer``, ``ExplorationAction``); notes §9.4.
+Mirrors ``refimpl/planner/processor.py``: same names, same order, same results.
 
-Where the structure differs (the result must not):
+Differs from refimpl:
 
-* the policy is fed op keys (``fastplan._keys``). When the segment is fastplan's own
-  ``OperationQueue`` (``StreamPlanner``'s), the keys come from the queue and relative ops are
-  only built for what the search registers and what a stored plan records; with any other
-  ``StreamSegment`` (burn's ``TestSegment`` in the tests) ``operations()`` is read as refimpl
-  reads it and the keys are computed from it.
-* the search sees fastplan's queue through ``_QueueOps``, a sequence that builds each relative
-  op on first access.
-* ``StreamPlanner.run`` keeps a ring of what the stream's read-ahead learnt of the next items
-  (``fastplan._keys.ReadAhead``: an item's op and operand-struct codes, its tensor fields'
-  values): the read-ahead's second stage reads the values there instead of walking the desc
-  again, and the queue encodes the item with the codes (``add_op_coded``) instead of checking
-  its types a third time. ``--path cache`` at 1k transformer 2975 -> 2905 instructions per op
-  (``bench/planner_instructions.py``). The first stage reads an op's tensor fields by the
-  offsets its operand struct lists (``StructInfo.operand_offsets``) where it went over every
-  field's kind, and both stages are inlined into ``prefetch_ahead``.
-* ``StreamPlanner`` keeps the int of each stream position a pass reached (``_positions``) and
-  queues an op with it on later passes, where each pass made a new int per op
-  (``PyLong_FromSsize_t``, an allocation past 256) that a step's ``ops`` then held: the steps
-  hold the kept ints instead. The planner holds one int per position of the longest stream
-  it planned, and none of the caller's objects. At 1k mixed, ``--path cache`` 2515 -> 2460
-  instructions per op (``bench/planner_instructions.py``).
+* the policy is fed op keys (``fastplan._keys``). On fastplan's own ``OperationQueue`` the
+  keys come from the queue, relative ops are built only for what the search registers and what
+  a stored plan records, and the search sees the queue through ``_QueueOps`` (each relative
+  op built on first access); any other ``StreamSegment`` is read as refimpl reads it;
 * ``StreamPlanner`` queues an op and updates the policy in one call
-  (``OperationQueue.add_op_updating``: the policy reads the key in the encoding's buffer,
-  ``fastplan.cache``), then advises without updating it again (``Processor.process_added``).
-* an execution on fastplan's queue resets the policy inside the drain
-  (``OperationQueue.execute_plan_updating``): the ops left are encoded again into a buffer
-  that the policy reads (as ``add_op_updating``), where ``_reset`` updated it afterwards from
-  a new ``bytes`` per op; only the explorer is reset after it. At 1k transformer,
-  ``--path cache`` 2811 -> 2779 and ``--path plan`` 7469 -> 7457 instructions per op
-  (``bench/planner_instructions.py``).
-
-* ``Processor._store`` reads the relative ops of fastplan's queue in place
-  (``_rel_range``) where it sliced the ``_QueueOps`` view (a slice object, ``indices``, a
-  list comprehension, then a tuple of the list): at 1k transformer ``_store`` costs 109 k
-  instructions where it cost 201 k (``callgrind_annotate --inclusive=yes`` on the file that
-  ``bench/planner_instructions.py --path plan --keep DIR`` keeps).
-
-* ``Processor`` is final (no code subclasses it; refimpl's is not subclassed either): the
-  calls among its methods (``process_added`` -> ``_advance`` -> ``_execute_cached``,
-  ``_explore`` -> ``_store``) are direct, not through its method table (with
-  ``OperationQueue`` final, ``fastplan.queue``: transformer ``--path plan`` at 1k
-  6868 -> 6835 instructions per op).
+  (``OperationQueue.add_op_updating``), then advises without updating it again
+  (``Processor.process_added``); an execution resets the policy inside the drain
+  (``OperationQueue.execute_plan_updating``), and only the explorer after it;
+* ``StreamPlanner.run`` prefetches the next items and keeps what it learnt of them in a ring
+  (``fastplan._keys.ReadAhead``), from which the queue encodes each item (``add_op_coded``);
+* ``StreamPlanner`` keeps the int of each stream position it reached (``_positions``) and
+  queues ops with it; it holds none of the caller's objects.
 
 ``StreamSegment`` (a ``Protocol``) and ``Exploration`` are refimpl's classes.
 ``StreamPlanner`` is the entry point for a runtime that registers ops one by one:

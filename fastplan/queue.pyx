@@ -3,95 +3,27 @@
 
 burn counterpart: ``crates/burn-fusion/src/stream/queue/{base,execution}.rs``
 (``OperationQueue::add``, ``execute``, ``drain_queue``, ``reset_relative``) and the ``Segment``
-of ``stream/multi.rs`` (register -> lazy process; drain -> sync process). Mirrors
-refimpl/planner/queue.py: same names, same order, same results.
+of ``stream/multi.rs`` (register: lazy process; drain: sync process).
+Mirrors ``refimpl/planner/queue.py``: same names, same order, same results.
 
-Where the structure differs (the result must not):
+Differs from refimpl:
 
-* each queued op is relativised into its **key** (``fastplan._keys``) straight from the global
-  op: the converter's maps are filled as refimpl's ``to_relative`` fills them, but no relative
-  ``OperationIr`` is built. The relative op is built from the key only when someone asks for it
-  (``operations()``, the search); a cache hit never needs it.
-* executing a stored plan reads the plan's leaves once (fuser name, score, relative inputs and
-  outputs, block op names, covered count) and reuses them at every later execution of it.
-* ``executed`` (refimpl: one ``ExecutedStep`` per step, with copies of the converter's maps)
-  is built on first access from the segments recorded at execution time: the converter's
-  state at that moment is the relative form of exactly that segment, so it is recomputed.
-* ``converter`` is built on access from the same state.
-* a tensor use is encoded by a module function on borrowed pointers (``_push_tensor``), and
-  ``PlanStep``s are allocated untracked and filled slot by slot (``_new_step``).
-* the converter keeps no relative id -> latest snapshot list: ``converter`` reads the latest
-  snapshot of each tensor from the pending ops when asked (``_latest_tensors``). While every
-  id is an exact int64 int, ``g2r_keys`` is also the relative id -> global id map (an id met
-  again is an equal int); a second list is kept only once the ids left the id table
-  (``_r2g_ids``). No list of each pending op's ``out`` id is kept either: a sync's
-  ``produces_pending`` reads the pending ops. A tensor use then pushes one list item where it
-  pushed three (or replaced one): ``--path cache`` at 1k transformer 3164 -> 2975
-  instructions per op (``bench/planner_instructions.py``).
-* ``StreamPlanner`` queues an op with ``add_op_updating``: its key is encoded into a buffer,
-  and the policy walks its plan trie on that buffer (``Policy.update_buf``). Where the trie
-  holds the key (a plan-cache hit), the queue keeps the trie's own ``bytes`` object, and makes
-  and later frees none. At 1k transformer, ``--path cache`` 2932 -> 2814 and ``--path plan``
-  7835 -> 7696 instructions per op (``bench/planner_instructions.py``).
-* The processor executes a plan with ``execute_plan_updating``: the drain resets the
-  processor's policy and encodes each op left into a buffer that the policy reads
-  (``Policy.update_buf``), so a key the trie holds is kept as the trie's ``bytes``; a plain
-  ``execute_plan`` (``execute``) makes each key as before. At 1k transformer
-  (327 of 816 drains leave an op), ``--path cache`` 2811 -> 2779 and ``--path plan``
-  7469 -> 7457 instructions per op (``bench/planner_instructions.py``).
-
-* a ``_StepContext`` takes its dims as a tuple made for an earlier context when the
-  converter's dim list holds the very same objects (``_dims_now``, one of the last
-  ``DIMS_SEEN``): a stream's segments use few distinct dim lists (10 for the 291 executed steps
-  of transformer at 1k), and the contexts only read them, so most contexts make and free no
-  tuple. The context of an unfused execution copies the tensor order by a list slice (``list()``
-  went through the generic sequence path), and a stored plan's leaf keeps its segment
-  positions as C ints where each is an exact int in ``[0, 2**31)`` (``_Leaf.positions``; the
-  tuple is read as before otherwise), which ``_step`` and ``_drops_only`` read. With
-  ``Processor._store``'s slices (``fastplan.processor``), transformer ``--path plan`` at 1k
-  7399 -> 7246 instructions per op (``bench/planner_instructions.py``).
-* a stored plan, read once (``_Compiled``), also keeps whether its leaves only drop tensors
-  (``_drops_only``, asked at its first execution: the policy runs it only where the queue's
-  leading keys are its own, so the answer holds for every later one) and the highest relative
-  shape id it names as a C int, compared with the queue's assigned count without a Python
-  comparison. A context takes the converter's tensor order out of the collector's view without
-  reading its items while the id table is in use (its ids are exact ints, never tracked). At
-  1k, ``--path cache`` mixed 2517 -> 2480, transformer 2754 -> 2695, elementwise 1962 -> 1944
-  instructions per op (``bench/planner_instructions.py``).
-* a dim is looked for first at the shape id it was last given (``_dim_hint``, a byte per
-  value of a hash of the dim; a byte per dim value in ``[0, 256)`` before, so that 256 was
-  always scanned for): the hint is checked against ``_dim_keys`` and, stale
-  after a drain or wrong, the list is scanned as before. The encoding reads the operand
-  struct's ``StructInfo`` by index (``_STRUCT_INFOS``) where it called ``struct_info``, and
-  calls ``_push_tensor`` from one place for ``TENSOR`` and ``TENSORS`` fields (the compiler
-  then inlines it). With the read-ahead's operand offsets (``fastplan.processor``) and the
-  key buffer set up and freed inline (``buf_init``, ``buf_free``), at 1k mixed
-  ``--path cache`` 2460 -> 2361 instructions per op (``bench/planner_instructions.py``).
-
-* ``OperationQueue`` is final (no code subclasses it; refimpl's is not subclassed either), so
-  the calls among its own methods (``add_op_updating`` -> ``_encode_into``, ``execute_plan``
-  -> ``_compile``, ``_run_leaves`` -> ``_step`` -> ``_global_ids``, ``_drain``) are direct,
-  not through its method table. With ``Processor`` final too (``fastplan.processor``),
-  transformer ``--path plan`` at 1k 6868 -> 6835 instructions per op
-  (``bench/planner_instructions.py``).
-* the per-op path passes the queue's lists to ``list_push`` / ``list_append_long`` through
-  borrowed pointers (``_queued``, the drain's re-encoding, ``_run_leaves``, new ids and dims
-  in ``_push_tensor``): a field passed as a list argument took and dropped a reference to it
-  (six per queued op). ``_encode_into`` reads the desc and its fields borrowed (the op is
-  held by the caller, and its exact type checked) and a ``TENSORS`` tuple in place, and
-  ``_tensor_rel`` takes the id count by ``Py_SIZE``. With the hashed ``_dim_hint``,
-  transformer ``--path plan`` at 1k 6670 -> 6626 instructions per op
-  (``bench/planner_instructions.py``).
-* an executed step reads the pending indices, its leaf's fields and the global ids through
-  borrowed pointers (``_step``, ``_global_ids``: a typed local or an item taken from a list
-  took and dropped a reference to each), and a drain empties the pending ops, keys, relative
-  ops and shape counts and reads each op left the same way (dropping those items runs no
-  code: every pending op is also held by the history). Transformer ``--path plan`` at 1k
-  6626 -> 6580 instructions per op (``bench/planner_instructions.py``).
-* ``_clear`` empties the converter's lists (ids, dims, scalars, ranges) through borrowed
-  pointers, as ``_queued`` fills them (each item came from an op of the segment, which the
-  history holds), and the shape count queued with an op is read by ``Py_SIZE``. Transformer
-  ``--path plan`` at 1k 6580 -> 6567 instructions per op (``bench/planner_instructions.py``).
+* each queued op is relativised straight into its **key** (``fastplan._keys``); the relative
+  ``OperationIr`` is built from the key only when asked for (``operations()``, the search),
+  never on a cache hit;
+* ``add_op_updating`` (``StreamPlanner``) and ``execute_plan_updating`` (the processor's
+  drain) encode a key into a buffer the policy's trie walk reads (``Policy.update_buf``);
+  where the trie holds the key, the queue keeps the trie's own ``bytes`` object;
+* a stored plan's leaves are read once (``_Compiled``, ``_Leaf``: fuser, score, relative
+  inputs and outputs, positions, whether it only drops tensors) and reused at every later
+  execution of it;
+* ``executed`` and ``converter`` are built on access from the segments recorded at execution
+  time; the converter keeps no list of latest snapshots (``_latest_tensors`` reads the pending
+  ops), and while every id is an exact int64 ``g2r_keys`` is also the relative-to-global map;
+* a dim is looked up first at the shape id it last had (``_dim_hint``), and a step context
+  reuses the dims tuple of an earlier one when the dims are the same objects (``_dims_now``);
+* tensor uses are encoded, ``PlanStep``s filled and the queue's lists emptied and refilled
+  through borrowed pointers (``_push_tensor``, ``_new_step``, ``_clear``).
 
 ``ExecutedStep`` is refimpl's class (plain data).
 """
@@ -146,7 +78,7 @@ _ExecutedStep = ExecutedStep
 _BASIC = LogLevel.BASIC
 
 # PlanStep is a frozen dataclass whose __post_init__ only sorts ``aliases``: steps built here
-# have none, so they are filled field by field without it (equal objects, ~10x faster).
+# have none, so they are filled field by field without it (equal objects, no dataclass call).
 cdef tuple _STEP_FIELDS = ("kind", "ops", "fuser", "score", "inputs", "outputs", "aliases",
                            "blocks")
 assert tuple(f for f in PlanStep.__slots__) == _STEP_FIELDS
@@ -1249,8 +1181,7 @@ cdef inline PyObject* _push_tensor(OperationQueue q, KeyBuf* b, PyObject* tensor
     status's slots. Its global id (borrowed from ``tensor``).
 
     A module function, not a method: the compiler inlines it, and it reads the fields and the
-    dims through borrowed pointers, where a method took a reference to each (a tensor use
-    cost about 370 instructions, most of them its call, references and checks)."""
+    dims through borrowed pointers, where a method would take a reference to each."""
     cdef PyObject* shape
     cdef PyObject* tid
     cdef PyObject* dim

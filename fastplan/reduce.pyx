@@ -3,7 +3,7 @@
 
 burn counterpart: ``crates/burn-cubecl-fusion/src/optim/reduce/fuser.rs`` (``ReduceFuser``,
 ``ReduceFuserInfo``) and ``optim/reduce/optimization.rs`` (``ReduceOptimization``,
-``FusedReduce``, ``ReduceInstruction``); notes §8.2. Mirrors refimpl/planner/reduce.py: same
+``FusedReduce``, ``ReduceInstruction``); notes §8.2. Mirrors ``refimpl/planner/reduce.py``: same
 names, same order, same results; the plain-data classes and ``ReduceInstruction`` are
 refimpl's. As in refimpl, the registry builds it with ``ReduceSettings::Always``.
 

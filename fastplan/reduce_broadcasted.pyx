@@ -5,31 +5,24 @@ their results back (softmax, layer norm) into one plan.
 burn counterpart: ``crates/burn-cubecl-fusion/src/optim/reduce_broadcasted/fuser/{base,block,
 full,full_analyzer}.rs`` (``ReduceBroadcastedFuser``, ``ReduceBlockFuser``,
 ``ReduceBroadcastedFullFuser``, ``FullFuserAnalyzer``) and ``optimization.rs``; notes §8.3.
-Mirrors refimpl/planner/reduce_broadcasted.py: same names, same order, same results; the
+Mirrors ``refimpl/planner/reduce_broadcasted.py``: same names, same order, same results; the
 plain-data classes (states, kinds, infos, the optimization) are refimpl's.
 
-Where the structure differs (the result must not):
+Differs from refimpl:
 
 * blocks keep their ops as ``EncodedOp``s (``ops`` shows the ``OperationIr``s);
 * ``fuse`` runs ``_fuse_no_check`` once, on the trial, and keeps the trial (refimpl runs it
-  again on ``self``: same state, since it is deterministic); ``analyze``'s accepted clone is
-  kept as the block's fuser for the same reason;
+  again on ``self``: the same state, since it is deterministic); ``analyze``'s accepted clone
+  is kept as the block's fuser for the same reason;
 * ``is_consistent`` builds only the full trace: the per-block fallbacks cover exactly
-  ``num_ops`` by construction (each covers its own count), so refimpl's second comparison is
-  always true, and finishing them cannot raise.
+  ``num_ops`` by construction, so refimpl's second comparison always holds;
 * ``finish`` finishes the full fuser of the last consistency check (``_check``'s cache) when
-  it holds exactly the fuser's blocks: it is the full fuser ``_finish_blocks`` would build
-  again, op for op; the reductions' arguments are the ones its dry run recorded. Otherwise the
-  full fuser is built as in refimpl. The finishes are C calls (``finish_c``, ``_finish``).
-* ``_set_closed`` finds the status of ``Closed`` and ``Abort`` (the states a fuser closes
-  with) by identity: a dict lookup hashes the Enum through a Python call.
+  it holds exactly the fuser's blocks, with the reductions' arguments its dry run recorded;
+  otherwise it builds the full fuser as refimpl does. The finishes are C calls;
+* ``_set_closed`` finds the ``Closed`` and ``Abort`` statuses by identity;
 * ``FullFuserAnalyzer`` keeps no ``_full`` (refimpl's ids of the full-shape sides, never
-  read): a full-shape op only looks up what it receives, and records nothing; it copies
-  ``last_single`` for the last block only (the only copy read), and the dry run of a
-  consistency check registers its blocks with ``register_c`` (it was a method call through
-  Python). transformer's plan() at 1k (18 full checks): the analyzers' constructors 46 k ->
-  20 k instructions, ``_full_run`` 129 k -> 101 k (``bench/planner_instructions.py --workload
-  transformer --size 1000 --path plan --keep DIR``, then ``callgrind_annotate --inclusive=yes``).
+  read), copies ``last_single`` for the last block only, and a consistency check's dry run
+  registers its blocks with ``register_c``.
 """
 
 cimport cython

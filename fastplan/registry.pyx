@@ -3,7 +3,7 @@
 
 burn counterpart: ``crates/burn-cubecl/src/fusion/registry.rs`` (``BUILTIN_NAMES``,
 ``register``, ``remove``, ``fusers``, ``RegistryError``); notes §8.5. Mirrors
-refimpl/planner/registry.py: same names, same order, same behaviour; the built-in factories
+``refimpl/planner/registry.py``: same names, same order, same behaviour; the built-in factories
 build fastplan's fusers, and the errors are refimpl's classes.
 """
 

@@ -2,12 +2,9 @@
 """The relative form of an op stream: the key plans are cached under.
 
 burn counterpart: ``crates/burn-fusion/src/stream/context.rs`` (``OperationConverter``,
-``RelativeOps``; notes §2.4). Mirrors refimpl/planner/relative.py: same names, same order,
-same results (the same ``OperationIr`` / ``TensorIr`` objects, compared with ``==``).
-
-The converter keeps burn's four maps as Python dicts (they are read by the queue and the plan
-cache); what is faster here is the walk: one typed pass per op instead of
-``dataclasses.replace``.
+``RelativeOps``; notes §2.4).
+Mirrors ``refimpl/planner/relative.py``: same names, same order, same results (the same
+``OperationIr`` / ``TensorIr`` objects, compared with ``==``).
 
 C level (``relative.pxd``): ``EncodedOp`` is how every fastplan core sees a relative op, as C
 structs (``OpC``, ``TensorC``). ``encode`` validates at the boundary, so that the cores never
@@ -15,14 +12,15 @@ meet a value they cannot hold: tensors must be ``TensorIr`` with an ``int`` id, 
 ``int`` shape ids, a ``DType`` and a ``TensorStatus``; ints must fit in 64 bits
 (``TypeError`` / ``OverflowError`` otherwise; docs/fastplan.md, "Boundary").
 
-Where the structure differs (the result must not): ``remember_encoded`` also fills the entry
-``encode_cached`` checks first, so that the search's encoding of an op the queue has just
-built (``OperationQueue.rel_at``) is that entry, without a table lookup; the table's key is
-``id()``'s value made in C. ``new_frozen`` finds a class's field names and slot layout in one
-lookup (``_Fields``, most often from a direct-mapped table of borrowed pointers in front of
-the dict) and fills the slots itself. Transformer ``plan()`` at 1k: 6 857 -> 6 771
-instructions per op (``bench/planner_instructions.py --workload transformer --size 1000
---path plan``; the 62-op stream: 61 445 -> 59 988).
+Differs from refimpl:
+
+* the converter keeps burn's four maps as Python dicts (the queue and the plan cache read
+  them), and converts an op in one typed pass instead of ``dataclasses.replace``;
+* ``remember_encoded`` also fills the entry ``encode_cached`` checks first, so that the
+  search's encoding of an op the queue has just built (``OperationQueue.rel_at``) is that
+  entry, without a table lookup;
+* ``new_frozen`` finds a class's field names and slot layout in one lookup (``_Fields``,
+  most often from a direct-mapped table in front of the dict) and fills the slots itself.
 """
 
 import dataclasses

@@ -4,24 +4,18 @@ tensor lifetime, or fall back to running the segment unfused in stream order.
 
 burn counterpart: ``repair_order``, ``repair_order_split``, ``assemble``,
 ``unfused_stream_order``, ``ordering_is_valid`` and ``Chunk`` in
-``crates/burn-fusion/src/search/optimization/stream.rs`` (notes §9.3 step 4). Mirrors
-refimpl/planner/repair.py: same names, same order, same results.
+``crates/burn-fusion/src/search/optimization/stream.rs`` (notes §9.3 step 4).
+Mirrors ``refimpl/planner/repair.py``: same names, same order, same results.
 
-Where the structure differs (the result must not): each op's data flow is read once per call
-(``block.op_flow``) and shared by the chunks and the lifetime checks. A chunk's position (the
-least of its positions) is a loop in C, not a call of the builtin ``min`` (the block DAG of
-every repair reads it per chunk: mixed ``plan()`` at 1k, 42646 -> 42336 instructions per op
-with ReduceBroadcasted's closing status, ``bench/planner_instructions.py --workload mixed
---size 1000 --path plan``).
+Differs from refimpl:
 
-The search's own repairs (``repaired`` given the flows it read) return an unfused block in
-ascending order as it is: its repair is that block if the order is valid, else
-``unfused_stream_order`` of the same positions, an equal value (``_unfused_in_order``); 12
-of a transformer segment's 16 explorations end in one. A Composed repair's chunk DAG reads
-its edges in the chunks' id dicts (``graph.dag_of_sets``), not in three tuples and two
-frozensets made per chunk, and a chunk looks each op's flow up once. With the search's
-changes of the same stop, ``plan()`` at 1k, instructions per op: transformer 7406 -> 7338,
-mixed 41324 -> 40411 (``bench/planner_instructions.py --workload W --size 1000 --path plan``).
+* each op's data flow is read once per call (``block.op_flow``) and shared by the chunks and
+  the lifetime checks; a chunk's position (the least of its positions) is a loop in C;
+* the search's own repairs (``repaired``, given the flows it read) return an unfused block in
+  ascending order as it is when that order is valid, else ``unfused_stream_order`` of the
+  same positions, an equal value (``_unfused_in_order``);
+* a Composed repair's chunk DAG reads its edges in the chunks' id dicts
+  (``graph.dag_of_sets``), and a chunk looks each op's flow up once.
 """
 
 from fastplan.block cimport op_flow

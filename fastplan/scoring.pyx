@@ -2,7 +2,7 @@
 """How much a fused trace saves: global reads and writes avoided, kernel launches saved.
 
 burn counterpart: ``crates/burn-cubecl-fusion/src/engine/scoring.rs`` (``Scoring``); notes §9.2.
-Mirrors refimpl/planner/scoring.py: same names, same order, same results. The counters are a C
+Mirrors ``refimpl/planner/scoring.py``: same names, same order, same results. The counters are a C
 struct (``ScoringState``); a ``TraceOperationFuser`` embeds one and scores its trace without
 building it (``trace_fuser.tof_properties`` counts the same reads, writes and view penalties
 ``evaluate`` counts on a finished ``FuseTrace``).

@@ -3,40 +3,26 @@
 
 burn counterpart: ``crates/burn-fusion/src/search/optimization/stream.rs``
 (``StreamOptimizer``) and ``.../optimization/blocks.rs`` (``BlocksOptimizer``); notes
-§9.1–§9.3. Mirrors refimpl/planner/search.py: same names, same order, same results.
+§9.1–§9.3.
+Mirrors ``refimpl/planner/search.py``: same names, same order, same results.
+``BlocksOptimizerResult`` is refimpl's class (plain data). Hole searches nest on an explicit
+stack of ``_HoleFrame``s, as in refimpl.
 
-Where the structure differs (the result must not): an op's data flow is read once when it is
-registered (``block.op_flow``) and handed to every block that sees it; the block DAG is built
-from those flows. ``BlocksOptimizerResult`` is refimpl's class (plain data). Hole searches
-nest on an explicit stack of ``_HoleFrame``s, as in refimpl. ``BlocksOptimizer.run`` over a
-single block takes the order ``[0]`` without building its one-node DAG (refimpl builds it;
-the order is the same): most runs of a transformer's exploration hold one block.
-The search's own ``BlocksOptimizer``s are made without the Python call (``_blocks_optimizer``)
-and hand back their three lists unwrapped (``run_c``, a ``_Pass``): the
-``BlocksOptimizerResult`` dataclass is only built for ``optimize`` and ``_first_pass``. The
-log's levels are read once per log object (the search's when its ``log`` is set; a
-``BlocksOptimizer`` reads them again when its ``log`` is another object), not by two
-``enabled`` calls per run; ``_merging_pass`` is a C call. Transformer ``plan()`` at 1k: 7838
--> 7757 instructions per op (``bench/planner_instructions.py --workload transformer --size
-1000 --path plan``).
-Blocks are sorted by start position by an insertion sort in C (``_by_start``: the order of
-``sort(key=...)``, which called a Python key function per block). A registration with one
-block tries no merge (``_merge`` would find one block at most), and ``_merge`` makes its list
-only once a second block touches the op. The merging pass keeps its block DAG when the
-merge fails (the blocks stand as they were) and the order is found on it, not on a second
-DAG of the same blocks. A pass over one block hands back that block's optimization
-(``_Pass.single``: ``_full`` would build an equal one). With the repair's changes of the
-same stop, ``plan()`` at 1k, instructions per op: transformer 7406 -> 7338, mixed 41324 ->
-40411 (``bench/planner_instructions.py --workload W --size 1000 --path plan``).
-A drop that opens a block (a new or a dependent block) closes every one of the five fusers
-on the spot, and what each then holds depends on the op's code alone (``drop first`` before
-any change to a trace; the Matmul fuser's ``not a matmul``; ReduceBroadcasted's refused hold):
-the first such block's fusers, once all frozen, are kept per op code (``_dead``, made again
-when ``fusers`` are other objects or were reset) and the next blocks a drop of that code opens
-share them (``block_sharing``) instead of cloning five fusers to close them again; frozen
-fusers are never changed, as the merges' shared ones. Transformer ``plan()`` at 1k: 6 682 ->
-6 612 instructions per op (``bench/planner_instructions.py --workload transformer --size
-1000 --path plan``).
+Differs from refimpl:
+
+* an op's data flow is read once when it is registered (``block.op_flow``) and handed to every
+  block that sees it; the block DAG is built from those flows, and a merging pass whose merge
+  fails finds the order on the DAG it already built;
+* ``BlocksOptimizer.run`` over a single block takes the order ``[0]`` without building its
+  one-node DAG, and hands back that block's optimization (``_Pass.single``); the search's own
+  ``BlocksOptimizer``s are made without a Python call and return their lists unwrapped
+  (``run_c``), ``BlocksOptimizerResult`` being built only for ``optimize`` and ``_first_pass``;
+* blocks are sorted by start position by an insertion sort in C (``_by_start``, the order of
+  ``sort(key=...)``); a registration with one block tries no merge;
+* a drop that opens a block closes all five fusers, and what each then holds depends on the
+  op's code alone: the first such block's frozen fusers are kept per op code (``_dead``) and
+  the next blocks a drop of that code opens share them (``block_sharing``) instead of cloning
+  five fusers and closing them again. Frozen fusers are never changed.
 
 Invariants (refimpl's):
 
@@ -85,8 +71,8 @@ def _start(Block block):
 
 cdef list _by_start(list blocks):
     """``blocks`` sorted in place by start position, stably (``list.sort(key=_start)``'s
-    order, by the same ``<``): an insertion sort in C, where the key function was a Python call
-    per block (the search's lists hold at most a few blocks)."""
+    order, by the same ``<``): an insertion sort in C, with no Python key function call per
+    block (the search's lists hold at most a few blocks)."""
     cdef Py_ssize_t i, j, n = len(blocks)
     cdef Block block
     for i in range(1, n):

@@ -3,7 +3,7 @@
 
 burn counterpart: ``crates/burn-fusion/src/stream/store/base.rs`` (``ExecutionStrategy``) and
 ``crates/burn-fusion/src/search/block.rs`` (``BlockOptimization``, ``map_ordering``,
-``include_trailing``). Mirrors refimpl/planner/strategy.py: same names, same order, same
+``include_trailing``). Mirrors ``refimpl/planner/strategy.py``: same names, same order, same
 results.
 
 The strategy classes are refimpl's own (plain frozen data: the twins must return equal trees,

@@ -1,13 +1,13 @@
 # cython: language_level=3
 """The engine shared by the ElementWise, Matmul and Reduce fusers: ``TraceOperationFuser``
-(``OperationIr`` -> ``FuseOp``) on top of ``TryTraceFuser`` (kernel limits).
+(``OperationIr`` to ``FuseOp``) on top of ``TryTraceFuser`` (kernel limits).
 
 burn counterpart: ``crates/burn-cubecl-fusion/src/engine/fuser.rs`` (``TraceOperationFuser``,
 ``TryTraceFuser``), with ``TryTraceFuser::fuse`` as quoted on the seed page (0.22.1: the binding
-check applies to the first op too, burn #6049/#6053); notes §2.3, §3.2–§3.6, §4. Mirrors
-refimpl/planner/trace_fuser.py: same names, same order, same results.
+check applies to the first op too, burn #6049/#6053); notes §2.3, §3.2–§3.6, §4.
+Mirrors ``refimpl/planner/trace_fuser.py``: same names, same order, same results.
 
-Where the structure differs (the result must not):
+Differs from refimpl:
 
 * refimpl tries an op on a clone of its ``TraceFuser`` (and ``refusal`` on a clone of the whole
   fuser); here the op runs in place inside a ``Checkpoint`` and is undone if refused, through
@@ -17,13 +17,9 @@ Where the structure differs (the result must not):
   import by the same rules as refimpl's ``_handler_for`` (``tests/fastplan`` compares them).
 * ``properties`` scores the trace from counters instead of finishing a clone
   (``builder.trace_io_counts``).
-* a copy of a fuser with no output shape yet leaves its shape arena unallocated, as a new
-  fuser's; ``TraceOperationFuser`` and the fusers built on it (``ElementWiseFuser``,
-  ``MatmulFuser``, ``ReduceFuser``, ``ReduceBlockFuser``, ``ReduceBroadcastedFuser``, and
-  ``NHWCRelayoutFuser``) keep a Cython freelist of 64: the search copies them for every new
-  block and every trial. Together: mixed plan() at 1k from 44188 to 43711 instructions per
-  op, transformer from 8691 to 8632 (``bench/planner_instructions.py --workload mixed
-  --size 1000 --path plan``).
+* ``TraceOperationFuser`` and the fusers built on it keep a Cython freelist of 64, and a copy
+  with no output shape yet leaves its shape arena unallocated: the search copies them for
+  every new block and every trial.
 
 Invariants:
 

@@ -3,8 +3,7 @@
     python gpu/agreement_run.py [--streams 2000] [--out DIR] [--seed 0] [--max-ops 10]
                                 [--time-limit SECONDS]
 
-burn counterpart: none (issue 6 item 4: "once, on the H200, ≥ 2000 streams, reported with
-anything the two adapters disagree on"). The streams are drawn by hypothesis from
+burn counterpart: none. The streams are drawn by hypothesis from
 ``refimpl.strategies.streams`` (generation only: no shrinking, no example database, a fixed
 ``--seed``), mapped onto WGSL's dtypes (``gpu.agreement.wgsl_stream``), planned once for the
 adapter's profile, run by ``refimpl.interpreter.Interpreter`` and ``gpu.executor.GpuExecutor``

@@ -217,7 +217,7 @@ def time_stream(stream: Stream, device: Any, runs: int = TIMING_RUNS) -> dict[st
 
 
 def gpu_section(report: Any) -> None:
-    """The seed's ``(a*b + c).exp()`` on the adapter found (SPEC §4, issue 6 item 5)."""
+    """The seed's ``(a*b + c).exp()`` on the adapter found (SPEC §4)."""
     from refimpl.interpreter import executed_steps
     from refimpl.seed import mul_add_exp
     from gpu.executor import GpuExecutor

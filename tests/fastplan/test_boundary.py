@@ -460,8 +460,7 @@ def test_boundary_unhashable_scalar_is_refimpl_s_to_plan():
 def test_boundary_ids_that_do_not_order_fail_as_refimpl(out_id, fails):
     """A fused step whose output id does not order against the int ids: refimpl's launch plan
     sorts its tensor ids and fails (``TypeError``); so must fastplan's walk, which freezes only
-    what it reads of a launch (found by the fuzzer, 74 times in 1 M, in stop 16). A float id
-    orders: both plan."""
+    what it reads of a launch (a case the fuzzer finds). A float id orders: both plan."""
     ids = [TensorIr(i, (64, 64), DType.F32, TensorStatus.ReadOnly) for i in range(3)]
     rw = [TensorIr(i, (64, 64), DType.F32, TensorStatus.ReadWrite) for i in (0, 3, 4)]
     made = [TensorIr(i, (64, 64), DType.F32, TensorStatus.NotInit) for i in (3, 4, out_id)]

@@ -81,8 +81,8 @@ def _ids_and_dims(stream) -> tuple[set[int], set[int]]:
 def test_fuzz_planners_wide_inputs_reach_past_the_small_int_cache(pool):
     """The ``wide`` generator's streams: a pool stream relabelled one to one onto ids past 256
     (its items and inputs otherwise the same), and one valid segment of over 256 distinct
-    dimensions; both planners plan them alike (stop 34's two use-after-free bugs hid below
-    256)."""
+    dimensions; both planners plan them alike (use-after-free bugs of ids and dims stay
+    hidden below 256, in CPython's small-int cache)."""
     import random
 
     from refimpl.stream import stream_from_json
