@@ -49,7 +49,7 @@ from refimpl.ir import FieldKind, OperationIr, Sync, TensorIr, TensorStatus, Una
 from refimpl.ops import OPS, op_named
 from refimpl.stream import InputSpec, Stream, load_stream, stream_to_json
 from tests.fastplan.test_boundary import EDGE_STREAMS, _tensors_in
-from tests.refimpl.test_bad_input import BASES, CATALOGUE, PY_CATALOGUE, _source
+from tests.refimpl.helpers import BASES, CATALOGUE, PY_CATALOGUE, as_source
 
 __all__ = ["DEVICES", "GENERATORS", "POOL_DRAWS", "POOL_MAX_ITEMS", "RECIPES", "SMALL_INTS", "WIDE_CHAINS",
            "FuzzInput", "Pool", "build_pool", "make_input"]
@@ -471,7 +471,7 @@ def _py_garbage(rng: random.Random, pool: Pool) -> Stream:
 
 def _catalogue(rng: random.Random, pool: Pool) -> Any:
     if rng.randrange(4):
-        return _source(rng.choice(CATALOGUE)[1])
+        return as_source(rng.choice(CATALOGUE)[1])
     return rng.choice(PY_CATALOGUE)[1]
 
 
