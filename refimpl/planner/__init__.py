@@ -36,7 +36,6 @@ from refimpl.stream import Stream
 
 __all__ = [
     "plan",
-    "executed_steps",
     "resolve_device",
     "Plan",
     "PlanStep",
