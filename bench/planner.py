@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/planner.py [--workload W] [--sizes 1000,10000,100000] [--repeats N]
 
-is ``fuselab bench planner`` (the code is ``fastplan.bench``); see docs/benchmarks.md.
+is ``fuselab bench planner`` (the code is ``fuselab.bench``); see docs/benchmarks.md.
 OpenBLAS threads are kept to one (they would spin beside the planner and skew timings).
 """
 
@@ -15,12 +15,12 @@ import sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from fastplan import bench  # noqa: E402
+from fuselab import bench  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="bench/planner.py", description=__doc__.splitlines()[0])
-    bench._arguments(parser)
+    bench.add_arguments(parser)
     return bench.main(parser.parse_args())
 
 

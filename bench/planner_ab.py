@@ -5,7 +5,7 @@ instructions, which do not move; a change of build (compiler flags, the profile-
 changes what instructions cannot show (code layout, cache misses), so it needs time, and time
 moves between processes on a shared machine. Here each round runs one process
 per checkout, in turn, each measuring fastplan's four paths the way ``bench/planner.py`` does
-(``fastplan.bench.measure``, fastplan alone), all pinned to one CPU; the figure per
+(``fuselab.bench.measure``, fastplan alone), all pinned to one CPU; the figure per
 checkout is the median over the rounds, with the fastest and slowest process beside it, and
 the ratio to the first checkout is of those medians. Usage:
 
@@ -32,10 +32,14 @@ if int(sys.argv[5]) >= 0:
     os.sched_setaffinity(0, {int(sys.argv[5])})
 sys.path.insert(0, sys.argv[1])
 import fastplan
-from fastplan import bench
+try:
+    from fuselab import bench, workloads
+except ImportError:  # a checkout from before fuselab/: the benchmark was fastplan.bench
+    from fastplan import bench
+    workloads = bench
 if not fastplan.COMPILED:
     raise SystemExit(f"fastplan is not compiled in {sys.argv[1]}")
-stream = bench.build(sys.argv[2], int(sys.argv[3]))
+stream = workloads.build(sys.argv[2], int(sys.argv[3]))
 n = len(stream.items)
 found = bench.measure(stream, "metal", bench.runs_for(n, int(sys.argv[4])), with_refimpl=False)
 print(json.dumps({"items": n, "us": {p: found["fastplan"][p][0] / n * 1e6 for p in bench.PATHS},

@@ -39,7 +39,7 @@ fuzz_count=${PLANNER_FUZZ_COUNT:-1000000}
 # interpreter's build too, which moves refimpl's speed more than fastplan's)
 machine() {
     echo "$(date -u +%FT%TZ) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)," \
-        "$(python3 --version) ($(python3 -c 'from fastplan.bench import interpreter_build as b; print(b())'))," \
+        "$(python3 --version) ($(python3 -c 'from fuselab.bench import interpreter_build as b; print(b())'))," \
         "load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 case "$phase" in
@@ -64,7 +64,7 @@ bench)
     python3 bench/planner_faults.py > "$out/faults.txt"
     python3 - "$out" <<'PY'
 import json, sys
-from fastplan.bench import Row, table
+from fuselab.bench import Row, table
 rows = []
 for w in ("elementwise", "transformer", "mixed"):
     for r in json.load(open(f"{sys.argv[1]}/planner-{w}.json")):
@@ -84,7 +84,7 @@ bench-100k)
     done
     python3 - "$out" ${workloads//,/ } <<'PY'
 import json, sys
-from fastplan.bench import Row, table
+from fuselab.bench import Row, table
 rows = [Row(**{k: v for k, v in r.items() if k != "ratio"})
         for w in sys.argv[2:] for r in json.load(open(f"{sys.argv[1]}/planner-{w}-100k.json"))]
 print(table(rows))

@@ -17,7 +17,7 @@ next; this script tells a slow machine's causes apart, fastplan alone, per workl
   generations only, which leave the interpreter's free lists alone) and ``collect frozen``
   (``gc.freeze()`` first: the full collection empties the free lists but visits no object);
 * ``python bench/planner_faults.py interleaved [WORKLOAD ...]``: fastplan's four paths as
-  bench/planner.py times them (``fastplan.bench._run_once``), alone, then each after a run of
+  bench/planner.py times them (``fuselab.bench._run_once``), alone, then each after a run of
   refimpl's four paths (the benchmark's turn-taking: refimpl's long run evicts fastplan's
   code and data from the caches), then alone again.
 
@@ -36,7 +36,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fastplan  # noqa: E402
-from fastplan import bench  # noqa: E402
+from fuselab import bench  # noqa: E402
+from fuselab.workloads import build, shifted  # noqa: E402
 
 PATHS = ("plan", "search", "cache", "launch")
 
@@ -91,8 +92,8 @@ def repeated() -> None:
           "us per op, medians")
     for workload, size in (("mixed", 1000), ("transformer", 1000), ("elementwise", 1000),
                            ("mixed", 10000), ("transformer", 10000)):
-        stream = bench.build(workload, size)
-        warm = bench.build(*WARM_WITH[workload])
+        stream = build(workload, size)
+        warm = build(*WARM_WITH[workload])
         n = len(stream.items)
         for label, collect, warmed in BEFORE:
             rows = [_one_plan(stream, collect, warm if warmed else None)
@@ -125,9 +126,9 @@ def interleaved(workloads: list[str]) -> None:
 
     bench._timed = timed
     for workload in workloads:
-        stream = bench.build(workload, 1000)
+        stream = build(workload, 1000)
         n = len(stream.items)
-        nxt = bench.shifted(stream, 10 * (max(stream.inputs, default=0) + n + 1))
+        nxt = shifted(stream, 10 * (max(stream.inputs, default=0) + n + 1))
         for after_refimpl in (False, True, False):
             runs = []
             for _ in range(7):

@@ -40,7 +40,10 @@ PATHS = ("plan", "cache", "launch", "launch-cold")
 def _child(root: str, workload: str, size: int, path: str, measured: bool) -> None:
     """The process callgrind watches: everything is set up, then only ``eval`` is counted."""
     sys.path.insert(0, root)
-    from fastplan import bench
+    try:
+        from fuselab import workloads
+    except ImportError:  # a checkout from before fuselab/: the workloads were fastplan.bench's
+        from fastplan import bench as workloads
     from fastplan.launch_stream import LaunchMemo
     from fastplan.planner import _launch_planned, plan
     from fastplan.processor import StreamPlanner
@@ -48,8 +51,8 @@ def _child(root: str, workload: str, size: int, path: str, measured: bool) -> No
     from refimpl.devices import profile_named
 
     profile = profile_named("metal")
-    stream = bench.build(workload, size)
-    nxt = bench.shifted(stream, 10 * (max(stream.inputs, default=0) + len(stream.items) + 1))
+    stream = workloads.build(workload, size)
+    nxt = workloads.shifted(stream, 10 * (max(stream.inputs, default=0) + len(stream.items) + 1))
     plan(stream, profile)
     planner, memo = StreamPlanner(FusionRegistry().fusers(profile)), LaunchMemo()
     planner.run(stream)

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/planner_split.py [--workload W] [--size 10000] [--repeats 5]
 
-For each workload of ``fastplan.bench`` (one stream of about ``--size`` items) and a fastplan
+For each workload of ``fuselab.workloads`` (one stream of about ``--size`` items) and a fastplan
 ``StreamPlanner`` with a ``LaunchMemo`` kept beside it, as a runtime keeps them:
 
 * ``search`` — ``StreamPlanner.run`` on iteration 1, from a fresh planner;
@@ -27,7 +27,7 @@ import sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from fastplan import bench  # noqa: E402
+from fuselab import bench, workloads  # noqa: E402
 from refimpl.devices import profile_named  # noqa: E402
 
 PARTS = ("search", "launch", "cache", "launch-warm", "walk")
@@ -41,9 +41,9 @@ def measure(workload: str, size: int, repeats: int, device: str) -> dict[str, fl
     from fastplan.registry import FusionRegistry
 
     profile = profile_named(device)
-    stream = bench.build(workload, size)
+    stream = workloads.build(workload, size)
     n = len(stream.items)
-    nxt = bench.shifted(stream, 10 * (max(stream.inputs, default=0) + n + 1))
+    nxt = workloads.shifted(stream, 10 * (max(stream.inputs, default=0) + n + 1))
     times: dict[str, list[float]] = {part: [] for part in PARTS}
     hits = 0
     for _ in range(repeats):
@@ -66,14 +66,14 @@ def measure(workload: str, size: int, repeats: int, device: str) -> dict[str, fl
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", action="append", choices=list(bench.WORKLOADS))
+    parser.add_argument("--workload", action="append", choices=list(workloads.WORKLOADS))
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="metal")
     args = parser.parse_args()
     print("| workload | items | " + " | ".join(PARTS) + " | memo hits (iteration 1) |")
     print("|---|---:|" + "---:|" * (len(PARTS) + 1))
-    for workload in args.workload or list(bench.WORKLOADS):
+    for workload in args.workload or list(workloads.WORKLOADS):
         r = measure(workload, args.size, args.repeats, args.device)
         cells = " | ".join(f"{r[part]:.2f}" for part in PARTS)
         print(f"| {workload} | {r['items']} | {cells} | {r['hits']} |", flush=True)

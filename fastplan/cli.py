@@ -17,7 +17,7 @@ import argparse
 __all__ = ["BENCHMARKS", "register"]
 
 # ``fuselab bench WHAT``: the benchmark each name runs (module with ``_arguments`` / ``main``).
-BENCHMARKS = {"planner": "fastplan.bench"}
+BENCHMARKS = {"planner": "fuselab.bench"}
 
 
 def _plan_fast(stream, profile):
@@ -32,7 +32,7 @@ def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="benchmark", metavar="WHAT", required=True)
     for name, module in BENCHMARKS.items():
         target = importlib.import_module(module)
-        target._arguments(sub.add_parser(name, help=(target.__doc__ or "").splitlines()[0]))
+        target.add_arguments(sub.add_parser(name, help=(target.__doc__ or "").splitlines()[0]))
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ adds ``fastplan_section`` to ``refimpl.demo.SECTIONS``. It shows, on the demo's 
 profile:
 
 * every seed stream planned by ``fastplan.plan`` gives refimpl's plan, byte for byte;
-* a transformer-like stream (``fastplan.bench``) planned by both: the same plan, and the CPU
+* a transformer-like stream (``fuselab.workloads``) planned by both: the same plan, and the CPU
   time of each (one machine, one run: ``docs/benchmarks.md`` has the measured table);
 * its next iteration (every tensor id moved, as a runtime's next step) planned by a warm
   planner: no search (the plan cache), every fused step replayed by the launch memo, and the
@@ -66,7 +66,7 @@ def _next_iteration(stream: Any, nxt: Any, device: str) -> dict[str, Any]:
 def fastplan_section(report: Any) -> None:
     """The compiled planner on the demo's device profile (see the module docstring)."""
     import fastplan
-    from fastplan import bench
+    from fuselab import workloads
     from refimpl.planner import plan
 
     report.section("fastplan: refimpl's plans from the compiled twin")
@@ -77,7 +77,7 @@ def fastplan_section(report: Any) -> None:
     differ = _seed_plans_equal(device)
     report.check("every seed stream: fastplan's plan is refimpl's, byte for byte", not differ,
                  ", ".join(differ))
-    stream = bench.build("transformer", DEMO_ITEMS)
+    stream = workloads.build("transformer", DEMO_ITEMS)
     n = len(stream.items)
     ref_s, expected = _cpu(lambda: plan(stream, device))
     fast_s, got = _cpu(lambda: fastplan.plan(stream, device))
@@ -86,7 +86,7 @@ def fastplan_section(report: Any) -> None:
     report.say(f"  plan() with launch planning, CPU time on this machine: refimpl "
                f"{ref_s / n * 1e6:.1f} µs/item, fastplan {fast_s / n * 1e6:.2f} µs/item "
                f"({ref_s / fast_s:.0f}x; docs/benchmarks.md has the measured table)")
-    nxt = bench.shifted(stream, 10 * (max(stream.inputs, default=0) + n + 1))
+    nxt = workloads.shifted(stream, 10 * (max(stream.inputs, default=0) + n + 1))
     second = _next_iteration(stream, nxt, device)
     report.check("its next iteration (every id moved) runs no search: the plan cache serves it",
                  second["searches"] == 0, f"{second['searches']} searches")

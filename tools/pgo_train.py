@@ -8,7 +8,7 @@ lays out each function for the branches the planner really takes, inlines where 
 hot and keeps the rarely run code (error paths, the boundary fallbacks) out of the way.
 
 The runs here are what a runtime does with the planner, on streams that are not the
-benchmark's (``fastplan.bench`` measures seed 0; these are other seeds and lengths, and the
+benchmark's (``fuselab.bench`` measures seed 0; these are other seeds and lengths, and the
 golden corpus), so that the benchmark does not grade the build on its own training set:
 
 * ``plan(stream, device)`` on every golden stream for every device preset (all five fusers,
@@ -57,7 +57,7 @@ def _golden() -> int:
 
 def _runtime(stream, profile) -> None:
     """A runtime's loop: a planner and a launch memo kept across iterations of ``stream``."""
-    from fastplan import bench
+    from fuselab import workloads
     from fastplan.launch_stream import LaunchMemo
     from fastplan.processor import StreamPlanner
     from fastplan.registry import FusionRegistry
@@ -65,7 +65,7 @@ def _runtime(stream, profile) -> None:
     planner, memo = StreamPlanner(FusionRegistry().fusers(profile)), LaunchMemo()
     span = 10 * (max(stream.inputs, default=0) + len(stream.items) + 1)
     for iteration in range(ITERATIONS):
-        current = bench.shifted(stream, iteration * span) if iteration else stream
+        current = workloads.shifted(stream, iteration * span) if iteration else stream
         start = len(planner.queue.steps)
         planner.run(current)
         planner.launch_planned(current, start, profile, memo)
@@ -92,12 +92,12 @@ def main() -> int:
         print("pgo_train: fastplan's compiled modules are not loaded; nothing to train",
               file=sys.stderr)
         return 2
-    from fastplan import bench
+    from fuselab import workloads
 
     profile = profile_named("metal")
     plans = _golden() if GOLDEN_STREAMS.is_dir() else 0
     for workload, size in WORKLOADS.items():
-        stream = bench.build(workload, size, seed=SEED)
+        stream = workloads.build(workload, size, seed=SEED)
         fastplan.plan(stream, profile)
         _runtime(stream, profile)
         _incremental(stream, profile)

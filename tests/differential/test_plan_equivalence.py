@@ -23,7 +23,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import fastplan
-from fastplan.bench import shifted
+from fuselab.workloads import shifted
 from refimpl.devices import PRESETS, profile_named
 from refimpl.frontend import Session
 from refimpl.ir import Sync

@@ -12,7 +12,7 @@ from refimpl import cli
 
 
 def test_cli_bench_planner_header_gives_the_real_sizes(capsys):
-    from fastplan.bench import build
+    from fuselab.workloads import build
 
     ops = len(build("transformer", 30).items)  # one whole transformer block and its sync
     assert ops > 30
@@ -34,7 +34,7 @@ class _Terminal(io.StringIO):
 
 
 def test_bench_progress_is_rich_on_a_terminal_and_plain_lines_elsewhere():
-    from fastplan import bench
+    from fuselab import bench
 
     plain = io.StringIO()
     with bench.progress_on(plain) as progress:

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fastplan._keys import BoundaryError
-    from fastplan.bench import build, shifted
+    from fuselab.workloads import build, shifted
     from fastplan.processor import StreamPlanner
     from fastplan.queue import OperationQueue
     from fastplan.registry import FusionRegistry

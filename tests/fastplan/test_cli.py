@@ -41,7 +41,7 @@ def test_cli_bench_planner_prints_a_table(capsys):
     out = capsys.readouterr().out
     assert "| workload | ops | path | refimpl µs/op | fastplan µs/op | ratio | searches |" in out
     assert out.count("| transformer |") == 5  # plan(), search, launch, cache hit, + launch
-    from fastplan.bench import interpreter_build
+    from fuselab.bench import interpreter_build
 
     assert f"({interpreter_build()})" in out.splitlines()[0]  # the header names the build
 
@@ -50,7 +50,7 @@ def test_cli_bench_planner_prints_a_table(capsys):
 def test_bench_interpreter_build_agrees_with_the_memory_map():
     """``interpreter_build`` asks the dynamic loader where ``Py_IncRef`` lives; the process's
     memory map says independently whether a shared libpython is mapped at all."""
-    from fastplan.bench import interpreter_build
+    from fuselab.bench import interpreter_build
 
     mapped = {Path(line.split()[-1]).resolve()
               for line in Path("/proc/self/maps").read_text().splitlines()
@@ -81,7 +81,7 @@ def test_cli_plan_fast_output_parses(capsys):
 
 
 def test_bench_runs_for_gives_short_streams_more_runs():
-    from fastplan.bench import runs_for
+    from fuselab.bench import runs_for
 
     assert runs_for(1056, 3) == 15  # a 1k pass lasts about a millisecond
     assert runs_for(2051, 3) == 12
@@ -93,7 +93,7 @@ def test_bench_runs_for_gives_short_streams_more_runs():
 def test_bench_planners_take_turns(monkeypatch):
     """``measure`` alternates the planners run by run (a slow spell of a shared machine then
     falls on both sides of a ratio) and reports the median of each planner's own runs."""
-    from fastplan import bench
+    from fuselab import bench, workloads
 
     calls = []
     times = {"refimpl": iter([5.0, 1.0, 3.0]), "fastplan": iter([0.2, 0.6, 0.4])}
@@ -104,10 +104,10 @@ def test_bench_planners_take_turns(monkeypatch):
         return {path: (t, 7) for path in bench.PATHS}
 
     monkeypatch.setattr(bench, "_run_once", run_once)
-    found = bench.measure(bench.build("elementwise", 50), "metal", 3)
+    found = bench.measure(workloads.build("elementwise", 50), "metal", 3)
     assert calls == ["refimpl", "fastplan"] * 3
     assert found["refimpl"]["plan"] == (3.0, 7) and found["fastplan"]["cache"] == (0.4, 7)
     calls.clear()
     times["fastplan"] = iter([0.3, 0.5])
-    bench.measure(bench.build("elementwise", 50), "metal", 2, with_refimpl=False)
+    bench.measure(workloads.build("elementwise", 50), "metal", 2, with_refimpl=False)
     assert calls == ["fastplan", "fastplan"]

@@ -214,7 +214,7 @@ def test_def_twins_optimization_reading(workload):
     """What the queue reads of a stored plan's optimizations at their fields
     (``fastplan.strategy``: ``max_relative_shape_id``, and each fused step's inputs, outputs
     and block op names) equals what their methods answer, on every plan a stream stores."""
-    from fastplan import bench
+    from fuselab import workloads
     from fastplan.processor import StreamPlanner
     from fastplan.registry import FusionRegistry
     from fastplan.strategy import max_relative_shape_id
@@ -222,7 +222,7 @@ def test_def_twins_optimization_reading(workload):
     from refimpl.planner import strategy as ref_strategy
 
     planner = StreamPlanner(FusionRegistry().fusers(profile_named("metal")))
-    planner.run(bench.build(workload, 1500))
+    planner.run(workloads.build(workload, 1500))
     by_fuser: dict[str, int] = {}
     for plan in planner.store.plans:
         strategy = plan.optimization.strategy

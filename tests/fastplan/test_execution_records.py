@@ -35,7 +35,7 @@ from tests.fastplan.helpers import planners
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
-    from fastplan.bench import build
+    from fuselab.workloads import build
     from fastplan.queue import OperationQueue
 
 

@@ -91,9 +91,9 @@ def test_encoding_read_from_a_key_is_the_ops_encoding(stream):
 
 @pytest.mark.parametrize("workload", ["elementwise", "transformer", "mixed"])
 def test_encoding_read_from_a_key_on_the_benchmark_streams(workload):
-    from fastplan import bench
+    from fuselab import workloads
 
-    pairs = _encodings_from_keys(bench.build(workload, 400))
+    pairs = _encodings_from_keys(workloads.build(workload, 400))
     assert len(pairs) > 300
     kinds = {from_key[2] for from_key, _ in pairs}  # struct codes met
     assert len(kinds) >= 3

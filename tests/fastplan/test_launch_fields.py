@@ -50,7 +50,7 @@ def test_init_targets_skips_every_plain_op_of_the_table() -> None:
 
 @pytest.mark.parametrize("workload", ["transformer", "mixed", "elementwise"])
 def test_context_of_matches_refimpl_on_executed_steps(workload: str) -> None:
-    from fastplan import bench
+    from fuselab import workloads
     from fastplan.launch import context_of as fast_context_of
     from fastplan.processor import StreamPlanner
     from fastplan.registry import FusionRegistry
@@ -58,7 +58,7 @@ def test_context_of_matches_refimpl_on_executed_steps(workload: str) -> None:
     from refimpl.planner.launch import context_of as ref_context_of
 
     profile = profile_named("metal")
-    stream = bench.build(workload, 120)
+    stream = workloads.build(workload, 120)
     planner = StreamPlanner(FusionRegistry().fusers(profile))
     planner.run(stream)
     fused = [item for item in planner.queue.executed if item.step.kind == "fused"]
@@ -155,7 +155,7 @@ def test_live_table_probe_after_growth_and_removals() -> None:
 def test_memo_walk_matches_refimpl_on_a_transformer() -> None:
     """Many executions replayed from the memo (keys read through ``live_find``), with and
     without a warm memo, against refimpl's walk."""
-    from fastplan import bench
+    from fuselab import workloads
     from fastplan.launch_stream import LaunchMemo, launch_plan_stream
     from fastplan.processor import StreamPlanner as FastPlanner
     from fastplan.registry import FusionRegistry as FastRegistry
@@ -163,7 +163,7 @@ def test_memo_walk_matches_refimpl_on_a_transformer() -> None:
     from refimpl.interpreter import launch_plan_stream as ref_launch_plan_stream
 
     profile = profile_named("metal")
-    stream = bench.build("transformer", 300)
+    stream = workloads.build("transformer", 300)
     fast = FastPlanner(FastRegistry().fusers(profile))
     fast.run(stream)
     executed = fast.queue.executed

@@ -24,7 +24,7 @@ from refimpl.stream import load_stream
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
-    from fastplan.bench import build
+    from fuselab.workloads import build
     from fastplan.launch_stream import LaunchMemo, launch_plan_stream
     from fastplan.planner import _launch_planned, plan
     from fastplan.processor import StreamPlanner as FastStreamPlanner

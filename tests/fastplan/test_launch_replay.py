@@ -27,7 +27,7 @@ from refimpl.stream import Stream
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
-    from fastplan.bench import build, shifted
+    from fuselab.workloads import build, shifted
     from fastplan.launch_stream import LaunchMemo, _walked_memory
     from fastplan.processor import StreamPlanner as FastStreamPlanner
     from fastplan.registry import FusionRegistry as FastFusionRegistry

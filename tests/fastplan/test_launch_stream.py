@@ -13,7 +13,7 @@ included, or an error of the same class.
   serving the same optimization both times, the second time on a different layout (an input
   buffer shared with a live view: no in-place alias; a transposed input: other widths; other
   dims): refimpl's answer, and a memo miss for the differing occurrence;
-* the repeated iteration (``fastplan.bench``'s transformer and its shifted next iteration):
+* the repeated iteration (``fuselab.workloads``' transformer and its shifted next iteration):
   iteration 2 is planned from the memo alone and equals refimpl's.
 """
 
@@ -44,7 +44,7 @@ from tests.fastplan.helpers import (check_fast_outcomes, fast_plan_launched, fas
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
-    from fastplan.bench import build, shifted, with_tensors
+    from fuselab.workloads import build, shifted, with_tensors
     from fastplan.launch_stream import LaunchMemo, launch_plan_stream
     from fastplan.planner import _launch_planned
     from fastplan.processor import StreamPlanner as FastStreamPlanner

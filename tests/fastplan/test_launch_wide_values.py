@@ -27,7 +27,7 @@ from refimpl.devices import PRESETS  # noqa: E402
 from refimpl.frontend import Session  # noqa: E402
 from refimpl.stream import Stream  # noqa: E402
 
-from fastplan.bench import build, shifted  # noqa: E402
+from fuselab.workloads import build, shifted  # noqa: E402
 from tests.fastplan.helpers import (  # noqa: E402
     check_fast_outcomes, fast_plan_launched, reference,
 )

@@ -20,7 +20,7 @@ from refimpl.devices import profile_named
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
-    from fastplan.bench import WORKLOADS, build, shifted
+    from fuselab.workloads import WORKLOADS, build, shifted
     from fastplan.launch_stream import LaunchMemo
     from fastplan.processor import StreamPlanner
     from fastplan.registry import FusionRegistry

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fastplan._keys import BoundaryError
-    from fastplan.bench import build, shifted
+    from fuselab.workloads import build, shifted
     from fastplan.cache import ExecutionPlanStore
     from fastplan.queue import OperationQueue
 

@@ -25,7 +25,7 @@ from refimpl.stream import stream_to_json
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
-    from fastplan.bench import build
+    from fuselab.workloads import build
     from fastplan.queue import OperationQueue
 
 

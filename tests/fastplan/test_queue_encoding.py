@@ -56,7 +56,7 @@ def test_relative_ops_read_between_adds_and_executions_match_refimpl(stream, dat
 def test_steps_are_plain_untracked_plan_steps():
     """A step the queue builds equals the ``PlanStep`` built the ordinary way, prints and
     hashes like it, and is outside the cyclic collector's view."""
-    from fastplan.bench import build
+    from fuselab.workloads import build
 
     stream = build("transformer", 40)
     queue = OperationQueue()

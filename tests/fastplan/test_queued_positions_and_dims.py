@@ -26,7 +26,7 @@ from tests.fastplan.helpers import check_segments, planners
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
-    from fastplan.bench import build, shifted
+    from fuselab.workloads import build, shifted
 
 
 def test_passes_of_other_lengths_give_refimpls_steps():

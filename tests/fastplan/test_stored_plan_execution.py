@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 
 if fastplan.COMPILED:
-    from fastplan.bench import build, shifted
+    from fuselab.workloads import build, shifted
     from fastplan.processor import StreamPlanner
 
 

@@ -8,7 +8,7 @@ import importlib.util
 from pathlib import Path
 
 import fastplan
-from fastplan import bench
+from fuselab import workloads
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,6 +32,6 @@ def test_training_runs_on_the_compiled_planner_or_refuses_without_it(capsys):
 
 def test_training_streams_are_not_the_benchmarks():
     training = _training()
-    assert training.SEED != 0  # fastplan.bench measures seed 0
+    assert training.SEED != 0  # fuselab.bench measures seed 0
     assert training.GOLDEN_STREAMS.is_dir()
-    assert sorted(training.WORKLOADS) == sorted(bench.WORKLOADS)
+    assert sorted(training.WORKLOADS) == sorted(workloads.WORKLOADS)

@@ -94,7 +94,7 @@ def _golden(name: str) -> Stream:
 
 def _with_holes() -> Stream:
     """A mixed stream whose search leaves holes (a hole search names ops by stream index)."""
-    from fastplan.bench import build
+    from fuselab.workloads import build
 
     return build("mixed", 40, seed=3)
 
