@@ -1,8 +1,8 @@
-"""``python -m refimpl``: the ``fuselab`` command line (``refimpl.cli``)."""
+"""``python -m fuselab``: the ``fuselab`` command line (``fuselab.cli``)."""
 
 import sys
 
-from refimpl.cli import main
+from fuselab.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

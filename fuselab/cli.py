@@ -1,19 +1,15 @@
-"""The ``fuselab`` command line: a registry of subcommands and of execution backends.
+"""The ``fuselab`` command line: its subcommands, and the tables they choose from.
 
 burn counterpart: none (burn has no CLI); SPEC §7 defines the commands.
 
-Subcommands live in ``COMMANDS`` (``register_command``); ``run``'s backends in ``BACKENDS``
-(``register_backend``, each with the tolerance ``run --check`` judges it by). This module
-registers ``validate``, ``run`` with the ``eager`` backend, and ``compare``
-(``refimpl.compare``). Other packages add theirs (``plan``, ``demo``, ``wgsl``, ``bench``; the
-``interp`` and ``gpu`` backends; the ``gpu`` tolerance) without refimpl importing them: a
-callable published under the entry-point group ``fuselab.cli`` is called once before the
-arguments are parsed, and registers what it brings. Modules inside refimpl may instead call
-``register_*`` at import.
-
-``run`` refuses a stream whose tensors cannot fit the memory available before it allocates
-anything (``refimpl.footprint``), and on a terminal shows a progress bar over the ops or
-steps of a long run: runners pass what they iterate through ``tracked``.
+Everything the command can choose is a plain table here, each entry a small record pointing
+at the function that does the work: ``COMMANDS`` (the subcommands, in ``--help`` order),
+``BACKENDS`` (``run --backend``, each with the tolerance ``run --check`` judges it by),
+``TOLERANCES`` (``compare --tolerance``), ``PLANNERS`` (``plan --planner``) and
+``BENCHMARKS`` (``bench WHAT``). The work itself is in the other modules of ``fuselab`` and
+in the libraries: ``refimpl``, ``fastplan`` (always importable: without its compiled modules
+it is refimpl's planner) and ``gpu`` (it imports wgpu only when a device is requested, so
+nothing here needs a lazy import).
 
 Exit codes: 0 success, 1 a comparison found tensors outside the tolerance (``compare``,
 ``run --check``), 2 bad input (any ``FuselabError`` or an unreadable file, reported as one
@@ -23,41 +19,25 @@ line ``error: <message>`` on stderr; argparse's own usage errors also exit 2).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
-import json
 import sys
 from dataclasses import dataclass
-from importlib import metadata
-from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Callable, Sequence
 
-import numpy as np
-
-from refimpl import compare, eager
+import fastplan
+from refimpl.compare import Judge, exact
+from refimpl.devices import PRESETS, DeviceProfile, profile_named
 from refimpl.errors import FuselabError
-from refimpl.footprint import allocations, check_fits
+from refimpl.planner import plan
+from refimpl.planner.plan import Plan, plan_to_json
 from refimpl.stream import Stream, load_stream
+from gpu.agreement import judge as gpu_judge
+from fuselab import bench, compare, demo, gpu_commands, run
 
-__all__ = [
-    "Command",
-    "Backend",
-    "COMMANDS",
-    "BACKENDS",
-    "PLUGIN_GROUP",
-    "UsageError",
-    "register_command",
-    "register_backend",
-    "tracked",
-    "load_plugins",
-    "build_parser",
-    "main",
-]
-
-PLUGIN_GROUP = "fuselab.cli"
+__all__ = ["Command", "Backend", "Tolerance", "Benchmark", "COMMANDS", "BACKENDS",
+           "TOLERANCES", "PLANNERS", "BENCHMARKS", "UsageError", "build_parser", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
-Runner = Callable[[Stream, argparse.Namespace], Mapping[int, np.ndarray]]
-T = TypeVar("T")
+Arguments = Callable[[argparse.ArgumentParser], None]
 
 
 class UsageError(FuselabError):
@@ -66,11 +46,11 @@ class UsageError(FuselabError):
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """One subcommand: its parser options and the function that runs it."""
+    """One subcommand: its help, its parser options and the function that runs it (its
+    return value is the exit code)."""
 
-    name: str
     help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
+    add_arguments: Arguments
     handler: Handler
 
 
@@ -78,59 +58,64 @@ class Command:
 class Backend:
     """One executor of ``run``, and the tolerance ``run --check`` judges its results by."""
 
-    runner: Runner
+    runner: run.Runner
     tolerance: str
 
 
-COMMANDS: dict[str, Command] = {}
-BACKENDS: dict[str, Backend] = {}
+@dataclass(frozen=True, slots=True)
+class Tolerance:
+    """One judge of ``compare --tolerance`` and ``run --check``."""
+
+    help: str
+    judge: Judge
 
 
-def register_command(name: str, help: str, add_arguments: Callable[[argparse.ArgumentParser],
-                     None], handler: Handler) -> None:
-    """Add a subcommand; ``fuselab NAME`` then parses with ``add_arguments`` and calls
-    ``handler(args)``, whose return value is the exit code."""
-    if name in COMMANDS:
-        raise UsageError(f"subcommand {name!r} is already registered")
-    COMMANDS[name] = Command(name, help, add_arguments, handler)
+@dataclass(frozen=True, slots=True)
+class Benchmark:
+    """One ``fuselab bench WHAT``: its options and the function that runs it."""
+
+    help: str
+    add_arguments: Arguments
+    main: Handler
 
 
-def register_backend(name: str, runner: Runner, tolerance: str = "exact") -> None:
-    """Add a backend for ``fuselab run --backend NAME``: ``runner(stream, args)`` returns
-    the synced tensors by id; ``run --check`` judges them against the eager oracle by the
-    registered ``tolerance`` (``refimpl.compare.TOLERANCES``)."""
-    if name in BACKENDS:
-        raise UsageError(f"backend {name!r} is already registered")
-    BACKENDS[name] = Backend(runner, tolerance)
+# ``run --backend``: runner(stream, args) -> the synced tensors by id.
+BACKENDS: dict[str, Backend] = {
+    "eager": Backend(run.eager_runner, "exact"),
+    "interp": Backend(run.interp_runner, "exact"),
+    "gpu": Backend(gpu_commands.run_on_gpu, "gpu"),
+}
 
+# ``compare --tolerance``: judge(expected, actual, stream) -> verdict per tensor.
+TOLERANCES: dict[str, Tolerance] = {
+    "exact": Tolerance("bit-equal (any two NaNs equal; -0 and +0 differ)", exact),
+    "gpu": Tolerance(gpu_commands.tolerance_help(), gpu_judge),
+}
 
-_plugins_loaded = False
+# ``plan --planner``: plan(stream, profile) -> Plan; fastplan's is refimpl's when not compiled.
+PLANNERS: dict[str, Callable[[Stream, DeviceProfile], Plan]] = {
+    "ref": plan,
+    "fast": fastplan.plan,
+}
 
-
-def load_plugins() -> None:
-    """Call every ``fuselab.cli`` entry point once (by name order), so it can register."""
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for entry in sorted(metadata.entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
-        entry.load()()
+BENCHMARKS: dict[str, Benchmark] = {
+    "planner": Benchmark((bench.__doc__ or "").splitlines()[0], bench.add_arguments,
+                         bench.main),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser for every registered subcommand (in registration order)."""
+    """The argument parser for every subcommand of ``COMMANDS`` (in its order)."""
     parser = argparse.ArgumentParser(
         prog="fuselab", description="burn-style kernel fusion: plan, run and check op streams.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in COMMANDS.values():
-        command.add_arguments(sub.add_parser(command.name, help=command.help,
-                                             description=command.help))
+    for name, command in COMMANDS.items():
+        command.add_arguments(sub.add_parser(name, help=command.help, description=command.help))
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fuselab`` console script; returns the exit code."""
-    load_plugins()
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command].handler(args)
@@ -144,6 +129,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _fail(message: str) -> int:
     print(f"error: {message.splitlines()[0] if message else 'failed'}", file=sys.stderr)
     return 2
+
+
+def _choice(table: dict, kind: str, name: str):
+    """``table[name]``, or a ``UsageError`` listing what there is."""
+    if name not in table:
+        raise UsageError(f"unknown {kind} {name!r} (available: {', '.join(table)})")
+    return table[name]
 
 
 # --- validate -------------------------------------------------------------------------------
@@ -176,124 +168,87 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
                              "along each tensor's ops; others: exact); exit 1 on a mismatch")
 
 
-def _summary_row(tensor_id: int, values: np.ndarray) -> dict:
-    has_range = values.size > 0 and values.dtype.kind in "fiub"
-    return {
-        "id": tensor_id,
-        "shape": list(values.shape),
-        "dtype": compare.dtype_name(values),
-        "min": _plain(values.min()) if has_range else None,
-        "max": _plain(values.max()) if has_range else None,
-        "sha256": hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest(),
-    }
-
-
-def _plain(value: np.generic) -> float | int | bool | str:
-    """A JSON-safe Python value; non-finite floats as the strings "nan", "inf", "-inf"."""
-    item = value.item()
-    return item if not isinstance(item, float) or np.isfinite(item) else str(item)
-
-
-def _print_table(backend: str, ops: int, rows: list[dict]) -> None:
-    print(f"{backend}: {ops} ops, {len(rows)} synced tensors")
-    header = ("tensor", "shape", "dtype", "min", "max", "sha256")
-    lines = [header] + [(f"t{r['id']}", str(r["shape"]), r["dtype"], _text(r["min"]),
-                         _text(r["max"]), r["sha256"][:12]) for r in rows]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    for line in lines:
-        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
-
-
-def _text(value: float | int | bool | str | None) -> str:
-    return "-" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)
-
-
 def _run(args: argparse.Namespace) -> int:
-    backend = BACKENDS.get(args.backend)
-    if backend is None:
-        raise UsageError(f"unknown backend {args.backend!r} (available: "
-                         f"{', '.join(BACKENDS)})")
+    backend = _choice(BACKENDS, "backend", args.backend)
+    return run.run_command(args, backend.runner, backend.tolerance,
+                           TOLERANCES[backend.tolerance].judge)
+
+
+# --- compare --------------------------------------------------------------------------------
+
+
+def _compare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("expected", metavar="A.npz", help="the reference results (run --out)")
+    parser.add_argument("actual", metavar="B.npz", help="the results judged against A")
+    parser.add_argument("--tolerance", default="exact", choices=list(TOLERANCES),
+                        help="; ".join(f"{name}: {t.help}" for name, t in TOLERANCES.items())
+                        + " (default exact)")
+    parser.add_argument("--stream", metavar="STREAM.json",
+                        help="the stream both ran, for tolerances that follow each tensor's "
+                             "ops (gpu)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object instead of the table")
+
+
+def _compare(args: argparse.Namespace) -> int:
+    return compare.compare_command(args, TOLERANCES[args.tolerance].judge)
+
+
+# --- plan -----------------------------------------------------------------------------------
+
+
+def _plan_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("stream", metavar="STREAM.json", help="a version-1 stream file")
+    parser.add_argument("--device", default="metal", choices=list(PRESETS),
+                        help="device profile (max_bindings, vector widths); default metal")
+    parser.add_argument("--planner", default="ref",
+                        help="planner implementation: ref (refimpl) or fast (fastplan, when "
+                             "installed); default ref")
+
+
+def _plan(args: argparse.Namespace) -> int:
+    """The plan as ``plan_to_json`` (one header line, one line per step), so it can be diffed
+    against the golden files directly; ``FUSELAB_LOG=basic|full`` shows the search's
+    decisions on stderr."""
+    planner = _choice(PLANNERS, "planner", args.planner)
     stream = load_stream(args.stream)
-    check_fits(stream)
-    with _progress(stream) as display:
-        args.progress = display  # read by ``tracked``
-        synced = backend.runner(stream, args)
-        expected = _eager_runner(stream, args) if args.check else None
-    ids = sorted(synced)
-    if args.out:
-        np.savez(args.out, **{f"t{i}": synced[i] for i in ids})
-    rows = [_summary_row(i, synced[i]) for i in ids]
-    checked = () if expected is None else compare.compare_results(
-        expected, synced, backend.tolerance, stream, names=("eager", args.backend))
-    if args.json:
-        summary = {"backend": args.backend, "ops": len(stream.items), "out": args.out,
-                   "synced": rows}
-        if expected is not None:
-            summary["check"] = {"tolerance": backend.tolerance,
-                                "ok": all(r.ok for r in checked),
-                                "tensors": [r.row() for r in checked]}
-        print(json.dumps(summary, sort_keys=True))
-    else:
-        _print_table(args.backend, len(stream.items), rows)
-        if expected is not None:
-            print(f"\ncheck: {args.backend} against the eager oracle, tolerance "
-                  f"{backend.tolerance}")
-            print(compare.comparison_table(checked, backend.tolerance), end="")
-    return 0 if all(r.ok for r in checked) else 1
+    sys.stdout.write(plan_to_json(planner(stream, profile_named(args.device))))
+    return 0
 
 
-def _eager_runner(stream: Stream, args: argparse.Namespace) -> Mapping[int, np.ndarray]:
-    executor = eager.EagerExecutor()
-    deferred = eager.init_targets(stream)
-    for tid in tracked(args, sorted(stream.inputs), "eager: inputs"):
-        executor.load_inputs({tid: stream.inputs[tid]}, deferred)
-    for item in tracked(args, stream.items, "eager: ops"):
-        executor.execute(item)
-    return executor.synced
+# --- demo and bench -------------------------------------------------------------------------
 
 
-# --- progress -------------------------------------------------------------------------------
-
-# A run creating fewer bytes of tensors than this ends before a progress bar would help.
-PROGRESS_BYTES = 1 << 28
-
-
-@contextlib.contextmanager
-def _progress(stream: Stream) -> Iterator[object | None]:
-    """A ``rich`` progress display on stderr when stderr is a terminal and the stream creates
-    at least ``PROGRESS_BYTES`` (removed when the run ends), else None."""
-    if not sys.stderr.isatty() or sum(a.nbytes for a in allocations(stream)) < PROGRESS_BYTES:
-        yield None
-        return
-    try:
-        from rich.console import Console
-        from rich import progress as bar
-    except ImportError:  # rich is optional: no display then
-        yield None
-        return
-    with bar.Progress(bar.SpinnerColumn(), bar.TextColumn("{task.description}"),
-                      bar.BarColumn(), bar.MofNCompleteColumn(), bar.TimeElapsedColumn(),
-                      console=Console(file=sys.stderr), transient=True) as display:
-        yield display
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", default="metal",
+                        help="device profile to plan for (default metal, as on the seed page)")
 
 
-def tracked(args: argparse.Namespace, items: Sequence[T], what: str) -> Iterable[T]:
-    """What a runner iterates (ops, plan steps): ``items`` themselves, advancing ``run``'s
-    progress bar under the label ``what`` when it shows one."""
-    display = getattr(args, "progress", None)
-    if display is None:
-        return items
-    return display.track(items, total=len(items), description=what)
+def _demo(args: argparse.Namespace) -> int:
+    return 1 if demo.run_demo(args.device).failures else 0
 
 
-register_command("validate", "check a stream file and report its size",
-                 _validate_arguments, _validate)
-register_command("run", "execute a stream and save the synced tensors",
-                 _run_arguments, _run)
-register_command("compare", "compare two run --out files tensor by tensor within a tolerance",
-                 compare.compare_arguments, compare.compare_command)
-register_backend("eager", _eager_runner)
-# refimpl's own subcommands register themselves on import (after the registry exists).
-import refimpl.demo  # noqa: E402,F401  (registers "demo")
-import refimpl.planner.cli_plan  # noqa: E402,F401  (registers "plan")
-import refimpl.interpreter  # noqa: E402,F401  (registers the "interp" backend)
+def _bench_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="benchmark", metavar="WHAT", required=True)
+    for name, benchmark in BENCHMARKS.items():
+        benchmark.add_arguments(sub.add_parser(name, help=benchmark.help))
+
+
+def _bench(args: argparse.Namespace) -> int:
+    return BENCHMARKS[args.benchmark].main(args)
+
+
+COMMANDS: dict[str, Command] = {
+    "validate": Command("check a stream file and report its size",
+                        _validate_arguments, _validate),
+    "run": Command("execute a stream and save the synced tensors", _run_arguments, _run),
+    "compare": Command("compare two run --out files tensor by tensor within a tolerance",
+                       _compare_arguments, _compare),
+    "demo": Command("the seed page run live, checked against the oracle",
+                    _demo_arguments, _demo),
+    "plan": Command("print the fusion plan of a stream as JSON", _plan_arguments, _plan),
+    "bench": Command("time a fuselab component (planner: refimpl vs fastplan)",
+                     _bench_arguments, _bench),
+    "wgsl": Command("print the WGSL of every fused kernel of a stream",
+                    gpu_commands.wgsl_arguments, gpu_commands.wgsl_command),
+}

@@ -1,18 +1,18 @@
 """``fuselab demo``: the seed page (burn 0.22.1, "生成融合内核"), run live.
 
 burn counterpart: none; this is the seed page's experiments, each re-run here from a stream the
-lazy frontend records, planned by refimpl's planner, executed by every registered executor and
-checked against the eager oracle. Each section prints what it ran and a line per fact of the
-seed page with ``ok`` or ``FAIL``; the command exits 1 if any fact fails.
+lazy frontend records, planned by refimpl's planner, executed by every executor and checked
+against the eager oracle. Each section prints what it ran and a line per fact of the seed page
+with ``ok`` or ``FAIL``; the command exits 1 if any fact fails.
 
-Sections are plain functions registered in ``SECTIONS`` (``register_section``); executors that
-can run a whole stream (``interp`` from refimpl, ``gpu`` from the gpu package) register in
-``EXECUTORS`` (``register_executor``) and are compared with the eager oracle in every section.
+Two tables drive it: ``SECTIONS``, plain functions run in order (refimpl's here, then
+fastplan's, ``fuselab.demo_fastplan``, and the GPU's, ``fuselab.demo_gpu``), and
+``EXECUTORS``, what can run a whole stream (``interp``, refimpl's interpreter; ``gpu``, the
+adapter found), compared with the eager oracle in every section.
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import time
 from dataclasses import dataclass, field
@@ -21,7 +21,6 @@ from typing import Callable, Mapping
 import numpy as np
 
 from refimpl import eager
-from refimpl.cli import register_command
 from refimpl.errors import ServiceRunning
 from refimpl.frontend import Session, cat
 from refimpl.planner import Plan, plan, resolve_device
@@ -31,17 +30,27 @@ from refimpl.planner.log import FusionLog, LogLevel
 from refimpl.planner.registry import BUILTIN_NAMES, FusionRegistry
 from refimpl.seed import SEED_DESCRIPTIONS, SEED_STREAMS
 from refimpl.stream import Stream
+from fuselab import demo_gpu
+from fuselab.demo_fastplan import fastplan_section
 
-__all__ = ["Report", "SECTIONS", "EXECUTORS", "COMPARERS", "register_section",
-           "register_executor", "run_demo"]
+__all__ = ["Report", "Executor", "SECTIONS", "EXECUTORS", "run_demo"]
 
-# An executor runs a stream on a device profile and returns every synced tensor by id (or
-# None when it cannot run on this machine, e.g. no GPU adapter: the check is skipped).
-Executor = Callable[[Stream, str], "Mapping[int, np.ndarray] | None"]
-# A comparer replaces exact equality for an executor that agrees within a documented accuracy
-# (the GPU): compare(stream, expected, got) -> (ok, detail).
+# run(stream, device profile name) -> every synced tensor by id, or None when it cannot run on
+# this machine (e.g. no GPU adapter: the check is skipped).
+Run = Callable[[Stream, str], "Mapping[int, np.ndarray] | None"]
+# compare(stream, expected, got) -> (ok, detail).
 Comparer = Callable[[Stream, Mapping[int, np.ndarray], Mapping[int, np.ndarray]],
                     tuple[bool, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Executor:
+    """What runs every stream of the demo, and how it is held to the eager oracle: exact
+    equality, or ``compare`` for an executor that agrees within a documented accuracy (the
+    GPU)."""
+
+    run: Run
+    compare: Comparer | None = None
 
 
 @dataclass
@@ -74,23 +83,11 @@ class Report:
         return ok
 
 
-SECTIONS: list[Callable[[Report], None]] = []
-EXECUTORS: dict[str, Executor] = {}
-COMPARERS: dict[str, Comparer] = {}
-
-
-def register_section(section: Callable[[Report], None]) -> Callable[[Report], None]:
-    """Append a section to the demo (usable as a decorator)."""
-    SECTIONS.append(section)
-    return section
-
-
-def register_executor(name: str, executor: Executor, compare: Comparer | None = None) -> None:
-    """Compare ``executor`` with the eager oracle in every section that runs a stream
-    (exactly, or through ``compare``)."""
-    EXECUTORS[name] = executor
-    if compare is not None:
-        COMPARERS[name] = compare
+# The executors compared with the eager oracle, in this order.
+EXECUTORS: dict[str, Executor] = {
+    "interp": Executor(run_planned),
+    "gpu": Executor(demo_gpu.run_on_adapter, demo_gpu.within_bounds),
+}
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -129,18 +126,17 @@ def show_plan(report: Report, stream: Stream, result: Plan) -> None:
 
 
 def check_oracle(report: Report, name: str, stream: Stream) -> None:
-    """Every registered executor must reproduce the eager oracle's synced tensors."""
+    """Every executor of ``EXECUTORS`` must reproduce the eager oracle's synced tensors."""
     expected = eager.run_stream(stream)
     for executor_name, executor in EXECUTORS.items():
         started = time.perf_counter()
-        got = executor(stream, report.device)
+        got = executor.run(stream, report.device)
         elapsed = (time.perf_counter() - started) * 1e3
         if got is None:
             report.say(f"    [skip] {executor_name}: not available on this machine")
             continue
-        compare = COMPARERS.get(executor_name)
-        if compare is not None:
-            same, detail = compare(stream, expected, got)
+        if executor.compare is not None:
+            same, detail = executor.compare(stream, expected, got)
             report.check(f"{executor_name} matches the eager oracle on {name}", same,
                          f"{detail}, {elapsed:.1f} ms")
             continue
@@ -170,7 +166,6 @@ def fused(result: Plan):
 # --- sections -----------------------------------------------------------------------------------
 
 
-@register_section
 def five_fusers(report: Report) -> None:
     report.section("The five built-in fusers, and the registry")
     registry = FusionRegistry()
@@ -188,7 +183,6 @@ def five_fusers(report: Report) -> None:
                  in message, message)
 
 
-@register_section
 def mul_add_exp(report: Report) -> None:
     report.section("(a * b + c).exp(): one ElementWise kernel, intermediates stay in registers")
     stream, result = seed_case(report, "mul_add_exp")
@@ -216,7 +210,6 @@ def _launches(name: str, device: str) -> list:
     return [record.main for record in interp.records if record.main is not None]
 
 
-@register_section
 def widths_and_in_place(report: Report) -> None:
     report.section("Vector width by the last dim, one kernel per config, in place when a is moved")
     widths = {}
@@ -240,7 +233,6 @@ def widths_and_in_place(report: Report) -> None:
     check_oracle(report, "mul_add_exp_held", SEED_STREAMS["mul_add_exp_held"]())
 
 
-@register_section
 def chain(report: Report) -> None:
     report.section("A 100-op element-wise chain: max_ops = 64 checked with '>' gives 65 + 35")
     _, result = seed_case(report, "chain")
@@ -249,7 +241,6 @@ def chain(report: Report) -> None:
                  sizes == [65, 35] and all(s.fused for s in result.steps), f"{sizes}")
 
 
-@register_section
 def matmul_and_reduce(report: Report) -> None:
     report.section("Matmul and reductions carry their element-wise neighbours")
     _, result = seed_case(report, "matmul_add_exp")
@@ -263,7 +254,6 @@ def matmul_and_reduce(report: Report) -> None:
                  not fused(result) and result.num_kernels() == 2)
 
 
-@register_section
 def independent(report: Report) -> None:
     report.section("Five independent expressions before one sync")
     _, result = seed_case(report, "independent")
@@ -276,7 +266,6 @@ def independent(report: Report) -> None:
                  [s.fuser for s in small.steps] == ["ElementWise"] * 5)
 
 
-@register_section
 def syncs_and_views(report: Report) -> None:
     report.section("What splits or stays out of a kernel")
     _, result = seed_case(report, "sync_between")
@@ -288,7 +277,6 @@ def syncs_and_views(report: Report) -> None:
                  all(not (view_ops & set(s.ops)) for s in fused(result)))
 
 
-@register_section
 def first_op_bindings(report: Report) -> None:
     report.section("The binding limit applies to the first op too (burn #6049 / #6053, in 0.22.1)")
     session = Session(executor=None)
@@ -308,7 +296,14 @@ def first_op_bindings(report: Report) -> None:
     check_oracle(report, "cat of 8 inputs", stream)
 
 
-# --- command ------------------------------------------------------------------------------------
+# The sections, in the order they run: refimpl's, then fastplan's and the GPU's.
+SECTIONS: list[Callable[[Report], None]] = [
+    five_fusers, mul_add_exp, widths_and_in_place, chain, matmul_and_reduce, independent,
+    syncs_and_views, first_op_bindings, fastplan_section, demo_gpu.gpu_section,
+]
+
+
+# --- running it ---------------------------------------------------------------------------------
 
 
 def run_demo(device: str = "metal") -> Report:
@@ -323,15 +318,3 @@ def run_demo(device: str = "metal") -> Report:
     report.say(f"demo: {report.passed} facts ok, {len(report.failures)} failed")
     return report
 
-
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--device", default="metal",
-                        help="device profile to plan for (default metal, as on the seed page)")
-
-
-def _demo(args: argparse.Namespace) -> int:
-    return 1 if run_demo(args.device).failures else 0
-
-
-register_executor("interp", run_planned)
-register_command("demo", "the seed page run live, checked against the oracle", _arguments, _demo)

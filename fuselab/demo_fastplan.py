@@ -1,8 +1,7 @@
 """fastplan's section of ``fuselab demo``: refimpl's plans from the compiled twin, and faster.
 
-burn counterpart: none (the demo is the seed page run live; SPEC §7). ``fastplan.cli.register``
-adds ``fastplan_section`` to ``refimpl.demo.SECTIONS``. It shows, on the demo's device
-profile:
+burn counterpart: none (the demo is the seed page run live; SPEC §7). ``fuselab.demo`` lists
+``fastplan_section`` in its ``SECTIONS``. It shows, on the demo's device profile:
 
 * every seed stream planned by ``fastplan.plan`` gives refimpl's plan, byte for byte;
 * a transformer-like stream (``fuselab.workloads``) planned by both: the same plan, and the CPU
@@ -17,6 +16,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import fastplan
+from refimpl.devices import profile_named
+from refimpl.planner import plan, plan_to_json
+from refimpl.planner.processor import StreamPlanner as RefPlanner
+from refimpl.planner.registry import FusionRegistry as RefRegistry
+from refimpl.seed import SEED_STREAMS
+from fuselab import workloads
+
 __all__ = ["fastplan_section"]
 
 DEMO_ITEMS = 2_000  # the transformer-like stream's length (items)
@@ -30,23 +37,18 @@ def _cpu(call) -> tuple[float, Any]:
 
 def _seed_plans_equal(device: str) -> list[str]:
     """The seed streams whose fastplan plan differs from refimpl's (canonical JSON)."""
-    import fastplan
-    from refimpl.planner import plan, plan_to_json
-    from refimpl.seed import SEED_STREAMS
-
     return [name for name, build in SEED_STREAMS.items()
             if plan_to_json(fastplan.plan(build(), device)) != plan_to_json(plan(build(), device))]
 
 
 def _next_iteration(stream: Any, nxt: Any, device: str) -> dict[str, Any]:
     """Plan ``stream`` then ``nxt`` with one warm planner per twin: what the second pass did."""
+    # compiled modules only (the section is skipped when fastplan is not compiled)
     from fastplan.launch_stream import LaunchMemo
     from fastplan.processor import StreamPlanner
     from fastplan.registry import FusionRegistry
-    from refimpl.planner.processor import StreamPlanner as RefPlanner
-    from refimpl.planner.registry import FusionRegistry as RefRegistry
 
-    profile = __import__("refimpl.devices", fromlist=["profile_named"]).profile_named(device)
+    profile = profile_named(device)
     planner, memo = StreamPlanner(FusionRegistry().fusers(profile)), LaunchMemo()
     planner.run(stream)
     planner.launch_planned(stream, 0, profile, memo)
@@ -65,10 +67,6 @@ def _next_iteration(stream: Any, nxt: Any, device: str) -> dict[str, Any]:
 
 def fastplan_section(report: Any) -> None:
     """The compiled planner on the demo's device profile (see the module docstring)."""
-    import fastplan
-    from fuselab import workloads
-    from refimpl.planner import plan
-
     report.section("fastplan: refimpl's plans from the compiled twin")
     if not fastplan.COMPILED:
         report.say("    [skip] fastplan is not compiled (`make build` builds it)")

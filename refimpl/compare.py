@@ -1,51 +1,29 @@
-"""One run's synced tensors against another's, tensor by tensor, within a named tolerance:
-``fuselab compare A.npz B.npz`` and ``fuselab run --check``.
+"""One run's synced tensors against another's, tensor by tensor, judged by a tolerance.
 
-burn counterpart: none (burn's tests use ``assert_approx_eq``). A tolerance is a judge
-registered in ``TOLERANCES`` (``register_tolerance``): refimpl registers ``exact`` (bit-equal,
-any two NaNs equal); the gpu plugin registers ``gpu`` (the WGSL accuracy bounds of
-``gpu.agreement``), so refimpl never imports gpu. Whatever the judge, every tensor's row
-carries the same measurements, the largest absolute difference and ULP distance, and a tensor
-missing from one side or of another shape or dtype never passes.
+burn counterpart: none (burn's tests use ``assert_approx_eq``). A tolerance is a ``Judge``:
+``exact`` here (bit-equal, any two NaNs equal); the GPU's is ``gpu.agreement.judge`` (the WGSL
+accuracy bounds). Whatever the judge, every tensor's row carries the same measurements, the
+largest absolute difference and ULP distance, and a tensor missing from one side or of another
+shape or dtype never passes.
 """
 
 from __future__ import annotations
 
-import argparse
-import zipfile
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import numpy as np
 
 from refimpl.dtypes import DType
-from refimpl.errors import FuselabError, ResultsFileError
-from refimpl.stream import Stream, load_stream
+from refimpl.stream import Stream
 
-__all__ = ["Judge", "TOLERANCES", "TensorComparison", "register_tolerance", "ulp_distance",
-           "dtype_name", "compare_results", "load_results", "comparison_table",
-           "compare_arguments", "compare_command"]
+__all__ = ["Judge", "TensorComparison", "ulp_distance", "exact", "dtype_name",
+           "compare_results"]
 
 Results = Mapping[int, np.ndarray]
 # judge(expected, actual, stream) -> {tensor id: (within, detail)}; it sees only tensors
 # present on both sides with one shape and dtype; ``stream`` is None when not given.
 Judge = Callable[[Results, Results, "Stream | None"], Mapping[int, tuple[bool, str]]]
-
-
-@dataclass(frozen=True, slots=True)
-class _Tolerance:
-    help: str
-    judge: Judge
-
-
-TOLERANCES: dict[str, _Tolerance] = {}
-
-
-def register_tolerance(name: str, help: str, judge: Judge) -> None:
-    """Add a tolerance for ``compare --tolerance NAME`` and ``run --check``."""
-    if name in TOLERANCES:
-        raise FuselabError(f"tolerance {name!r} is already registered")
-    TOLERANCES[name] = _Tolerance(help, judge)
 
 
 # --- measurements ---------------------------------------------------------------------------
@@ -91,7 +69,8 @@ def _max_ulp(a: np.ndarray, b: np.ndarray) -> int | None:
 # --- exact ----------------------------------------------------------------------------------
 
 
-def _exact(expected: Results, actual: Results, stream: Stream | None) -> dict[int, tuple]:
+def exact(expected: Results, actual: Results, stream: Stream | None) -> dict[int, tuple]:
+    """The ``exact`` judge: bit-equal (any two NaNs equal; -0 and +0 differ)."""
     verdicts = {}
     for tid, want in expected.items():
         got = actual[tid]
@@ -103,8 +82,6 @@ def _exact(expected: Results, actual: Results, stream: Stream | None) -> dict[in
                          "differ in their bits")
     return verdicts
 
-
-register_tolerance("exact", "bit-equal (any two NaNs equal; -0 and +0 differ)", _exact)
 
 
 # --- comparing two result sets --------------------------------------------------------------
@@ -139,15 +116,11 @@ def dtype_name(values: np.ndarray) -> str:
     return _DTYPE_NAMES.get(values.dtype, values.dtype.name)
 
 
-def compare_results(expected: Results, actual: Results, tolerance: str,
+def compare_results(expected: Results, actual: Results, judge: Judge,
                     stream: Stream | None = None,
                     names: tuple[str, str] = ("A", "B")) -> tuple[TensorComparison, ...]:
-    """Every tensor of either side, by id: ``actual`` judged against ``expected``
-    (``names`` say which side lacks a tensor)."""
-    entry = TOLERANCES.get(tolerance)
-    if entry is None:
-        raise FuselabError(f"unknown tolerance {tolerance!r} (available: "
-                           f"{', '.join(TOLERANCES)})")
+    """Every tensor of either side, by id: ``actual`` judged against ``expected`` by
+    ``judge`` (``names`` say which side lacks a tensor)."""
     rows: dict[int, TensorComparison] = {}
     both = {}
     for tid in sorted(set(expected) | set(actual)):
@@ -162,80 +135,10 @@ def compare_results(expected: Results, actual: Results, tolerance: str,
                                          f"{names[1]} is {dtype_name(got)}{list(got.shape)}")
         else:
             both[tid] = (np.asarray(want), np.asarray(got))
-    verdicts = entry.judge({t: w for t, (w, _) in both.items()},
-                           {t: g for t, (_, g) in both.items()}, stream)
+    verdicts = judge({t: w for t, (w, _) in both.items()},
+                     {t: g for t, (_, g) in both.items()}, stream)
     for tid, (want, got) in both.items():
         ok, detail = verdicts[tid]
         rows[tid] = TensorComparison(tid, want.shape, dtype_name(want), _max_abs(want, got),
                                      _max_ulp(want, got), ok, detail)
     return tuple(rows[tid] for tid in sorted(rows))
-
-
-def comparison_table(rows: tuple[TensorComparison, ...], tolerance: str) -> str:
-    """The text table: one line per tensor, then a count of those outside the tolerance."""
-    header = ("tensor", "shape", "dtype", "max_abs_err", "max_ulp", "verdict")
-    lines = [header] + [(
-        f"t{r.tensor}", "-" if r.shape is None else str(list(r.shape)), r.dtype,
-        "-" if r.max_abs is None else f"{r.max_abs:.3g}",
-        "-" if r.max_ulp is None else str(r.max_ulp),
-        ("ok" if r.ok else "MISMATCH") + (f": {r.detail}" if r.detail else ""))
-        for r in rows]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip()
-            for line in lines]
-    bad = sum(not r.ok for r in rows)
-    text.append(f"{tolerance}: {len(rows) - bad} of {len(rows)} tensors within, {bad} not")
-    return "\n".join(text) + "\n"
-
-
-def load_results(path: str) -> dict[int, np.ndarray]:
-    """The tensors of a ``run --out`` file by id (arrays named ``t<id>``)."""
-    try:
-        saved = np.load(path, allow_pickle=False)
-    except (ValueError, EOFError, zipfile.BadZipFile):
-        saved = None
-    if not isinstance(saved, np.lib.npyio.NpzFile):
-        raise ResultsFileError(f"{path}: not an .npz archive (fuselab run --out writes one)")
-    with saved:
-        results = {}
-        for name in saved.files:
-            if not (name.startswith("t") and name[1:].isdigit()):
-                raise ResultsFileError(f"{path}: array {name!r} is not named t<id>")
-            try:
-                results[int(name[1:])] = saved[name]
-            except ValueError as exc:  # an object array (pickled), or a damaged entry
-                raise ResultsFileError(f"{path}: array {name!r} cannot be read ({exc})") \
-                    from None
-        return results
-
-
-# --- the compare subcommand -----------------------------------------------------------------
-
-
-def compare_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("expected", metavar="A.npz", help="the reference results (run --out)")
-    parser.add_argument("actual", metavar="B.npz", help="the results judged against A")
-    parser.add_argument("--tolerance", default="exact", choices=list(TOLERANCES),
-                        help="; ".join(f"{name}: {t.help}" for name, t in TOLERANCES.items())
-                        + " (default exact)")
-    parser.add_argument("--stream", metavar="STREAM.json",
-                        help="the stream both ran, for tolerances that follow each tensor's "
-                             "ops (gpu)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object instead of the table")
-
-
-def compare_command(args: argparse.Namespace) -> int:
-    """Exit 0 when every tensor is within the tolerance, 1 otherwise."""
-    import json
-
-    stream = load_stream(args.stream) if args.stream else None
-    rows = compare_results(load_results(args.expected), load_results(args.actual),
-                           args.tolerance, stream)
-    ok = all(r.ok for r in rows)
-    if args.json:
-        print(json.dumps({"tolerance": args.tolerance, "ok": ok,
-                          "tensors": [r.row() for r in rows]}, sort_keys=True))
-    else:
-        print(comparison_table(rows, args.tolerance), end="")
-    return 0 if ok else 1

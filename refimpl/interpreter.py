@@ -22,7 +22,6 @@ after that while they are held).
 
 from __future__ import annotations
 
-import argparse
 from typing import Any, Sequence
 
 import numpy as np
@@ -135,19 +134,3 @@ def run_planned(stream: Stream, device: Any = "metal") -> dict[int, np.ndarray]:
     profile, executed = executed_steps(stream, device)
     return Interpreter(stream, profile).run(executed)
 
-
-def _interp_runner(stream: Stream, args: argparse.Namespace) -> dict[int, np.ndarray]:
-    from refimpl.cli import tracked
-
-    profile, executed = executed_steps(stream, getattr(args, "device", None) or "metal")
-    return Interpreter(stream, profile).run(tracked(args, executed, "interp: steps"))
-
-
-def _register() -> None:
-    from refimpl.cli import BACKENDS, register_backend
-
-    if "interp" not in BACKENDS:
-        register_backend("interp", _interp_runner)
-
-
-_register()

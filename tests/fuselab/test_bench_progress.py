@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 
-from refimpl import cli
+from fuselab import cli
 
 
 def test_cli_bench_planner_header_gives_the_real_sizes(capsys):

@@ -1,4 +1,4 @@
-"""refimpl.cli: the ``fuselab`` command registry, ``validate`` and ``run``."""
+"""fuselab.cli: the ``fuselab`` command's tables, ``validate`` and ``run``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refimpl import cli
+from fuselab import cli
 from refimpl.eager import run_stream
 from refimpl.stream import load_stream
 
@@ -89,47 +89,44 @@ def test_no_subcommand_is_a_usage_error(capsys):
     assert info.value.code == 2
 
 
-@pytest.fixture
-def scratch_registry(monkeypatch):
-    monkeypatch.setattr(cli, "COMMANDS", dict(cli.COMMANDS))
-    monkeypatch.setattr(cli, "BACKENDS", dict(cli.BACKENDS))
-
-
-def test_register_command_adds_subcommand(scratch_registry, capsys):
+def test_a_command_in_the_table_is_a_subcommand(monkeypatch, capsys):
     def add(parser):
         parser.add_argument("word")
 
     def handler(args):
         print(args.word.upper())
         return 3
-    cli.register_command("shout", "say it loud", add, handler)
+    monkeypatch.setitem(cli.COMMANDS, "shout", cli.Command("say it loud", add, handler))
     assert cli.main(["shout", "hi"]) == 3
     assert capsys.readouterr().out == "HI\n"
-    with pytest.raises(cli.UsageError):
-        cli.register_command("shout", "again", add, handler)
 
 
-def test_register_backend_is_used_by_run(scratch_registry, capsys):
+def test_a_backend_in_the_table_is_used_by_run(monkeypatch, capsys):
     calls = []
 
     def runner(stream, args):
         calls.append(len(stream.items))
         return {42: np.arange(3, dtype=np.int32)}
-    cli.register_backend("fake", runner)
+    monkeypatch.setitem(cli.BACKENDS, "fake", cli.Backend(runner, "exact"))
     assert cli.main(["run", str(SPEC_MINIMUM), "--backend", "fake", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert calls == [8] and summary["synced"][0]["id"] == 42
     assert summary["synced"][0]["dtype"] == "i32"
-    with pytest.raises(cli.UsageError):
-        cli.register_backend("eager", runner)
+
+
+def test_the_tables_list_every_backend_planner_and_tolerance():
+    assert list(cli.BACKENDS) == ["eager", "interp", "gpu"]
+    assert list(cli.PLANNERS) == ["ref", "fast"]
+    assert list(cli.TOLERANCES) == ["exact", "gpu"]
+    assert {b.tolerance for b in cli.BACKENDS.values()} <= set(cli.TOLERANCES)
 
 
 def test_python_dash_m_exit_codes(tmp_path):
     bad = write(tmp_path, '{"version": 1, "ops": [{"op": "Nope"}]}')
-    run = subprocess.run([sys.executable, "-m", "refimpl", "validate", str(bad)], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "fuselab", "validate", str(bad)], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and run.stderr.startswith("error: ") and run.stdout == ""
-    ok = subprocess.run([sys.executable, "-m", "refimpl", "validate", str(SPEC_MINIMUM)],
+    ok = subprocess.run([sys.executable, "-m", "fuselab", "validate", str(SPEC_MINIMUM)],
                         cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0 and ok.stdout.startswith("ok: ")
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refimpl import cli
-from refimpl.compare import compare_results, load_results, ulp_distance
+from fuselab import cli
+from fuselab.compare import load_results
+from refimpl.compare import compare_results, exact, ulp_distance
 from refimpl.errors import ResultsFileError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,8 +48,8 @@ def test_compare_exact_reports_ulp_and_abs_and_exits_1(tmp_path, capsys):
 
 def test_compare_exact_is_bitwise_but_nan_equals_nan(tmp_path):
     quiet, payload = np.float32(np.nan), np.uint32(0x7FC00001).view(np.float32)
-    same_nan = compare_results({0: np.float32([quiet])}, {0: np.float32([payload])}, "exact")
-    signed_zero = compare_results({0: np.float32([0.0])}, {0: np.float32([-0.0])}, "exact")
+    same_nan = compare_results({0: np.float32([quiet])}, {0: np.float32([payload])}, exact)
+    signed_zero = compare_results({0: np.float32([0.0])}, {0: np.float32([-0.0])}, exact)
     assert same_nan[0].ok and not signed_zero[0].ok
     assert signed_zero[0].max_abs == 0 and signed_zero[0].max_ulp == 0
 
@@ -104,15 +105,6 @@ def test_run_check_passes_for_eager_and_interp(tmp_path, capsys):
         assert out.splitlines()[-1].endswith(" 0 not")
 
 
-@pytest.fixture
-def scratch_registry(monkeypatch):
-    from refimpl import compare
-
-    cli.load_plugins()  # before copying: what plugins register must outlive the test
-    monkeypatch.setattr(cli, "BACKENDS", dict(cli.BACKENDS))
-    monkeypatch.setattr(compare, "TOLERANCES", dict(compare.TOLERANCES))
-
-
 def _off_by_one(stream, args):
     from refimpl.eager import run_stream
 
@@ -120,8 +112,8 @@ def _off_by_one(stream, args):
             for tid, values in run_stream(stream).items()}
 
 
-def test_run_check_exits_1_when_the_backend_disagrees(scratch_registry, capsys):
-    cli.register_backend("off", _off_by_one)
+def test_run_check_exits_1_when_the_backend_disagrees(monkeypatch, capsys):
+    monkeypatch.setitem(cli.BACKENDS, "off", cli.Backend(_off_by_one, "exact"))
     assert cli.main(["run", str(SPEC_MINIMUM), "--backend", "off", "--check", "--json"]) == 1
     check = json.loads(capsys.readouterr().out)["check"]
     assert check["tolerance"] == "exact" and check["ok"] is False
@@ -129,16 +121,14 @@ def test_run_check_exits_1_when_the_backend_disagrees(scratch_registry, capsys):
                for t in check["tensors"])
 
 
-def test_run_check_judges_by_the_backend_tolerance(scratch_registry, monkeypatch, capsys):
-    from refimpl import compare
-
+def test_run_check_judges_by_the_backend_tolerance(monkeypatch, capsys):
     seen = []
 
     def lenient(expected, actual, stream):
         seen.append(stream is not None)
         return {tid: (True, "") for tid in expected}
-    compare.register_tolerance("lenient", "anything goes", lenient)
-    cli.register_backend("off", _off_by_one, tolerance="lenient")
+    monkeypatch.setitem(cli.TOLERANCES, "lenient", cli.Tolerance("anything goes", lenient))
+    monkeypatch.setitem(cli.BACKENDS, "off", cli.Backend(_off_by_one, "lenient"))
     assert cli.main(["run", str(SPEC_MINIMUM), "--backend", "off", "--check"]) == 0
     out = capsys.readouterr().out
     assert "check: off against the eager oracle, tolerance lenient" in out

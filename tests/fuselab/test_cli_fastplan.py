@@ -1,8 +1,5 @@
-"""fastplan's ``fuselab`` plugin: ``fuselab plan --planner fast`` and ``fuselab bench planner``.
-
-``fastplan.cli:register`` is published under the entry-point group ``fuselab.cli``
-(pyproject.toml); ``refimpl.cli.main`` loads it before parsing the arguments.
-"""
+"""fastplan on the command line: ``fuselab plan --planner fast`` and ``fuselab bench planner``
+(``fuselab.cli.PLANNERS`` and ``BENCHMARKS``; the benchmark is ``fuselab.bench``)."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from refimpl import cli
+from fuselab import cli
 from refimpl.planner import plan_from_json
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -1,7 +1,7 @@
 """``fuselab demo``: every fact of the seed page holds, and the command's exit code says so."""
 
-from refimpl import demo
-from refimpl.cli import main
+from fuselab import demo
+from fuselab.cli import main
 
 
 def test_demo_every_fact_holds(capsys):

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 import fastplan
-from refimpl import demo
-from refimpl.cli import main
+from fuselab import demo
+from fuselab.cli import main
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 
 def test_demo_section_facts_hold(capsys):
-    from fastplan.demo import fastplan_section
+    from fuselab.demo_fastplan import fastplan_section
 
     report = demo.Report("webgpu-default")
     fastplan_section(report)

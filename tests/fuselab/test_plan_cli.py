@@ -1,10 +1,10 @@
-"""``fuselab plan`` (``refimpl/planner/cli_plan.py``)."""
+"""``fuselab plan`` (``fuselab.cli``, its ``PLANNERS``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from refimpl import cli
+from fuselab import cli
 from refimpl.planner import plan_from_json
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from refimpl import cli
+from fuselab import cli, run
 from refimpl.errors import MemoryLimitError
 from refimpl.footprint import check_fits, live_bytes
 from refimpl.stream import load_stream
@@ -82,7 +82,7 @@ class _Terminal(io.StringIO):
 def test_progress_bar_on_a_terminal_only(tmp_path, monkeypatch, capsys):
     pytest.importorskip("rich")
     path = write(tmp_path, add_chain([4, 4], adds=3))
-    monkeypatch.setattr(cli, "PROGRESS_BYTES", 1)
+    monkeypatch.setattr(run, "PROGRESS_BYTES", 1)
     assert cli.main(["run", path]) == 0
     assert capsys.readouterr().err == ""
     terminal = _Terminal()

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from refimpl import cli
+from fuselab import cli
 from refimpl.eager import run_stream
 from refimpl.stream import load_stream
 from gpu.errors import GpuLimitError
@@ -45,7 +45,7 @@ def write(tmp_path: Path, doc: dict, name: str = "s.json") -> str:
 @pytest.mark.gpu
 def test_gpu_run_prints_nothing_on_stderr(gpu_device, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
-    run = subprocess.run([sys.executable, "-m", "refimpl", "run", str(SEED), "--backend", "gpu"],
+    run = subprocess.run([sys.executable, "-m", "fuselab", "run", str(SEED), "--backend", "gpu"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "XDG_RUNTIME_DIR" not in run.stderr and run.stderr == ""
@@ -86,7 +86,7 @@ def test_f16_scalar_overflow_gives_inf_without_a_warning(gpu_device, tmp_path):
 
 
 def test_check_buffers_names_the_tensor_too_big_for_the_device(tmp_path):
-    from gpu.cli import check_buffers
+    from fuselab.gpu_commands import check_buffers
 
     stream = load_stream(write(tmp_path, _stream_doc([4, 8])))
     device = SimpleNamespace(name="tiny", max_buffer_bytes=4 * 32)

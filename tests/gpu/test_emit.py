@@ -36,7 +36,7 @@ from refimpl.planner.trace import (
 )
 from refimpl.seed import SEED_STREAMS, mul_add_exp
 from refimpl.stream import Stream
-from gpu.cli import kernel_listing, wgsl_text
+from fuselab.gpu_commands import kernel_listing, wgsl_text
 from gpu.errors import UnsupportedOpError
 from gpu.executor import KernelCache, WgslListing, launch_words, signature_of
 from gpu.kernels.common import scalar_word

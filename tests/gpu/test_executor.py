@@ -209,7 +209,7 @@ def test_executor_debug_log_prints_config_and_source(monkeypatch, capsys):
 
 
 def _cli(args: list[str]) -> tuple[int, str]:
-    from refimpl.cli import main
+    from fuselab.cli import main
 
     buffer = io.StringIO()
     with redirect_stdout(buffer):
@@ -233,8 +233,8 @@ def test_cli_run_backend_gpu_and_wgsl(gpu_device, tmp_path):
 
 
 def test_demo_gpu_section_shows_the_seed_counts(gpu_device):
-    from refimpl.demo import Report
-    from gpu.cli import gpu_section
+    from fuselab.demo import Report
+    from fuselab.demo_gpu import gpu_section
 
     report = Report("metal")
     with redirect_stdout(io.StringIO()):

@@ -39,4 +39,4 @@ def test_pyproject_ships_stubs_and_declarations():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     data = config["tool"]["setuptools"]["package-data"]["fastplan"]
     assert {"*.pxd", "*.pyi", "py.typed"} <= set(data)
-    assert config["project"]["scripts"]["fuselab"] == "refimpl.cli:main"
+    assert config["project"]["scripts"]["fuselab"] == "fuselab.cli:main"

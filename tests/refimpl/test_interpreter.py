@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from refimpl.cli import main
+from fuselab.cli import main
 from refimpl.dtypes import DType
 from refimpl.eager import run_stream
 from refimpl.fused_kernel import KernelError

@@ -1,0 +1,126 @@
+"""The GPU's part of ``fuselab demo``: an executor checked against the oracle, and a section.
+
+burn counterpart: none (the demo is the seed page run live; SPEC §7). ``fuselab.demo`` lists
+them in its tables:
+
+* the ``gpu`` executor: every stream of the demo planned and run on the adapter found,
+  compared with the eager oracle within the chained WGSL accuracy bounds of ``gpu.agreement``;
+* a section running the seed's ``(a*b + c).exp()`` on that adapter: its WGSL, 1 fused
+  dispatch against 3 unfused, a new shape compiling no pipeline, and fused vs unfused timings
+  on 1024².
+
+Without an adapter (or without wgpu) the executor and the section say so and are skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+from typing import Any, Mapping
+
+import numpy as np
+
+from refimpl.devices import profile_named
+from refimpl.planner import executed_steps
+from refimpl.seed import mul_add_exp
+from refimpl.stream import Stream
+from gpu.agreement import compare
+from gpu.device import default_device
+from gpu.errors import NoAdapterError
+from gpu.executor import GpuExecutor, run_planned
+
+__all__ = ["run_on_adapter", "within_bounds", "time_stream", "gpu_section"]
+
+TIMING_SHAPE = (1024, 1024)
+TIMING_RUNS = 5
+
+
+@functools.cache
+def _device() -> Any:
+    """The default device, or None without an adapter (probed once)."""
+    try:
+        return default_device()
+    except NoAdapterError:
+        return None
+
+
+def run_on_adapter(stream: Stream, device_name: str) -> Mapping[int, np.ndarray] | None:
+    """The demo's ``gpu`` executor: ``stream`` planned for ``device_name`` and run on the
+    adapter found, or None without one."""
+    device = _device()
+    if device is None:
+        return None
+    return run_planned(stream, device, profile_named(device_name))
+
+
+def within_bounds(stream: Stream, expected: Mapping[int, np.ndarray],
+                  got: Mapping[int, np.ndarray]) -> tuple[bool, str]:
+    """The ``gpu`` executor against the oracle: within the chained WGSL accuracy bounds."""
+    agreement = compare(stream, expected, got)
+    return agreement.ok, agreement.summary().splitlines()[0]
+
+
+def time_stream(stream: Stream, device: Any, runs: int = TIMING_RUNS) -> dict[str, tuple]:
+    """Median milliseconds of ``runs`` executions, fused and unfused, and the dispatches of
+    one run. Inputs are uploaded once (``stream`` must not write them in place); each run
+    dispatches and waits, reading nothing back; a first run per mode compiles."""
+    profile, executed = executed_steps(stream, device.profile())
+    first = GpuExecutor(stream, device, profile)
+    uploaded = {tid: first.buffers[first.memory.handles[tid].buffer] for tid in stream.inputs}
+    result = {}
+    for mode in ("fused", "unfused"):
+        times, dispatches = [], 0
+        for _ in range(runs + 1):
+            executor = GpuExecutor(stream, device, profile, uploaded=uploaded)
+            started = time.perf_counter()
+            if mode == "fused":
+                executor.run(executed, read=False)
+            else:
+                executor.run_unfused(read=False)
+            times.append((time.perf_counter() - started) * 1e3)
+            dispatches = sum(r.dispatches for r in executor.records)
+        result[mode] = (statistics.median(times[1:]), dispatches)
+    return result
+
+
+def gpu_section(report: Any) -> None:
+    """The seed's ``(a*b + c).exp()`` on the adapter found (SPEC §4)."""
+    report.section("The kernels on this machine: (a * b + c).exp() as WGSL, fused vs unfused")
+    device = _device()
+    if device is None:
+        report.say("    [skip] no WebGPU adapter (apt-get install mesa-vulkan-drivers "
+                   "libvulkan1 for lavapipe)")
+        return
+    report.say(f"  adapter: {device.summary()}")
+    stream = mul_add_exp((4, 6))
+    profile, executed = executed_steps(stream, device.profile())
+    fused = GpuExecutor(stream, device, profile)
+    a_buffer = fused.buffers[fused.memory.handles[0].buffer]
+    fused.run(executed)
+    record = fused.records[0]
+    kernel = record.kernels[0]
+    report.say(f"  the fused kernel (config {record.config_ids()[0]}), elemwise_fuse as WGSL:")
+    for line in kernel.source.splitlines():
+        report.say(f"      {line}")
+    out = stream.syncs()[-1].tensors[0]
+    report.check("one dispatch for the whole expression",
+                 sum(r.dispatches for r in fused.records) == 1)
+    report.check("written in place: the output's buffer is a's",
+                 fused.buffers.get(fused.memory.handles[out].buffer) is a_buffer)
+    unfused = GpuExecutor(stream, device, profile)
+    unfused.run_unfused()
+    report.check("fusion off: three dispatches (Mul, Add, Exp)",
+                 sum(r.dispatches for r in unfused.records) == 3)
+    before = device.runtime.compiled
+    small = mul_add_exp((2, 2))
+    small_profile, small_executed = executed_steps(small, device.profile())
+    GpuExecutor(small, device, small_profile).run(small_executed)
+    report.check("[2, 2]: the same kernel, no pipeline compiled",
+                 device.runtime.compiled == before)
+    timings = time_stream(mul_add_exp(TIMING_SHAPE, a_moved=False), device)
+    (fused_ms, fused_n), (unfused_ms, unfused_n) = timings["fused"], timings["unfused"]
+    report.say(f"  {TIMING_SHAPE[0]}x{TIMING_SHAPE[1]} f32, median of {TIMING_RUNS}: fused "
+               f"{fused_ms:.2f} ms ({fused_n} dispatch), unfused {unfused_ms:.2f} ms "
+               f"({unfused_n} dispatches): {unfused_ms / fused_ms:.2f}x")
+    report.check("on 1024²: 1 dispatch fused, 3 unfused", (fused_n, unfused_n) == (1, 3))
