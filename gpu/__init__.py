@@ -8,8 +8,8 @@ fused kernels, ``burn-cubecl-fusion``'s code generation.
 * ``gpu.runtime`` — buffers, the pipeline cache keyed by WGSL source, dispatch, readback.
 * ``gpu.wgsl`` — WGSL types, the expression table (``WGSL_EXPR``/``FUSE_EXPR``), skeletons.
 * ``gpu.kernels`` + ``gpu.unfused`` — one kernel per op (``run_op``): fusion off.
-* ``gpu.tolerance`` — per-op ULP bounds from the WGSL accuracy rules; ``python -m
-  gpu.accuracy`` measures an adapter against them.
+* ``gpu.tolerance`` — per-op ULP bounds from the WGSL accuracy rules; ``gpu.accuracy``
+  measures an adapter against them (``python -m fuselab.accuracy``).
 """
 
 from gpu.device import GpuDevice, default_device, is_available, request_device

@@ -1,18 +1,16 @@
-"""Measure an adapter's float accuracy per op against the oracle: ``python -m gpu.accuracy``.
+"""Measure an adapter's float accuracy per op against the oracle.
 
 burn counterpart: none. This is the measurement behind the "measured" column of
 ``docs/wgsl-semantics.md``: for every float op with an accuracy rule it runs ``samples``
 random inputs from the op's domain through the op's standalone kernel and reports the
 largest ULP distance and absolute error from ``NUMPY_IMPL``, and how many elements fall
 outside ``GPU_ULP_TOLERANCE``. Run it on a new adapter before trusting the tolerance table
-there (``FUSELAB_ADAPTER`` picks the adapter).
+there: ``python -m fuselab.accuracy`` (``FUSELAB_ADAPTER`` picks the adapter).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,11 +19,11 @@ from refimpl.dtypes import DType
 from refimpl.ir import TensorIr, TensorStatus
 from refimpl.ops import op_named
 from refimpl.semantics import NUMPY_IMPL
-from gpu.device import GpuDevice, default_device
+from gpu.device import GpuDevice
 from gpu.tolerance import GPU_ULP_TOLERANCE, close_mask, ulp_distance
 from gpu.unfused import run_op
 
-__all__ = ["Measurement", "measure", "DOMAINS", "main"]
+__all__ = ["Measurement", "measure", "DOMAINS"]
 
 # op name → (operand ranges, f32 then f16): finite results only.
 DOMAINS = {
@@ -89,23 +87,3 @@ def measure(device: GpuDevice, name: str, dtype: DType, samples: int = 1 << 18,
                        int(ulp_distance(actual[finite], expected[finite]).max(initial=0)),
                        float(diff.max(initial=0.0)), int((~ok).sum()))
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Print one row per (op, dtype); exit 1 if any element falls outside its tolerance."""
-    parser = argparse.ArgumentParser(prog="python -m gpu.accuracy", description=__doc__)
-    parser.add_argument("--samples", type=int, default=1 << 18)
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    args = parser.parse_args(argv)
-    device = default_device()
-    dtypes = [DType.F32] + ([DType.F16] if device.has_f16 else [])
-    print(f"# {device.summary()}")
-    rows = [measure(device, name, dtype, args.samples) for name in DOMAINS for dtype in dtypes]
-    for row in rows:
-        print(json.dumps(asdict(row)) if args.json else
-              f"{row.op:20s} {row.dtype:4s} max_ulp={row.max_ulp:<8d} "
-              f"max_abs={row.max_abs:<10.3g} outside={row.outside_tolerance}")
-    return 1 if any(row.outside_tolerance for row in rows) else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""``gpu/agreement_run.py``: a short run end to end, and how one stream's outcome is classed
+"""``fuselab/agreement_run.py``: a short run end to end, and how one stream's outcome is classed
 (agree, a GPU exception, a mismatch named by the op that produced the tensor)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from refimpl.seed import mul_add_exp
-from gpu import agreement_run
-from gpu.agreement_run import run_one
+from fuselab import agreement_run
+from fuselab.agreement_run import run_one
 
 pytestmark = pytest.mark.gpu
 

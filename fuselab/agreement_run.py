@@ -1,7 +1,7 @@
 """The big agreement run: N random streams, GPU executor vs interpreter, tallied by class.
 
-    python gpu/agreement_run.py [--streams 2000] [--out DIR] [--seed 0] [--max-ops 10]
-                                [--time-limit SECONDS]
+    python fuselab/agreement_run.py [--streams 2000] [--out DIR] [--seed 0] [--max-ops 10]
+                                    [--time-limit SECONDS]
 
 burn counterpart: none. The streams are drawn by hypothesis from
 ``refimpl.strategies.streams`` (generation only: no shrinking, no example database, a fixed
@@ -42,8 +42,16 @@ if __package__ in (None, ""):
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 
+from refimpl.eager import run_stream  # noqa: E402
+from refimpl.fused_kernel import KernelError  # noqa: E402
+from refimpl.interpreter import Interpreter  # noqa: E402
 from refimpl.ir import OperationIr  # noqa: E402
+from refimpl.planner import executed_steps  # noqa: E402
+from refimpl.strategies import streams  # noqa: E402
 from refimpl.stream import Stream  # noqa: E402
+from gpu.agreement import compare, wgsl_stream  # noqa: E402
+from gpu.device import default_device  # noqa: E402
+from gpu.executor import GpuExecutor  # noqa: E402
 
 __all__ = ["AgreementRun", "main", "run_one"]
 
@@ -66,12 +74,6 @@ def _producer(stream: Stream, tensor: int) -> str:
 
 def run_one(stream: Stream, device: Any) -> tuple[str, str, dict[str, int]]:
     """One stream (already WGSL-mapped): ``(outcome, class, element tallies)``."""
-    from refimpl.eager import run_stream
-    from refimpl.fused_kernel import KernelError
-    from refimpl.interpreter import Interpreter, executed_steps
-    from gpu.agreement import compare
-    from gpu.executor import GpuExecutor
-
     try:
         profile, executed = executed_steps(stream, device.profile())
     except Exception as exc:  # noqa: BLE001 - every failure is a tallied outcome
@@ -129,8 +131,6 @@ class AgreementRun:
         return sum(self.outcomes.values())
 
     def add(self, stream: Stream) -> None:
-        from gpu.agreement import wgsl_stream
-
         if self.args.time_limit and self.elapsed > self.args.time_limit:
             self.not_run += 1
             return
@@ -153,7 +153,7 @@ class AgreementRun:
         disagreeing = self.done - sum(self.outcomes[o] for o in AGREE)
         return {
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "command": "python gpu/agreement_run.py " + " ".join(self.args.argv),
+            "command": "python fuselab/agreement_run.py " + " ".join(self.args.argv),
             "adapter": {"summary": self.device.summary(), **self.device.info()},
             "streams_asked": self.args.streams, "streams_run": self.done,
             "not_run": self.not_run, "disagreeing": disagreeing,
@@ -188,8 +188,6 @@ class AgreementRun:
 
 def drive(run: AgreementRun) -> None:
     """Feed ``run`` ``--streams`` streams drawn by hypothesis (generation phase only)."""
-    from refimpl.strategies import streams
-
     args = run.args
 
     @seed(args.seed)
@@ -212,8 +210,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="stop running new streams after this many seconds (0: never)")
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
-
-    from gpu.device import default_device
 
     run = AgreementRun(default_device(), args)
     drive(run)
