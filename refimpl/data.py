@@ -1,4 +1,5 @@
-"""Input data: logical values of stream inputs and the strided buffers that hold them.
+"""Input data: the stream inputs (``InputSpec``), their logical values and the strided
+buffers that hold them.
 
 burn counterpart: ``TensorData`` (``crates/burn-tensor/src/tensor/data.rs``) for the values,
 and the handle/strides pair a cubecl buffer is read through for the layout. The random
@@ -21,15 +22,16 @@ ints, ``True`` for bool) so that wrong index math shows up in results.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
 from refimpl.dtypes import DType, DTypeClass
 from refimpl.errors import InputDataError, StrideError
-from refimpl.stream import InputSpec
 
 __all__ = [
+    "InputSpec",
     "random_values",
     "logical_values",
     "contiguous_strides",
@@ -39,6 +41,23 @@ __all__ = [
     "strided_buffer",
     "read_strided",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class InputSpec:
+    """A tensor that exists before the stream starts.
+
+    Its logical values come from ``data`` (nested lists in the tensor's shape, kept as given)
+    or from ``random`` (a seed for the documented generator, ``random_values`` below).
+    ``strides`` (in elements) say how its buffer lays those values out; ``None`` means
+    contiguous row-major.
+    """
+
+    shape: tuple[int, ...]
+    dtype: DType
+    strides: tuple[int, ...] | None = None
+    data: Any = field(default=None, compare=True)
+    random: int | None = None
 
 
 # --- random inputs --------------------------------------------------------------------------

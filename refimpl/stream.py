@@ -18,12 +18,13 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from refimpl.data import InputSpec  # there so that validate needs no stream; public here too
 from refimpl.dtypes import DType, DTypeClass
 from refimpl.errors import (DTypeError, FieldTypeError, MissingFieldError, StatusError,
                             StreamError, StreamFormatError, UnknownOpError)
@@ -42,23 +43,6 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-
-
-@dataclass(frozen=True, slots=True)
-class InputSpec:
-    """A tensor that exists before the stream starts.
-
-    Its logical values come from ``data`` (nested lists in the tensor's shape, kept as given)
-    or from ``random`` (a seed for the documented generator, ``refimpl.data.random_values``).
-    ``strides`` (in elements) say how its buffer lays those values out; ``None`` means
-    contiguous row-major.
-    """
-
-    shape: tuple[int, ...]
-    dtype: DType
-    strides: tuple[int, ...] | None = None
-    data: Any = field(default=None, compare=True)
-    random: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

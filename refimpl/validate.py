@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from refimpl.data import InputSpec
 from refimpl.dtypes import DType, DTypeClass
 from refimpl.errors import (DTypeError, FieldTypeError, InputDataError, ShapeError, StatusError,
                             StrideError, TensorIdError)
@@ -37,7 +38,7 @@ from refimpl.ops import OpKind, OutDType
 from refimpl.shapes import expected_shape
 
 if TYPE_CHECKING:  # stream imports validate; validate only names Stream in annotations
-    from refimpl.stream import InputSpec, Stream
+    from refimpl.stream import Stream
 
 __all__ = ["validate_stream", "MAX_RANK", "MAX_DIM", "MAX_NUMEL", "MAX_STRIDE_CHECK",
            "tensor_fields"]
@@ -105,8 +106,6 @@ def _start(stream: Stream) -> _State:
 
 
 def _check_inputs(stream: Stream) -> None:
-    from refimpl.stream import InputSpec  # at call time: refimpl.stream imports this module
-
     for tid in stream.inputs:
         if not _is_int(tid) or tid < 0:
             raise FieldTypeError(f"tensor id {tid!r} is not a non-negative integer",
