@@ -16,7 +16,9 @@ import enum
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from refimpl import ir
 from refimpl.dtypes import DType
+from refimpl.ops import OPS
 
 __all__ = [
     "FuseType", "fuse_type_of", "LayoutInfo", "MultiBlockPos", "FuseArg", "Input", "Output",
@@ -236,13 +238,19 @@ class CatArgs:
     dim: int
 
 
-# The FuseOp variants in burn's declaration order (Dequantize is left out: fuselab has no
-# quantized dtypes), grouped by the args struct they carry.
-UNARY_FUSE_OPS = ("Abs", "Exp", "Log", "Log1p", "Cos", "Sin", "Tanh", "Erf", "Sqrt", "Recip",
-                  "Assign", "BitwiseNot")
-BINARY_FUSE_OPS = ("Add", "Sub", "Mul", "Div", "Powf", "Equal", "Lower", "Greater", "LowerEqual",
-                   "Rem", "GreaterEqual", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
-                   "BitwiseLeftShift", "BitwiseRightShift")
+def _fuse_ops_of(*structs: type) -> tuple[str, ...]:
+    """The FuseOps (the op table's ``fuse`` column) of the ops whose operand struct is one of
+    ``structs``, in table order, each once."""
+    return tuple(dict.fromkeys(op.fuse for op in OPS
+                               if op.fuse is not None and op.struct in structs))
+
+
+# The FuseOp variants (burn's, less Dequantize: fuselab has no quantized dtypes), grouped by the
+# args struct they carry. The unary and binary ones are the ``fuse`` column of ``refimpl.ops``:
+# an op with one tensor operand emits a unary FuseOp, one with a tensor or scalar rhs a binary
+# one (creation ops emit ``Assign`` too). tests/planner/test_fuse_ir.py checks the groups.
+UNARY_FUSE_OPS = _fuse_ops_of(ir.UnaryOpIr)
+BINARY_FUSE_OPS = _fuse_ops_of(ir.BinaryOpIr, ir.ScalarOpIr)
 FUSE_OP_ARGS = MappingProxyType({
     **{name: UnaryFuseArgs for name in UNARY_FUSE_OPS},
     **{name: BinaryFuseArgs for name in BINARY_FUSE_OPS},
