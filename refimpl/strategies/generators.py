@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from refimpl import ir
 from refimpl.dtypes import DType
+from refimpl.ops import OPS, Category, OpKind, OutDType, op_named
 from refimpl.strategies.builder import (
     CATEGORY, DIMS, FLOAT_DTYPES, INT_DTYPES, StreamBuilder, family, input_specs, pick, shapes,
 )
@@ -36,10 +38,25 @@ def broadcast(a: tuple, b: tuple) -> tuple:
     return tuple(y if x == 1 else x for x, y in zip(a, b))
 
 
-_UNARY_FLOAT = ("Exp", "Log", "Log1p", "Cos", "Sin", "Tanh", "Erf", "Sqrt", "Recip")
-_BINARY = ("Add", "Sub", "Mul", "Div", "Rem")
-_COMPARE = ("Lower", "Greater", "LowerEqual", "GreaterEqual")
-_BITWISE = ("BitwiseAnd", "BitwiseOr", "BitwiseXor")
+def _variants(category: Category, struct: type, out: OutDType = OutDType.SAME,
+              kind: OpKind = OpKind.ELEMENTWISE) -> tuple[str, ...]:
+    """The variants of ``category`` with operand struct ``struct``, kind ``kind`` and output
+    dtype rule ``out``, in table order (``refimpl.ops``: the generators list no op by hand).
+    The Float categories stand for both families: the Int ones carry the same variant sets."""
+    return tuple(op.variant for op in OPS if op.category is category and op.struct is struct
+                 and op.kind is kind and op.out_dtype is out)
+
+
+_UNARY_FLOAT = _variants(Category.Float, ir.UnaryOpIr)  # Exp, Log, ..., Recip
+_BINARY = _variants(Category.NumericFloat, ir.BinaryOpIr)  # Add, Sub, Mul, Div, Rem
+_COMPARE = _variants(Category.NumericFloat, ir.BinaryOpIr, OutDType.BOOL)  # Lower, ...
+_COMPARE_SCALAR = _variants(Category.NumericFloat, ir.ScalarOpIr, OutDType.BOOL)  # LowerElem, ...
+_ARITH_SCALAR = _variants(Category.NumericFloat, ir.ScalarOpIr)  # AddScalar, ..., RemScalar
+_BITWISE_SCALAR = _variants(Category.Int, ir.ScalarOpIr)  # BitwiseAndScalar, ... (shifts too)
+# Tensor-by-tensor bitwise ops less the shifts (And, Or, Xor): no generator has drawn a tensor
+# of shift counts (_scalar draws scalar counts); drawing them would be a coverage change.
+_TENSOR_SHIFTS = ("BitwiseLeftShift", "BitwiseRightShift")
+_BITWISE = tuple(v for v in _variants(Category.Int, ir.BinaryOpIr) if v not in _TENSOR_SHIFTS)
 
 
 def _unary(draw, b: StreamBuilder) -> int | None:
@@ -89,17 +106,14 @@ def _scalar(draw, b: StreamBuilder) -> int | None:
     choice = draw(st.sampled_from(("arith", "compare", "powf", "bitwise")))
     value = _scalar_value(draw, dtype)
     if choice == "compare":
-        name = draw(st.sampled_from(("LowerElem", "GreaterElem", "LowerEqualElem",
-                                     "GreaterEqualElem")))
+        name = draw(st.sampled_from(_COMPARE_SCALAR))
         return b.op(f"{category}.{name}", shape, DType.BOOL, lhs=tid, rhs=value)
     if choice == "powf" and dtype.is_float:
         return b.op("Float.PowfScalar", shape, dtype, lhs=tid, rhs=value)
     if choice == "bitwise" and dtype.is_int:
-        name = draw(st.sampled_from(("BitwiseAndScalar", "BitwiseOrScalar", "BitwiseXorScalar",
-                                     "BitwiseLeftShiftScalar", "BitwiseRightShiftScalar")))
+        name = draw(st.sampled_from(_BITWISE_SCALAR))
         return b.op(f"Int.{name}", shape, dtype, lhs=tid, rhs=abs(value))
-    name = draw(st.sampled_from(("AddScalar", "SubScalar", "MulScalar", "DivScalar",
-                                 "RemScalar")))
+    name = draw(st.sampled_from(_ARITH_SCALAR))
     return b.op(f"{category}.{name}", shape, dtype, lhs=tid, rhs=value)
 
 
@@ -242,7 +256,9 @@ def _reshape_targets(shape: tuple, numel: int) -> list[tuple]:
     return [t for t in targets if len(t) <= 4]
 
 
-_REDUCE = ("SumDim", "MeanDim", "MaxDim", "MinDim", "ProdDim", "MaxAbsDim", "ArgMax", "ArgMin")
+# SumDim, MeanDim, ProdDim, MaxDim, MinDim, MaxAbsDim, ArgMax, ArgMin (AnyDim / AllDim are Base*)
+_REDUCE = tuple(op.variant for op in OPS
+                if op.category is Category.NumericFloat and op.kind is OpKind.REDUCE_DIM)
 
 
 def _reduce(draw, b: StreamBuilder) -> int | None:
@@ -256,9 +272,10 @@ def _reduce(draw, b: StreamBuilder) -> int | None:
                     dtype, input=tid)
     axis = draw(st.integers(0, len(shape) - 1))
     out = shape[:axis] + (1,) + shape[axis + 1:]
-    name = draw(st.sampled_from(_REDUCE))
-    out_dtype = draw(st.sampled_from((DType.I32, DType.I64))) if name.startswith("Arg") else dtype
-    return b.op(f"{category}.{name}", out, out_dtype, input=tid, axis=axis)
+    name = f"{category}.{draw(st.sampled_from(_REDUCE))}"
+    out_dtype = draw(st.sampled_from((DType.I32, DType.I64))) \
+        if op_named(name).out_dtype is OutDType.INT else dtype
+    return b.op(name, out, out_dtype, input=tid, axis=axis)
 
 
 def _matmul(draw, b: StreamBuilder) -> int | None:
