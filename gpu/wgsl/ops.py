@@ -30,7 +30,7 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 from refimpl.dtypes import DType
-from refimpl.ops import OPS, Op, OpKind
+from refimpl.ops import OPS, Op, OpKind, ShapeRule
 from gpu.errors import UnsupportedOpError
 from gpu.wgsl import helpers as h
 from gpu.wgsl.literals import ExprCtx
@@ -252,10 +252,11 @@ OP_EXPR: Mapping[str, ExprRule | _AssignRule] = MappingProxyType({
 })
 
 # Element-wise ops with a standalone kernel: the planner's ELEMENTWISE kind plus the OTHER
-# ops that compute one output element per input element (everything OTHER except Int.Matmul).
+# ops that compute one output element per (broadcast) input element, by their shape rule
+# (every OTHER op but Int.Matmul).
 ELEMENTWISE_OPS: tuple[Op, ...] = tuple(
-    op for op in OPS
-    if op.kind is OpKind.ELEMENTWISE or (op.kind is OpKind.OTHER and op.variant != "Matmul"))
+    op for op in OPS if op.kind is OpKind.ELEMENTWISE
+    or (op.kind is OpKind.OTHER and op.shape in (ShapeRule.SAME, ShapeRule.BROADCAST)))
 
 
 def _entry(op: Op) -> ExprRule | _AssignRule:

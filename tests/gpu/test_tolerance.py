@@ -8,11 +8,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from refimpl.dtypes import DType
-from refimpl.ops import OPS, OpKind
+from refimpl import ir
+from refimpl.dtypes import DType, DTypeClass
+from refimpl.ops import OPS, OpKind, OutDType
 from refimpl.strategies.builder import StreamBuilder
+from gpu import tolerance
+from gpu.accuracy import DOMAINS
 from gpu.chain_bounds import chain_bounds
-from gpu.tolerance import GPU_ULP_TOLERANCE, assert_close_ulp, close_mask, ulp_distance
+from gpu.tolerance import (GPU_ULP_TOLERANCE, REASSOCIABLE, assert_close_ulp, close_mask,
+                           ulp_distance)
+from gpu.wgsl.ops import ELEMENTWISE_OPS
 
 
 def test_ulp_distance_counts_representable_values():
@@ -31,6 +36,24 @@ def test_every_op_with_a_kernel_has_a_tolerance_with_a_reason():
         if op.kind in (OpKind.INIT, OpKind.DROP, OpKind.MODULE):
             continue
         assert GPU_ULP_TOLERANCE[op.name].reason
+
+
+def test_variant_keyed_rules_name_ops_with_a_kernel():
+    """The float rules and ``REASSOCIABLE`` are keyed by variant (``Scalar`` forms share the
+    entry): every key is one of an op ``GPU_ULP_TOLERANCE`` covers, so none is stale."""
+    variants = {op.variant.removesuffix("Scalar") for op in OPS if op.name in GPU_ULP_TOLERANCE}
+    assert set(tolerance._FLOAT_RULES) <= variants
+    assert REASSOCIABLE <= variants
+
+
+def test_accuracy_domains_cover_exactly_the_float_ops_with_a_rule():
+    """``gpu.accuracy`` measures every float element-wise op of one or two tensors, result in
+    the operands' dtype, whose tolerance is not exact; and nothing else."""
+    ruled = {op.name for op in ELEMENTWISE_OPS
+             if op.family is DTypeClass.FLOAT and op.out_dtype is OutDType.SAME
+             and op.struct in (ir.UnaryOpIr, ir.BinaryOpIr)
+             and GPU_ULP_TOLERANCE[op.name] is not tolerance.EXACT}
+    assert set(DOMAINS) == ruled
 
 
 def test_exact_ops_fail_on_one_ulp():

@@ -15,7 +15,7 @@ from refimpl.dtypes import DType
 from refimpl.ops import OPS, OpKind
 from gpu.kernels.elementwise import ElementwiseKernel
 from gpu.wgsl.literals import literal
-from gpu.wgsl.ops import ELEMENTWISE_OPS, FUSE_EXPR, WGSL_EXPR, WGSL_TYPE
+from gpu.wgsl.ops import ELEMENTWISE_OPS, FUSE_EXPR, OP_EXPR, WGSL_EXPR, WGSL_TYPE
 from tests.gpu.cases import ARITY, elementwise_cases
 from tests.gpu.helpers import run_case
 
@@ -33,6 +33,11 @@ def test_wgsl_expr_covers_every_elementwise_op():
     names = {op.name for op in OPS if op.kind is OpKind.ELEMENTWISE}
     assert names <= set(WGSL_EXPR)
     assert set(WGSL_EXPR) == {op.name for op in ELEMENTWISE_OPS}
+
+
+def test_op_expr_keys_are_variants_of_elementwise_ops():
+    # keyed by variant: a key no element-wise op carries would never be used
+    assert set(OP_EXPR) <= {op.variant for op in ELEMENTWISE_OPS}
 
 
 def test_fuse_expr_covers_every_elementwise_fuse_op():
