@@ -19,6 +19,7 @@ from refimpl.eager import EagerExecutor
 from refimpl.errors import AxisError, DTypeError, ShapeError
 from refimpl.frontend import DEFAULT_INT, FrontendError, Session, Tensor, cat
 from refimpl.ir import OperationIr, Sync
+from refimpl.ops import OPS, Category, OpKind
 from refimpl.stream import stream_from_json
 from refimpl.validate import validate_stream
 from tests.refimpl.helpers import item_names, recorded_ops
@@ -59,6 +60,23 @@ def test_frontend_category_and_output_dtype_follow_the_operands():
     assert ops[14].scalars() == (3.0,) and isinstance(ops[14].scalars()[0], float)
     assert f.int().dtype is DType.I32 and f.cast("f32") is f  # same dtype: the same handle
     validate_stream(s.stream)
+
+
+def test_frontend_operators_record_every_int_bitwise_op():
+    """The frontend's operator table (``&``, ``|``, ``^``, ``<<``, ``>>``, ``~``) reaches every
+    element-wise op of the Int category but the conversion (``.float()``)."""
+    s = Session(executor=None)
+    i = s.random((2, 3), "i32")
+    kept = [i & i, i & 3, i | i, i | 3, i ^ i, i ^ 3, i << i, i << 1, i >> i, i >> 1, ~i]
+    names = [op.name for op in recorded_ops(s) if op.name != "Drop"]
+    assert len(kept) == len(names)
+    assert names == ["Int.BitwiseAnd", "Int.BitwiseAndScalar", "Int.BitwiseOr",
+                     "Int.BitwiseOrScalar", "Int.BitwiseXor", "Int.BitwiseXorScalar",
+                     "Int.BitwiseLeftShift", "Int.BitwiseLeftShiftScalar",
+                     "Int.BitwiseRightShift", "Int.BitwiseRightShiftScalar", "Int.BitwiseNot"]
+    elementwise = {op.name for op in OPS
+                   if op.category is Category.Int and op.kind is OpKind.ELEMENTWISE}
+    assert set(names) == elementwise - {"Int.IntoFloat"}
 
 
 @pytest.mark.parametrize("build,error,field", [
