@@ -22,9 +22,24 @@ Columns of an ``Op``:
 * ``shape``     — the rule for the output shape (``ShapeRule``, implemented in
   ``refimpl.shapes``).
 
-Semantics (numpy) live in ``refimpl.semantics.NUMPY_IMPL``, keyed by op name; a completeness
-test checks that table against this one. ``Op.code`` is the dense index used by fastplan's C
-tables; codes are not persisted anywhere (golden files store names), so the order may change.
+Where each kind of fact about an op lives: this table for the columns above, and one module
+for each other kind. A list of ops that restates a column is read from this table, not written
+out (``UNARY_FUSE_OPS``, the generators' lists); per-op tables are keyed by op name or variant,
+and tests check the semantics, shape, FuseOp, WGSL, tolerance and domain tables against it:
+
+* numpy semantics: ``refimpl.semantics`` (``NUMPY_IMPL``); shape rules: ``refimpl.shapes``;
+* FuseOp vocabulary and args structs: ``refimpl.planner.fuse_ir`` (``FUSE_OP_ARGS``; its unary
+  and binary groups are read from the ``fuse`` column);
+* WGSL expression: ``gpu.wgsl.ops`` (``FUSE_EXPR`` per FuseOp, ``OP_EXPR`` per variant,
+  ``WGSL_EXPR`` per op);
+* GPU tolerance: ``gpu.tolerance`` (``GPU_ULP_TOLERANCE``); accuracy-measurement domain:
+  ``gpu.accuracy`` (``DOMAINS``);
+* frontend method or operator: ``refimpl.frontend`` (``tensor``, ``dims``, ``session``; the
+  operator table in ``operands``);
+* stream generator: ``refimpl.strategies.generators``.
+
+``Op.code`` is the dense index used by fastplan's C tables; codes are not persisted anywhere
+(golden files store names), so the order may change.
 """
 
 from __future__ import annotations
