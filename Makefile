@@ -28,12 +28,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --no-build-isolation --editable ".[test]"
 	touch $@
 
-# The profile-guided build (setup.py, FASTPLAN_PGO): instrumented, trained by
-# tools/pgo_train.py, built again; about twice a plain build's time, and only when a module
-# changed. `make build FASTPLAN_PGO=0` builds plainly (one build, not two). Every module is
-# linked into one library, fastplan/_bundle*.so (setup.py's BUNDLE).
-# setup.py rebuilds fully when FASTPLAN_CYTHON_DEBUG or FASTPLAN_PGO changed.
-FASTPLAN_PGO ?= 1
+# A plain build by default. `make build FASTPLAN_PGO=1` builds profile-guided (setup.py,
+# FASTPLAN_PGO): instrumented, trained by tools/pgo_train.py, built again; about twice a plain
+# build's time for a planner about 9 % faster (docs/benchmarks.md, "Planner: plain or
+# profile-guided build"). Every module is linked into one library, fastplan/_bundle*.so
+# (setup.py's BUNDLE). setup.py rebuilds fully when FASTPLAN_CYTHON_DEBUG or FASTPLAN_PGO
+# changed.
+FASTPLAN_PGO ?= 0
 build: $(VENV)/.installed
 	FASTPLAN_PGO=$(FASTPLAN_PGO) $(PY) setup.py --quiet build_ext --inplace
 

@@ -1,6 +1,6 @@
 """The profile-guided build's training run (tools/pgo_train.py, setup.py's ``FASTPLAN_PGO``)
-works against the build in place: CI's build trains with it, and a training that fails there
-is fatal, but only at build time; this catches it rotting between builds."""
+works against the build in place: ``make build FASTPLAN_PGO=1`` trains with it, and a training
+that fails there is fatal, but only at build time; this catches it rotting between builds."""
 
 from __future__ import annotations
 
