@@ -1,29 +1,25 @@
-"""First-seen launch planning's C-level shortcuts (fastplan.launch, fastplan.handles): each gives
-refimpl's answer.
+"""The launch walk's extents guard (``fastplan.launch._extents_fit``): a fused step goes to the
+C layout cores only while every extent it reads fits int64 arithmetic; each answer is the rule's,
+in Python ints.
 
-* the extents guard keeps its verdict on a live handle (``_Live.extent_fits``): a handle
-  registered later for the same tensor is checked again;
-* a ``fastplan.handles.Memory`` fills its handles' slots directly: equal to refimpl's
-  ``Handle`` built by its constructor, contiguous strides included;
-* the stream walk's launch (``plan_launch_walk``, through ``launch_plan_stream``) keeps a
-  trace's tuples of ops instead of copies and builds no frozen plan: its steps equal refimpl's
-  (the golden streams are checked in test_launch_stream.py; here a matmul stream, whose fused
-  launch reads the vector sizes and strides from the planning state).
+* the verdict is kept on a live handle (``_Live.extent_fits``): a handle registered later for
+  the same tensor is checked again, and one put back by ``undo_trial`` is the one checked
+  before;
+* at the bounds of the rule and of C long long arithmetic, and for drawn dims, strides and
+  offsets (values that are no exact int, tensors or handles of another class included).
 """
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
 
 import fastplan
+from refimpl.dtypes import DType
+from refimpl.ir import TensorIr, TensorStatus
 
-if not fastplan.COMPILED:
-    pytest.skip("fastplan is not compiled", allow_module_level=True)
-
-from refimpl.dtypes import DType  # noqa: E402
-from refimpl.handles import Handle  # noqa: E402
-from refimpl.handles import Memory as RefMemory  # noqa: E402
-from refimpl.ir import TensorIr, TensorStatus  # noqa: E402
+pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 
 def _context(tid: int, shape: tuple):
@@ -67,60 +63,84 @@ def test_extents_verdict_survives_a_trial_rolled_back() -> None:
     assert _extents_fit(context, memory) is True
 
 
-@pytest.mark.parametrize("shape, strides", [
-    ((2, 3, 4), None),
-    ((), None),
-    ((1,), None),
-    ((2**31, 2**31 - 1, 3), None),  # products past the C bound: Python ints
-    ((4, 5), (1, 4)),
+def _extents_fit_rule(tensors, handles):
+    """The int64 extent rule, in Python ints: each tensor under 2**62 elements (in
+    magnitude), its live handle's ``offset + sum(|dim * stride|)`` under 2**62."""
+    for tensor in tensors.values():
+        numel = 1
+        for d in tensor.shape:
+            numel *= d
+        if not -(2**62) < numel < 2**62:
+            return False
+        h = handles.get(tensor.id)
+        if h is not None and not h.offset + sum(
+                abs(d * s) for d, s in zip(h.shape, h.strides)) < 2**62:
+            return False
+    return True
+
+
+# dims and strides near the edges of a C long long, where the C arithmetic must step aside
+_EDGE = st.sampled_from((0, 1, -1, 2**31, 2**31 - 1, 2**62, 2**62 - 1, -(2**62), 2**63 - 1,
+                         -(2**63), 2**63, 2**64, 3 * 2**61)) | st.integers(-(2**20), 2**20)
+_INTS = st.lists(_EDGE, max_size=4).map(tuple)
+_ANY = st.lists(_EDGE | st.sampled_from((True, 2.0)), max_size=4).map(tuple)
+
+
+def _extents_case(shape, handle=None):
+    """A one-tensor context and a memory whose handle of it is ``(shape, strides, offset)``."""
+    from fastplan.launch import FusedContext
+    from refimpl.handles import Handle
+    from refimpl.ir import TensorIr, TensorStatus
+
+    handles = {} if handle is None else {7: Handle(0, *handle, DType.F32)}
+    tensors = {0: TensorIr(7, shape, DType.F32, TensorStatus.ReadOnly)}
+    return FusedContext(tensors, {}, ()), type("Memory", (), {"handles": handles})()
+
+
+@pytest.mark.parametrize("shape, handle, fits", [
+    ((2**31, 2**31 - 1), None, True),
+    ((2**31, 2**31), None, False),  # 2**62 elements exactly
+    ((-(2**31), 2**31 - 1), None, True),
+    ((-(2**31), 2**31), None, False),
+    ((2**40, 2**40, 0), None, True),  # the product passes a long long, then is 0
+    ((2**63,), None, False),  # a dim past a long long
+    ((2,), ((2,), (1,), 2**62 - 3), True),
+    ((2,), ((2,), (1,), 2**62 - 2), False),
+    ((2,), ((2**61, 2), (2, -1), 0), False),  # |2**61 * 2| = 2**62
+    ((2,), ((2**62, 2), (-2, 1), -(2**63)), True),  # |d * stride| = 2**63: no long long
+    ((2,), ((2,), (1, 5, 9), -(2**70)), True),  # zip's pairs; an offset past a long long
+    ((2,), ((2**62, 2**62), (2, 2), -(2**63) + 1), False),  # a sum past a long long
 ])
-def test_alloc_builds_refimpls_handle(shape, strides) -> None:
-    from fastplan.handles import Memory
+def test_extents_fit_at_the_edges(shape, handle, fits):
+    """``_extents_fit`` at the bounds of the rule and of C long long arithmetic."""
+    from fastplan.launch import _extents_fit
 
-    fast, ref = Memory(), RefMemory(with_values=False)
-    handle, expected = fast.alloc(shape, DType.F16, strides), ref.alloc(shape, DType.F16, strides)
-    assert type(handle) is Handle
-    assert handle == expected
-    assert all(type(s) is int for s in handle.strides)
-    assert fast.sizes == ref.sizes
+    context, memory = _extents_case(shape, handle)
+    assert _extents_fit_rule(context.tensors, memory.handles) is fits
+    assert _extents_fit(context, memory) is fits
 
 
-def _matmul_stream(transposed: bool, move: bool):
-    """x @ w + b; ``w`` contiguous or a transposed view (its own step), moved or held."""
-    from refimpl.frontend import Session
+@given(data=st.data())
+def test_extents_fit_follows_the_rule_in_python_ints(data):
+    """``fastplan.launch._extents_fit`` decides in C arithmetic where it can and steps aside
+    to Python ints where it cannot (a product or sum past a long long, a value that is no
+    exact int, a tensor or handle of another class): the answer is the rule's either way."""
+    from fastplan.launch import FusedContext, _extents_fit
+    from refimpl.handles import Handle
+    from refimpl.ir import TensorIr, TensorStatus
 
-    s = Session(executor=None)
-    x, b = s.random((8, 16), seed=0), s.random((8, 8), seed=2)
-    if transposed:
-        w = s.random((8, 16), seed=1).swap_dims(0, 1)
-        s.sync(w)
-    else:
-        w = s.random((16, 8), seed=1)
-    y = x @ (w.move() if move else w) + b
-    s.sync(y)
-    return s.close()
-
-
-@pytest.mark.parametrize("transposed", [False, True])
-@pytest.mark.parametrize("move", [False, True])
-def test_matmul_stream_walk_matches_refimpl(transposed: bool, move: bool) -> None:
-    """The walk's fused matmul launch (or its fallback, by what burn's matmul refuses: vector
-    sizes and strides read from the planning state) plans as refimpl's."""
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
-    from fastplan.processor import StreamPlanner as FastPlanner
-    from fastplan.registry import FusionRegistry as FastRegistry
-    from refimpl.devices import PRESETS
-    from refimpl.interpreter import launch_plan_stream as ref_launch_plan_stream
-    from refimpl.planner import StreamPlanner as RefPlanner
-    from refimpl.planner.registry import FusionRegistry as RefRegistry
-
-    stream = _matmul_stream(transposed, move)
-    for profile in PRESETS.values():
-        ref = RefPlanner(RefRegistry().fusers(profile))
-        ref.run(stream)
-        expected = ref_launch_plan_stream(stream, ref.queue.executed, profile)
-        assert any(step.fuser == "Matmul" for step in expected)
-        fast = FastPlanner(FastRegistry().fusers(profile))
-        fast.run(stream)
-        assert launch_plan_stream(stream, fast.queue.executed, profile) == expected
-        assert launch_plan_stream(stream, fast.queue.executed, profile, LaunchMemo()) == expected
+    dims = _INTS if data.draw(st.integers(0, 4), label="kind") else _ANY
+    tensors, handles = {}, {}
+    for rid in range(data.draw(st.integers(1, 3), label="tensors")):
+        tid = data.draw(st.integers(0, 5), label="id")
+        tensors[rid] = TensorIr(tid, data.draw(dims, label="shape"), DType.F32,
+                                TensorStatus.ReadOnly)
+        if data.draw(st.booleans(), label="live handle"):
+            shape = data.draw(dims, label="handle shape")
+            handles[tid] = Handle(0, shape, data.draw(dims, label="strides"),
+                                  data.draw(_EDGE, label="offset"), DType.F32)
+    context = FusedContext(tensors, {}, ())
+    memory = type("Memory", (), {"handles": handles})()
+    expected = _extents_fit_rule(tensors, handles)
+    event(f"fits: {expected}")
+    assert _extents_fit(context, memory) is expected

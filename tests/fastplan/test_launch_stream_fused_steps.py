@@ -1,14 +1,17 @@
-"""The launch planning paths that read ops and optimizations without a Python call, against refimpl.
+"""The launch walk's fused steps of each fuser (``fastplan.launch_stream.launch_plan_stream``,
+and ``fastplan.launch`` for the launches it plans), against refimpl.
 
-* ``fastplan.handles.init_targets`` passes over an op of the table that creates nothing by
-  the op's address: every such op of ``OPS`` (with a desc it never reads), ``Init`` ops, syncs
-  and items of other classes, in a tuple or a list of items, classify as refimpl's;
 * ``fastplan.launch.context_of`` reads an op's target dtype only for an op with scalar fields
   (or one whose ``out`` is not a plain ``TensorIr``): equal contexts on the executed steps of
   the benchmark streams, and refimpl's ``AttributeError`` for an ``out`` without a dtype;
 * the walk reads a ``ReduceBroadcasted`` optimization's main trace and its fallbacks' op
   counts as fields: a stream of softmax and layer norms plans as refimpl's, with and without
-  the launch memo.
+  the launch memo;
+* the walk's launch (``plan_launch_walk``) keeps a trace's tuples of ops instead of copies and
+  builds no frozen plan: a matmul stream, whose fused launch reads the vector sizes and
+  strides from the planning state, plans as refimpl's (the golden streams are checked in
+  test_launch_stream.py);
+* a transformer's executions replayed from the memo, keys read through ``live_find``.
 """
 
 from __future__ import annotations
@@ -19,33 +22,10 @@ import pytest
 
 import fastplan
 from refimpl.dtypes import DType
-from refimpl.ir import InitOperationIr, OperationIr, Sync, TensorIr, TensorStatus
-from refimpl.ops import OPS, OpKind, op_named
-from refimpl.stream import InputSpec, Stream
+from refimpl.ir import OperationIr, TensorIr, TensorStatus
+from refimpl.ops import op_named
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
-
-
-def _init(tensor_id: int, spec: InputSpec) -> OperationIr:
-    out = TensorIr(tensor_id, tuple(spec.shape), spec.dtype, TensorStatus.NotInit)
-    return OperationIr(op_named("Init"), InitOperationIr(out))
-
-
-def test_init_targets_skips_every_plain_op_of_the_table() -> None:
-    from fastplan.handles import init_targets as fast_init_targets
-    from refimpl.handles import init_targets as ref_init_targets
-
-    spec = InputSpec((2, 3), DType.F32, random=1)
-    plain = [OperationIr(op, object()) for op in OPS if op.kind is not OpKind.INIT]
-    assert plain
-    init = _init(7, spec)
-    copied = OperationIr(dataclasses.replace(init.op), init.desc)  # not the table's entry
-    sync = Sync((TensorIr(7, (2, 3), DType.F32, TensorStatus.ReadOnly),))
-    for items, expected in ((plain, set()), (plain + [init], {7}), ([sync, copied], {7}),
-                            ([init, sync] + plain[:3], {7}), ([], set())):
-        for container in (tuple, list):
-            stream = Stream({7: spec}, container(items))
-            assert fast_init_targets(stream) == ref_init_targets(stream) == expected
 
 
 @pytest.mark.parametrize("workload", ["transformer", "mixed", "elementwise"])
@@ -130,26 +110,45 @@ def test_reduce_broadcasted_walk_matches_refimpl() -> None:
         assert launch_plan_stream(stream, fast.queue.executed, profile, memo) == expected
 
 
-def test_live_table_probe_after_growth_and_removals() -> None:
-    """``Memory``'s lookups probe the live table inline (``live_find``): ids that collide,
-    a table grown several times and entries removed between them are found as a dict
-    finds them."""
-    from fastplan.handles import Memory as FastMemory
-    from refimpl.handles import Memory as RefMemory
+def _matmul_stream(transposed: bool, move: bool):
+    """x @ w + b; ``w`` contiguous or a transposed view (its own step), moved or held."""
+    from refimpl.frontend import Session
 
-    fast, ref = FastMemory(), RefMemory(with_values=False)
-    ids = [k * 2**32 for k in range(40)] + list(range(300, 700, 3)) + [2**64 - 1, 2**63]
-    for memory in (fast, ref):
-        for n, tid in enumerate(ids):
-            memory.register(tid, memory.alloc((2, n + 1), DType.F32))
-        for tid in ids[::3]:
-            memory.remove(tid)
-    assert fast.handles == ref.handles
-    for tid in ids + [1, 2**32 + 1, 299]:
-        assert (tid in fast.handles) == (tid in ref.handles)
-        if tid in ref.handles:
-            assert fast.handle(tid) == ref.handle(tid)
-            assert fast.users(ref.handle(tid).buffer) == ref.users(ref.handle(tid).buffer)
+    s = Session(executor=None)
+    x, b = s.random((8, 16), seed=0), s.random((8, 8), seed=2)
+    if transposed:
+        w = s.random((8, 16), seed=1).swap_dims(0, 1)
+        s.sync(w)
+    else:
+        w = s.random((16, 8), seed=1)
+    y = x @ (w.move() if move else w) + b
+    s.sync(y)
+    return s.close()
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("move", [False, True])
+def test_matmul_stream_walk_matches_refimpl(transposed: bool, move: bool) -> None:
+    """The walk's fused matmul launch (or its fallback, by what burn's matmul refuses: vector
+    sizes and strides read from the planning state) plans as refimpl's."""
+    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.processor import StreamPlanner as FastPlanner
+    from fastplan.registry import FusionRegistry as FastRegistry
+    from refimpl.devices import PRESETS
+    from refimpl.interpreter import launch_plan_stream as ref_launch_plan_stream
+    from refimpl.planner import StreamPlanner as RefPlanner
+    from refimpl.planner.registry import FusionRegistry as RefRegistry
+
+    stream = _matmul_stream(transposed, move)
+    for profile in PRESETS.values():
+        ref = RefPlanner(RefRegistry().fusers(profile))
+        ref.run(stream)
+        expected = ref_launch_plan_stream(stream, ref.queue.executed, profile)
+        assert any(step.fuser == "Matmul" for step in expected)
+        fast = FastPlanner(FastRegistry().fusers(profile))
+        fast.run(stream)
+        assert launch_plan_stream(stream, fast.queue.executed, profile) == expected
+        assert launch_plan_stream(stream, fast.queue.executed, profile, LaunchMemo()) == expected
 
 
 def test_memo_walk_matches_refimpl_on_a_transformer() -> None:
