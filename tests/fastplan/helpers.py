@@ -14,8 +14,6 @@ from refimpl.interpreter import launch_plan_stream as reference_launch_plan_stre
 from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
 from refimpl.planner import StreamPlanner as RefStreamPlanner
-from refimpl.planner import cache as reference_cache
-from refimpl.planner.cache import ExecutionPlan
 from refimpl.planner.queue import OperationQueue as ReferenceQueue
 from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
 from refimpl.planner.strategy import BlockOptimization, Operations
@@ -166,32 +164,3 @@ def check_fast_outcomes(stream: Stream, profile) -> None:
         assert memo.hits == hits + fused_count(expected[1])
     else:
         assert outcome(lambda: launch_plan_stream(stream, executed, profile, memo)) == expected
-
-
-# --- the plan-cache policy ---------------------------------------------------------------------
-
-# refimpl's policy states as the ints fastplan's policy reports
-_STATES = {reference_cache._State.Validating: 0, reference_cache._State.Found: 1,
-           reference_cache._State.Invalidated: 2}
-
-
-def execution_plan(ops, triggers) -> ExecutionPlan:
-    """A stored plan of ``ops`` (executed unfused, in order) with ``triggers``."""
-    ordering = tuple(range(len(ops)))
-    return ExecutionPlan(tuple(ops), list(triggers),
-                         BlockOptimization(Operations(ordering), ordering))
-
-
-def policy_state(state) -> int:
-    """A policy state, refimpl's or fastplan's, as fastplan's int."""
-    return _STATES[state] if isinstance(state, reference_cache._State) else state
-
-
-def availables(policy) -> list:
-    """Each available plan: id, size, and where each of its trigger checks stands."""
-    return [(available.plan_id, available.size,
-             [(check.checked if check.checked is not None else -1,
-               check.matching.target, policy_state(check.matching.state), check.matching.size)
-              for check in available.triggers])
-            for available in policy.availables]
-

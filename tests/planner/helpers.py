@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from refimpl.planner import cache as reference_cache
+from refimpl.planner.cache import ExecutionPlan
+from refimpl.planner.strategy import BlockOptimization, Operations
+
 
 @dataclass(frozen=True)
 class ShapeIdOptimization:
@@ -27,3 +31,31 @@ class ShapeIdOptimization:
 
     def block_op_names(self):
         return ()
+
+
+# --- the plan-cache policy ---------------------------------------------------------------------
+
+# refimpl's policy states as the ints fastplan's policy reports
+_STATES = {reference_cache._State.Validating: 0, reference_cache._State.Found: 1,
+           reference_cache._State.Invalidated: 2}
+
+
+def execution_plan(ops, triggers) -> ExecutionPlan:
+    """A stored plan of ``ops`` (executed unfused, in order) with ``triggers``."""
+    ordering = tuple(range(len(ops)))
+    return ExecutionPlan(tuple(ops), list(triggers),
+                         BlockOptimization(Operations(ordering), ordering))
+
+
+def policy_state(state) -> int:
+    """A policy state, refimpl's or fastplan's, as fastplan's int."""
+    return _STATES[state] if isinstance(state, reference_cache._State) else state
+
+
+def availables(policy) -> list:
+    """Each available plan: id, size, and where each of its trigger checks stands."""
+    return [(available.plan_id, available.size,
+             [(check.checked if check.checked is not None else -1,
+               check.matching.target, policy_state(check.matching.state), check.matching.size)
+              for check in available.triggers])
+            for available in policy.availables]
