@@ -208,34 +208,3 @@ def test_def_twins_scalar_and_indexed_errors():
     assert TensorStatus.ReadWrite is RW
 
 
-@pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
-@pytest.mark.parametrize("workload", ["elementwise", "transformer", "mixed"])
-def test_def_twins_optimization_reading(workload):
-    """What the queue reads of a stored plan's optimizations at their fields
-    (``fastplan.strategy``: ``max_relative_shape_id``, and each fused step's inputs, outputs
-    and block op names) equals what their methods answer, on every plan a stream stores."""
-    from fuselab import workloads
-    from fastplan.processor import StreamPlanner
-    from fastplan.registry import FusionRegistry
-    from fastplan.strategy import max_relative_shape_id
-    from refimpl.devices import profile_named
-    from refimpl.planner import strategy as ref_strategy
-
-    planner = StreamPlanner(FusionRegistry().fusers(profile_named("metal")))
-    planner.run(workloads.build(workload, 1500))
-    by_fuser: dict[str, int] = {}
-    for plan in planner.store.plans:
-        strategy = plan.optimization.strategy
-        assert max_relative_shape_id(strategy) == ref_strategy.max_relative_shape_id(strategy)
-        for leaf in ref_strategy.leaves(strategy):
-            if isinstance(leaf, ref_strategy.Optimization):
-                by_fuser[leaf.opt.name] = by_fuser.get(leaf.opt.name, 0) + 1
-    steps = [s for s in planner.queue.steps if s.kind == "fused"]
-    executed = [e for e in planner.queue.executed if e.step.kind == "fused"]
-    assert len(steps) == len(executed) > 0
-    for step, done in zip(steps, executed, strict=True):
-        opt = done.optimization
-        assert len(step.inputs) == len(opt.global_inputs())
-        assert len(step.outputs) == len(opt.global_outputs())
-        assert tuple(block.ops for block in step.blocks) == opt.block_op_names()
-    assert len(by_fuser) >= (1 if workload == "elementwise" else 2)

@@ -59,6 +59,23 @@ def test_dims_sharing_a_hint_byte_match_refimpl(drain_after):
     check_segments(_SHAPES, drain_after)
 
 
+_SHAPES_AFTER_DRAINS = [
+    ((1, 5, 8), (8, 5), (5, 1)),  # dim 8 at shape id 2
+    ((6, 7, 8), (8, 6)),  # after the drain: 8 at shape id 3, its hint (2) holds 7
+    ((8,), (0, 8), (255, 256), (256, 255)),  # 8 at 1; both ends of the hint's range
+    ((-1, 2**40), (2**70, 3), (True, 1)),  # outside the hint's range; not an exact int
+    (tuple(range(2, 80)), (79, 2, 40)),  # more dims than the C list holds: the dict
+    ((40, 2), (2, 40)),  # back to the C list after the drain
+]
+
+
+@pytest.mark.parametrize("drain_after", [1, 2, 3])
+def test_dims_found_again_after_drains_match_refimpl(drain_after):
+    """Segments whose dims meet the hints of earlier segments, stale or at another dim: the
+    relative ops (the keys' shape ids) and the steps are refimpl's."""
+    check_segments(_SHAPES_AFTER_DRAINS, drain_after)
+
+
 
 def _plan_and_log(planner):
     err = io.StringIO()

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from refimpl.devices import profile_named
+from refimpl.planner import StreamPlanner as RefStreamPlanner
 from refimpl.planner import cache as reference_cache
 from refimpl.planner.cache import ExecutionPlan
+from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
 from refimpl.planner.strategy import BlockOptimization, Operations
 
 
@@ -31,6 +34,16 @@ class ShapeIdOptimization:
 
     def block_op_names(self):
         return ()
+
+
+# --- stream planners -------------------------------------------------------------------------
+
+
+def planners(impl) -> tuple:
+    """``impl``'s and refimpl's ``StreamPlanner`` for the metal profile."""
+    profile = profile_named("metal")
+    return (impl.processor.StreamPlanner(impl.registry.FusionRegistry().fusers(profile)),
+            RefStreamPlanner(RefFusionRegistry().fusers(profile)))
 
 
 # --- the plan-cache policy ---------------------------------------------------------------------

@@ -1,13 +1,12 @@
-"""The plan-cache hit path keeps less per op and must still show what refimpl shows.
+"""The queue's relative ops (``queue.OperationQueue``), on refimpl and on fastplan (the
+``planner_impl`` fixture): whatever order ops are added, relative ops read and steps executed
+in, and whatever the tensor ids and dims, the queue shows what refimpl's queue shows: the
+pending ops, their relative form, the converter's maps and snapshots, the steps, and whether
+a pending op produces a tensor.
 
-fastplan's queue keeps no list of the latest tensor snapshots (the converter's ``r2g`` is read
-again from the pending ops when asked), no relative id -> global id list while every id is an
-exact int64 int (``g2r_keys`` is that map), and no list of each pending op's ``out`` id
-(``produces_pending`` reads the ops). These tests drive both twins through the paths that
-read them: the converter, a sync's ``produces_pending``, and the fused steps' inputs and
-outputs of a warm planner, with ids inside and outside the id table. ``StreamPlanner.run``
-encodes an item with the codes its read-ahead noted (``fastplan._keys.ReadAhead``): an item it
-refuses, Syncs and repeated items go through it too.
+fastplan encodes each op as it is added and builds relative ops only when asked; it keeps no
+list of each pending op's ``out`` id (``produces_pending`` reads the ops), and maps ids and
+dims in C tables while they are exact int64 ints (around CPython's one-digit ints too).
 
 burn counterpart: ``crates/burn-fusion/src/stream/queue/{base,execution}.rs``.
 """
@@ -18,79 +17,47 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-import fastplan
-from refimpl.devices import profile_named
-from refimpl.dtypes import DType
-from refimpl.ir import BinaryOpIr, OperationIr, Sync, TensorIr, TensorStatus, UnaryOpIr
-from refimpl.ops import op_named
-from refimpl.planner.processor import StreamPlanner as ReferencePlanner
+from refimpl.ir import OperationIr
 from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.registry import FusionRegistry as ReferenceRegistry
 from refimpl.planner.strategy import BlockOptimization, Operations
 from refimpl.strategies import streams
-from refimpl.stream import Stream, stream_to_json
-
-pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
-
-if fastplan.COMPILED:
-    from fastplan._keys import BoundaryError
-    from fuselab.workloads import build, shifted
-    from fastplan.processor import StreamPlanner
-    from fastplan.queue import OperationQueue
-    from fastplan.registry import FusionRegistry
+from refimpl.stream import stream_to_json
 
 
-def _tensor(tid, status=TensorStatus.ReadOnly, shape=(4, 8)) -> TensorIr:
-    return TensorIr(tid, shape, DType.F32, status)
-
-
-def _exp(source: TensorIr, out: TensorIr) -> OperationIr:
-    return OperationIr(op_named("Float.Exp"), UnaryOpIr(source, out))
-
-
-def _both(ops) -> tuple:
-    twin, reference = OperationQueue(), ReferenceQueue()
-    for index, op in enumerate(ops):
-        twin.add(index, op)
-        reference.add(index, op)
-    return twin, reference
-
-
-def _converter_view(queue) -> tuple:
-    converter = queue.converter
-    return ([(rel, type(t.id), t) for rel, t in converter.tensors_relative2global.items()],
-            [(type(k), k, v) for k, v in converter.tensors_global2relative.items()])
-
-
-@pytest.mark.parametrize("ids", [(10, 11, 12), (2**70, 2**70 + 1, 2**70 + 2), (True, 5, 1)],
-                         ids=["table", "past-int64", "bool-and-int"])
-def test_converter_keeps_the_latest_snapshot_matches_refimpl(ids):
-    """A tensor used again with another status (and, for ``True`` then ``1``, another id
-    object) is the latest snapshot in both converters, before and after a partial drain."""
-    a, b, c = ids
-    ops = [
-        _exp(_tensor(a), _tensor(b, TensorStatus.NotInit)),
-        _exp(_tensor(b, TensorStatus.ReadWrite), _tensor(c, TensorStatus.NotInit)),
-        _exp(_tensor(c), _tensor(a if type(a) is not bool else 1, TensorStatus.NotInit)),
-        _exp(_tensor(1 if type(a) is bool else a, TensorStatus.ReadWrite),
-             _tensor(b, TensorStatus.NotInit)),
-    ]
-    twin, reference = _both(ops)
-    assert _converter_view(twin) == _converter_view(reference)
-    ordering = (0,)
-    twin.execute_unfused(BlockOptimization(Operations(ordering), ordering))
-    reference.execute_unfused(BlockOptimization(Operations(ordering), ordering))
-    assert _converter_view(twin) == _converter_view(reference)
-    assert list(twin.keys) == list(_both(ops[1:])[0].keys)
+def _view(queue) -> tuple:
+    return (list(queue.operations()), list(queue.global_ops), list(queue.indices),
+            list(queue.shapes_assigned), list(queue.steps))
 
 
 @given(stream=streams(max_ops=12), data=st.data())
-def test_produces_pending_matches_refimpl(stream, data):
+def test_relative_ops_read_between_adds_and_executions_match_refimpl(planner_impl, stream,
+                                                                     data):
+    """Relative ops are read (or not) after any add, and a leading part executed unfused at
+    any point: both queues show the same pending ops, relative ops and steps throughout."""
+    note(stream_to_json(stream))
+    ops = [item for item in stream.items if isinstance(item, OperationIr)]
+    twin, reference = planner_impl.queue.OperationQueue(), ReferenceQueue()
+    for index, op in enumerate(ops):
+        twin.add(index, op)
+        reference.add(index, op)
+        if data.draw(st.booleans(), label="read"):
+            position = data.draw(st.integers(0, len(reference.global_ops) - 1), label="at")
+            assert twin.operations()[position] == reference.operations()[position]
+        if data.draw(st.booleans(), label="execute"):
+            count = data.draw(st.integers(1, len(reference.global_ops)), label="count")
+            ordering = tuple(range(count))
+            twin.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+            reference.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+        assert _view(twin) == _view(reference)
+
+
+@given(stream=streams(max_ops=12), data=st.data())
+def test_produces_pending_matches_refimpl(planner_impl, stream, data):
     """Whether a pending op outputs one of the tensors asked about, after any adds and
     partial executions (the ops' ``out`` ids are read from the pending ops)."""
     note(stream_to_json(stream))
     ops = [item for item in stream.items if isinstance(item, OperationIr)]
-    twin, reference = OperationQueue(), ReferenceQueue()
+    twin, reference = planner_impl.queue.OperationQueue(), ReferenceQueue()
     known = sorted({t.id for op in ops for t in (*op.inputs(), *op.outputs())}) or [0]
     for index, op in enumerate(ops):
         twin.add(index, op)
@@ -104,62 +71,79 @@ def test_produces_pending_matches_refimpl(stream, data):
             reference.execute_unfused(BlockOptimization(Operations(ordering), ordering))
 
 
-@pytest.mark.parametrize("offset", [0, 2**64], ids=["table", "past-int64"])
-@pytest.mark.parametrize("workload", ["transformer", "mixed"])
-def test_cache_hits_give_refimpls_steps(workload, offset):
-    """A warm planner's next iteration (every segment a plan-cache hit) gives refimpl's steps,
-    fused inputs and outputs included, with ids in the id table and past int64 (the
-    relative -> global map is then the queue's own list)."""
-    profile = profile_named("metal")
-    stream = shifted(build(workload, 60), offset)
-    nxt = shifted(stream, 10 * (len(stream.items) + 1))
-    twin = StreamPlanner(FusionRegistry().fusers(profile))
-    reference = ReferencePlanner(ReferenceRegistry().fusers(profile))
-    assert twin.run(stream) == reference.run(stream)
-    hits = twin.num_cache_hits
-    steps = twin.run(nxt)
-    assert steps == reference.run(nxt)
-    assert twin.num_cache_hits > hits
-    assert any(step.kind == "fused" and step.inputs for step in steps)
+def _add(lhs, rhs, out) -> OperationIr:
+    from refimpl.ir import BinaryOpIr, TensorStatus
+    from refimpl.ops import op_named
+    from tests.planner.burn_mocks import tensor
+
+    return OperationIr(op_named("NumericFloat.Add"), BinaryOpIr(
+        tensor(lhs), tensor(rhs), tensor(out, TensorStatus.NotInit)))
 
 
-def _bad_desc(op: OperationIr) -> OperationIr:
-    """``op`` with a desc of another struct than its op takes (the boundary refuses it)."""
-    other = BinaryOpIr if type(op.desc) is not BinaryOpIr else UnaryOpIr
-    return OperationIr(op.op, other.__new__(other))
+def _converter_state(queue) -> tuple:
+    converter = queue.converter
+    return (repr(sorted(converter.tensors_global2relative.items(), key=repr)),
+            repr(sorted(converter.tensors_relative2global.items())),
+            [repr(op) for op in queue.operations()],
+            list(queue.indices))
 
 
-@pytest.mark.parametrize("position", [0, 1, 2, 3, 7, -1])
-def test_an_op_the_read_ahead_refuses_is_refused_by_the_encoding(position):
-    """``StreamPlanner.run`` encodes an item with the codes its read-ahead noted two items
-    before (none for the first items): an op the read-ahead finds of no exact typed form is
-    encoded without them, and refused with the error a queue gives for it alone."""
-    stream = build("transformer", 12)
-    items = list(stream.items)
-    while not isinstance(items[position], OperationIr):
-        position += 1
-    items[position] = bad = _bad_desc(items[position])
-    with pytest.raises(BoundaryError) as planned:
-        StreamPlanner(FusionRegistry().fusers(profile_named("metal"))).run(
-            Stream(stream.inputs, tuple(items)))
-    with pytest.raises(BoundaryError) as alone:
-        OperationQueue().add(0, bad)
-    assert str(planned.value) == str(alone.value)
+@pytest.mark.parametrize("ids", [
+    list(range(1000, 1300)),  # many tensors in one segment: the id table grows
+    [1, 2, True, 3, False, 0, 2, 5],  # bools equal to ints: the converter compares as Python
+    [2**63 - 1, -(2**63), 2**70, 2**70, 7, -1, 7],  # int64's ends, and past them
+    [3, 3.0, 4, 4, 5],  # a float equal to an int
+    # around CPython's one-digit ints (|v| < 2**30), which fastplan reads in place
+    [2**30 - 1, 2**30, 2**30 - 1, -(2**30) + 1, -(2**30), 2**31, 2**30, 0, -(2**30) + 1],
+])
+def test_queue_ids_map_as_refimpls_converter_does(planner_impl, ids):
+    """The queue's relative ids, snapshots and relative ops are refimpl's, segment after
+    segment (ops drained in between), whatever the ids: fastplan maps global tensor ids with a
+    C table while they are exact int64 ints and with a dict otherwise."""
+    from refimpl.planner.queue import OperationQueue as ReferenceQueue
+
+    ops = [_add(ids[i], ids[(i + 1) % len(ids)], ids[(i + 2) % len(ids)])
+           for i in range(len(ids))]
+    fast, ref = planner_impl.queue.OperationQueue(), ReferenceQueue()
+    for index, op in enumerate(ops):
+        fast.add(index, op)
+        ref.add(index, op)
+        assert _converter_state(fast) == _converter_state(ref)
+        if index % 7 == 6:  # drain the first three: the rest is relativised again
+            drained = BlockOptimization(Operations((0, 1, 2)), (0, 1, 2))
+            fast.execute_unfused(drained)
+            ref.execute_unfused(drained)
+            assert _converter_state(fast) == _converter_state(ref)
+    assert [s.ops for s in fast.steps] == [s.ops for s in ref.steps]
 
 
-def test_read_ahead_over_syncs_and_repeated_items_matches_refimpl():
-    """Syncs between the ops (read ahead, never encoded) and the same op object at several
-    positions (the ring's entry is found by identity): refimpl's steps."""
-    profile = profile_named("metal")
-    stream = build("transformer", 40)
-    ops = [item for item in stream.items if isinstance(item, OperationIr)]
-    items = []
-    for op in ops:
-        items.append(op)
-        if op.op.name.endswith("Drop"):
-            items.append(Sync(()))
-    repeated = Stream(stream.inputs, tuple(items))
-    twin = StreamPlanner(FusionRegistry().fusers(profile))
-    reference = ReferencePlanner(ReferenceRegistry().fusers(profile))
-    assert twin.run(repeated) == reference.run(repeated)
-    assert twin.run(repeated) == reference.run(repeated)  # the same items again: cache hits
+_DIGIT_EDGE_DIMS = [2**30 - 1, 2**30, 1, 2**31, 2**30 - 1, 0, 2**62, 2**30]
+
+
+def test_queue_shapes_map_as_refimpls_converter_does_around_one_digit(planner_impl):
+    """Dims on both sides of CPython's one-digit ints (read in place below 2**30, through
+    ``PyLong_AsLongLongAndOverflow`` from there) get refimpl's relative shape ids, an equal
+    dim met again the id it had, segment after segment."""
+    from refimpl.dtypes import DType
+    from refimpl.ir import BinaryOpIr, TensorIr, TensorStatus
+    from refimpl.ops import op_named
+    from refimpl.planner.queue import OperationQueue as ReferenceQueue
+
+    def shaped(tid, k, status=TensorStatus.ReadOnly):
+        dims = _DIGIT_EDGE_DIMS
+        return TensorIr(tid, (dims[k % len(dims)], dims[(k + 3) % len(dims)]), DType.F32,
+                        status)
+
+    ops = [OperationIr(op_named("NumericFloat.Add"), BinaryOpIr(
+        shaped(3 * i, i), shaped(3 * i + 1, i + 1), shaped(3 * i + 2, i, TensorStatus.NotInit)))
+        for i in range(12)]
+    fast, ref = planner_impl.queue.OperationQueue(), ReferenceQueue()
+    for index, op in enumerate(ops):
+        fast.add(index, op)
+        ref.add(index, op)
+        assert _converter_state(fast) == _converter_state(ref)
+        if index % 5 == 4:
+            drained = BlockOptimization(Operations((0, 1)), (0, 1))
+            fast.execute_unfused(drained)
+            ref.execute_unfused(drained)
+            assert _converter_state(fast) == _converter_state(ref)
