@@ -19,7 +19,6 @@ from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
 from refimpl.planner.strategy import BlockOptimization, Operations
 from refimpl.stream import Stream
 from tests.planner.burn_mocks import add
-from tests.planner.fuser_ops import NI, RO, RW, op, t
 
 if fastplan.COMPILED:
     from fastplan.launch_stream import LaunchMemo, launch_plan_stream
@@ -30,30 +29,6 @@ if fastplan.COMPILED:
 
 
 # --- workloads ---------------------------------------------------------------------------------
-
-# burn's reduce_broadcast workflows and variants: reductions chained with the element-wise
-# ops that broadcast their results back (shapes are relative ids)
-WORKFLOWS = [
-    [
-        op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
-        op("NumericFloat.SumDim", input=t(0, (1, 2), RW), out=t(1, (1, 0), NI), axis=1),
-        op("NumericFloat.Add", lhs=t(1, (1, 0), RW), rhs=t(2, (1, 0), RW), out=t(3, (1, 0), NI)),
-        op("NumericFloat.Add", lhs=t(3, (1, 0), RW), rhs=t(4, (1, 2), RW), out=t(5, (1, 2), NI)),
-        op("NumericFloat.SumDim", input=t(5, (1, 2), RW), out=t(6, (1, 0), NI), axis=1),
-        op("NumericFloat.Add", lhs=t(6, (1, 0), RW), rhs=t(7, (1, 2), RO), out=t(8, (1, 2), NI)),
-        op("Float.Exp", input=t(8, (1, 2), RW), out=t(9, (1, 2), NI)),
-    ],
-    [
-        op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
-        op("NumericFloat.Add", lhs=t(0, (1, 2), RO), rhs=t(2, (1, 2), RO), out=t(3, (1, 2), NI)),
-        op("NumericFloat.SumDim", input=t(3, (1, 2), RO), out=t(1, (1, 0), NI), axis=1),
-        op("NumericFloat.Sub", lhs=t(3, (1, 2), RW), rhs=t(1, (1, 0), RO), out=t(4, (1, 2), NI)),
-        op("Float.Exp", input=t(4, (1, 2), RW), out=t(5, (1, 2), NI)),
-        op("NumericFloat.SumDim", input=t(5, (1, 2), RO), out=t(6, (1, 0), NI), axis=1),
-        op("NumericFloat.Div", lhs=t(5, (1, 2), RW), rhs=t(6, (1, 0), RW), out=t(7, (1, 2), NI)),
-        op("NumericFloat.Add", lhs=t(1, (1, 0), RW), rhs=t(0, (1, 2), RW), out=t(8, (1, 2), NI)),
-    ],
-]
 
 
 # Mock ops of the search tests (tests.planner.burn_mocks.add): A1 then A2 fuse, and so do

@@ -11,6 +11,7 @@ from refimpl.planner import cache as reference_cache
 from refimpl.planner.cache import ExecutionPlan
 from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
 from refimpl.planner.strategy import BlockOptimization, Operations
+from tests.planner.fuser_ops import NI, RO, RW, op, t
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,33 @@ class ShapeIdOptimization:
 
     def block_op_names(self):
         return ()
+
+
+# --- workloads -------------------------------------------------------------------------------
+
+# burn's reduce_broadcast workflows and variants: reductions chained with the element-wise
+# ops that broadcast their results back (shapes are relative ids)
+WORKFLOWS = [
+    [
+        op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(0, (1, 2), RW), out=t(1, (1, 0), NI), axis=1),
+        op("NumericFloat.Add", lhs=t(1, (1, 0), RW), rhs=t(2, (1, 0), RW), out=t(3, (1, 0), NI)),
+        op("NumericFloat.Add", lhs=t(3, (1, 0), RW), rhs=t(4, (1, 2), RW), out=t(5, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(5, (1, 2), RW), out=t(6, (1, 0), NI), axis=1),
+        op("NumericFloat.Add", lhs=t(6, (1, 0), RW), rhs=t(7, (1, 2), RO), out=t(8, (1, 2), NI)),
+        op("Float.Exp", input=t(8, (1, 2), RW), out=t(9, (1, 2), NI)),
+    ],
+    [
+        op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
+        op("NumericFloat.Add", lhs=t(0, (1, 2), RO), rhs=t(2, (1, 2), RO), out=t(3, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(3, (1, 2), RO), out=t(1, (1, 0), NI), axis=1),
+        op("NumericFloat.Sub", lhs=t(3, (1, 2), RW), rhs=t(1, (1, 0), RO), out=t(4, (1, 2), NI)),
+        op("Float.Exp", input=t(4, (1, 2), RW), out=t(5, (1, 2), NI)),
+        op("NumericFloat.SumDim", input=t(5, (1, 2), RO), out=t(6, (1, 0), NI), axis=1),
+        op("NumericFloat.Div", lhs=t(5, (1, 2), RW), rhs=t(6, (1, 0), RW), out=t(7, (1, 2), NI)),
+        op("NumericFloat.Add", lhs=t(1, (1, 0), RW), rhs=t(0, (1, 2), RW), out=t(8, (1, 2), NI)),
+    ],
+]
 
 
 # --- stream planners -------------------------------------------------------------------------

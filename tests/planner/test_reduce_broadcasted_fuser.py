@@ -1,19 +1,21 @@
-"""fastplan's ReduceBroadcasted consistency check and the trace's sorted reads/writes against
-refimpl: the ``FullFuserAnalyzer`` that tracks only the reduce write sides (refimpl's unused
-full-shape dict is not kept) and copies ``last_single`` for the last block only, the dry run
-that registers blocks through ``register_c``, and ``_sorted_ops``' single-op groups."""
+"""The ReduceBroadcasted fuser (``reduce_broadcasted``), on refimpl and on fastplan (the
+``planner_impl`` fixture), against refimpl after every op: its consistency check and
+``FullFuserAnalyzer``, its ``finish`` (equal to one from a fresh full fuser, and again when
+finished twice), and ``Block``'s tensor ids over its ops.
+
+fastplan's analyzer tracks only the reduce write sides (refimpl's unused full-shape dict is
+not kept) and copies ``last_single`` for the last block only, its dry run registers blocks
+through ``register_c``, ``_sorted_ops`` makes single-op groups, ``finish`` starts from the full
+fuser cached by the last consistency check, and ``Block.ids`` is computed from the id dicts."""
 
 from __future__ import annotations
 
 import pytest
 
-import fastplan.reduce_broadcasted as frb
+import refimpl.planner.block as rblock
 import refimpl.planner.reduce_broadcasted as rrb
-from tests.fastplan.helpers import WORKFLOWS
 from tests.planner.fuser_ops import NI, RO, RW, op, t
-
-pytestmark = pytest.mark.skipif(not frb.__file__.endswith((".so", ".pyd")),
-                                reason="fastplan is not compiled")
+from tests.planner.helpers import WORKFLOWS
 
 # Three reductions; the third block reads values of the first and second reduce's write
 # sides (received across two boundaries) and a full-shape value of the first block (never
@@ -39,7 +41,8 @@ def _analyses(analyzer, boundaries):
 
 
 @pytest.mark.parametrize("steps", STREAMS)
-def test_analyzer_and_consistency_match_refimpl_after_every_op(steps):
+def test_analyzer_and_consistency_match_refimpl_after_every_op(planner_impl, steps):
+    frb = planner_impl.reduce_broadcasted
     fast, ref = frb.ReduceBroadcastedFuser(28), rrb.ReduceBroadcastedFuser(28)
     for step in steps:
         fast.fuse(step)
@@ -57,7 +60,8 @@ def test_analyzer_and_consistency_match_refimpl_after_every_op(steps):
             assert fast.finish() == ref.finish()
 
 
-def test_crossing_stream_receives_from_two_blocks_back():
+def test_crossing_stream_receives_from_two_blocks_back(planner_impl):
+    frb = planner_impl.reduce_broadcasted
     ref = rrb.ReduceBroadcastedFuser(28)
     fast = frb.ReduceBroadcastedFuser(28)
     for step in CROSSING:
@@ -72,8 +76,45 @@ def test_crossing_stream_receives_from_two_blocks_back():
     assert fast.finish() == ref.finish()
 
 
-def test_analyzer_of_no_blocks_raises_like_refimpl():
+def test_analyzer_of_no_blocks_raises_like_refimpl(planner_impl):
+    frb = planner_impl.reduce_broadcasted
     with pytest.raises(IndexError):
         rrb.FullFuserAnalyzer([])
     with pytest.raises(IndexError):
         frb.FullFuserAnalyzer([])
+
+
+@pytest.mark.parametrize("steps", WORKFLOWS)
+def test_reduce_broadcasted_finish_matches_refimpl_after_every_op(planner_impl, steps):
+    frb = planner_impl.reduce_broadcasted
+    fast, ref = frb.ReduceBroadcastedFuser(28), rrb.ReduceBroadcastedFuser(28)
+    finished = 0
+    for step in steps:
+        fast.fuse(step)
+        ref.fuse(step)
+        assert (fast.len(), fast.status()) == (ref.len(), ref.status())
+        assert fast.properties() == ref.properties()
+        if ref.properties().ready:
+            optimization = fast.finish()
+            assert optimization == ref.finish()
+            # the fresh path (the full fuser built again) gives the same optimization
+            fallbacks, full, num_ops = frb._finish_blocks(fast.blocks, fast.max_bindings)
+            assert (tuple(fallbacks), full.finish(), num_ops) == \
+                (optimization.fallbacks, optimization.broadcasted, optimization.num_ops)
+            # finishing again (a finished fuser is left as it was) gives it once more
+            assert fast.finish() == optimization
+            finished += 1
+    assert finished > 0
+
+
+@pytest.mark.parametrize("steps", WORKFLOWS)
+def test_block_ids_match_refimpl(planner_impl, steps):
+    frb, fblock = planner_impl.reduce_broadcasted, planner_impl.block
+    fast = fblock.Block([frb.ReduceBroadcastedFuser(28)])
+    ref = rblock.Block([rrb.ReduceBroadcastedFuser(28)])
+    for pos, step in enumerate(steps):
+        assert fast.register(step, pos, False) == ref.register(step, pos, False)
+        assert fast.ids == ref.ids
+        assert (fast.produced(), fast.read(), fast.freed()) == \
+            (ref.produced(), ref.read(), ref.freed())
+        assert fast.contains_tensors(step.nodes()) == ref.contains_tensors(step.nodes())
