@@ -1,5 +1,6 @@
-"""Shared helpers of the fastplan tests: workloads both planners are driven through, and
-the comparisons of fastplan's twins with refimpl that several test modules make.
+"""Shared helpers of the fastplan tests: the comparisons of fastplan's compiled names with
+refimpl that several test modules make (stream planners and queues of both, launch planning
+with fastplan's memo). Helpers of tests that run on both twins are in tests/planner/helpers.py.
 
 Compiled-only names are imported when fastplan is compiled; the modules that use them skip
 otherwise.
@@ -18,7 +19,6 @@ from refimpl.planner.queue import OperationQueue as ReferenceQueue
 from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
 from refimpl.planner.strategy import BlockOptimization, Operations
 from refimpl.stream import Stream
-from tests.planner.burn_mocks import add
 
 if fastplan.COMPILED:
     from fastplan.launch_stream import LaunchMemo, launch_plan_stream
@@ -26,18 +26,6 @@ if fastplan.COMPILED:
     from fastplan.processor import StreamPlanner as FastStreamPlanner
     from fastplan.queue import OperationQueue
     from fastplan.registry import FusionRegistry as FastFusionRegistry
-
-
-# --- workloads ---------------------------------------------------------------------------------
-
-
-# Mock ops of the search tests (tests.planner.burn_mocks.add): A1 then A2 fuse, and so do
-# B1 then B2; C1 stands alone.
-A1 = add(10, 11, 12)
-A2 = add(12, 13, 14)
-B1 = add(20, 21, 22)
-B2 = add(22, 23, 24)
-C1 = add(30, 31, 32)
 
 
 # --- stream planners and queues ----------------------------------------------------------------

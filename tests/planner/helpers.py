@@ -11,6 +11,7 @@ from refimpl.planner import cache as reference_cache
 from refimpl.planner.cache import ExecutionPlan
 from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
 from refimpl.planner.strategy import BlockOptimization, Operations
+from tests.planner.burn_mocks import add
 from tests.planner.fuser_ops import NI, RO, RW, op, t
 
 
@@ -62,6 +63,15 @@ WORKFLOWS = [
         op("NumericFloat.Add", lhs=t(1, (1, 0), RW), rhs=t(0, (1, 2), RW), out=t(8, (1, 2), NI)),
     ],
 ]
+
+
+# Mock ops of the search tests (tests.planner.burn_mocks.add): A1 then A2 fuse, and so do
+# B1 then B2; C1 stands alone.
+A1 = add(10, 11, 12)
+A2 = add(12, 13, 14)
+B1 = add(20, 21, 22)
+B2 = add(22, 23, 24)
+C1 = add(30, 31, 32)
 
 
 # --- stream planners -------------------------------------------------------------------------

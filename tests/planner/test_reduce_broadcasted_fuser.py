@@ -1,12 +1,14 @@
 """The ReduceBroadcasted fuser (``reduce_broadcasted``), on refimpl and on fastplan (the
 ``planner_impl`` fixture), against refimpl after every op: its consistency check and
 ``FullFuserAnalyzer``, its ``finish`` (equal to one from a fresh full fuser, and again when
-finished twice), and ``Block``'s tensor ids over its ops.
+finished twice), ``Block``'s tensor ids over its ops, and the status it closes with in every
+state.
 
 fastplan's analyzer tracks only the reduce write sides (refimpl's unused full-shape dict is
 not kept) and copies ``last_single`` for the last block only, its dry run registers blocks
 through ``register_c``, ``_sorted_ops`` makes single-op groups, ``finish`` starts from the full
-fuser cached by the last consistency check, and ``Block.ids`` is computed from the id dicts."""
+fuser cached by the last consistency check, ``Block.ids`` is computed from the id dicts, and
+the two closing statuses a fuser closes with are shared objects (found by identity)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import pytest
 
 import refimpl.planner.block as rblock
 import refimpl.planner.reduce_broadcasted as rrb
+from refimpl.planner import reduce_broadcasted as ref_rb
+from refimpl.planner.reduce_broadcasted import ReduceBroadcastedState, ReduceBroadcastedStatus
 from tests.planner.fuser_ops import NI, RO, RW, op, t
 from tests.planner.helpers import WORKFLOWS
 
@@ -118,3 +122,18 @@ def test_block_ids_match_refimpl(planner_impl, steps):
         assert (fast.produced(), fast.read(), fast.freed()) == \
             (ref.produced(), ref.read(), ref.freed())
         assert fast.contains_tensors(step.nodes()) == ref.contains_tensors(step.nodes())
+
+
+@pytest.mark.parametrize("state", list(ReduceBroadcastedState))
+def test_closing_status(planner_impl, state):
+    """``_set_closed`` leaves the status refimpl builds, for every state (the two a fuser
+    closes with are shared objects)."""
+    fast_rb = planner_impl.reduce_broadcasted
+    ours = fast_rb.ReduceBroadcastedFuser(28)
+    theirs = ref_rb.ReduceBroadcastedFuser(28)
+    ours._set_closed(state, "why")
+    theirs._set_closed(state, "why")
+    assert ours.state == theirs.state == ReduceBroadcastedStatus(state)
+    assert ours.closed_reason == theirs.closed_reason == "why"
+    assert ours.status() == theirs.status()
+    assert ours.properties() == theirs.properties()
