@@ -1,9 +1,6 @@
 """The launch walk's fused steps of each fuser (``fastplan.launch_stream.launch_plan_stream``,
-and ``fastplan.launch`` for the launches it plans), against refimpl.
+with and without its ``LaunchMemo``), against refimpl's walk.
 
-* ``fastplan.launch.context_of`` reads an op's target dtype only for an op with scalar fields
-  (or one whose ``out`` is not a plain ``TensorIr``): equal contexts on the executed steps of
-  the benchmark streams, and refimpl's ``AttributeError`` for an ``out`` without a dtype;
 * the walk reads a ``ReduceBroadcasted`` optimization's main trace and its fallbacks' op
   counts as fields: a stream of softmax and layer norms plans as refimpl's, with and without
   the launch memo;
@@ -16,58 +13,11 @@ and ``fastplan.launch`` for the launches it plans), against refimpl.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 import fastplan
-from refimpl.dtypes import DType
-from refimpl.ir import OperationIr, TensorIr, TensorStatus
-from refimpl.ops import op_named
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
-
-
-@pytest.mark.parametrize("workload", ["transformer", "mixed", "elementwise"])
-def test_context_of_matches_refimpl_on_executed_steps(workload: str) -> None:
-    from fuselab import workloads
-    from fastplan.launch import context_of as fast_context_of
-    from fastplan.processor import StreamPlanner
-    from fastplan.registry import FusionRegistry
-    from refimpl.devices import profile_named
-    from refimpl.planner.launch import context_of as ref_context_of
-
-    profile = profile_named("metal")
-    stream = workloads.build(workload, 120)
-    planner = StreamPlanner(FusionRegistry().fusers(profile))
-    planner.run(stream)
-    fused = [item for item in planner.queue.executed if item.step.kind == "fused"]
-    assert fused
-    for item in fused:
-        args = (item.segment, item.tensors_global2relative, item.shapes_relative2global,
-                item.scalars)
-        assert fast_context_of(*args) == ref_context_of(*args)
-
-
-def test_context_of_fails_as_refimpl_on_an_out_without_dtype() -> None:
-    from fastplan.launch import context_of as fast_context_of
-    from refimpl.planner.launch import context_of as ref_context_of
-
-    @dataclasses.dataclass(frozen=True)
-    class Odd:  # an id and a shape, no dtype
-        id: int
-        shape: tuple
-
-    x = TensorIr(0, (2, 3), DType.F32, TensorStatus.ReadOnly)
-    exp = op_named("Float.Exp")
-    desc = exp.struct(x, Odd(1, (2, 3)))
-    op = OperationIr(exp, desc)
-    errors = []
-    for context_of in (fast_context_of, ref_context_of):
-        with pytest.raises(AttributeError) as caught:
-            context_of((op,), {0: 0, 1: 1}, {}, ())
-        errors.append(type(caught.value))
-    assert errors[0] is errors[1]
 
 
 def _norm_stream():
