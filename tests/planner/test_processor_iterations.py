@@ -3,7 +3,9 @@
 
 Passes of other lengths (positions past 256), any stream the strategy makes planned several
 times, items given as a list, the next iteration served from the plan cache (ids in the id
-table and past int64), syncs between the ops and the same op object at several positions.
+table and past int64), syncs between the ops and the same op object at several positions,
+syncs between drains (the policy's state after each pass is refimpl's too), and one stream of
+20k ops.
 fastplan's ``run`` hands each op its stream position as an int it made on an earlier pass (a
 warm planner keeps them), reads items ahead (``fastplan._keys.ReadAhead``, an op's tensor
 fields by the offsets its struct lists), and on a cache hit keeps less per op than refimpl.
@@ -18,6 +20,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from fuselab.workloads import build, shifted
+from refimpl.devices import profile_named
 from refimpl.ir import OperationIr, Sync
 from refimpl.strategies import streams
 from refimpl.stream import Stream, stream_to_json
@@ -89,3 +92,60 @@ def test_read_ahead_over_syncs_and_repeated_items_matches_refimpl(planner_impl):
     twin, reference = planners(planner_impl)
     assert twin.run(repeated) == reference.run(repeated)
     assert twin.run(repeated) == reference.run(repeated)  # the same items again: cache hits
+
+
+def test_run_twice_and_with_syncs_matches_refimpl(planner_impl):
+    """``run`` over an iteration, the next one (cache hits: keys from the trie) and one with a
+    sync after every Drop: refimpl's steps each time."""
+    stream = build("mixed", 50)
+    nxt = shifted(stream, 10 * (len(stream.items) + 1))
+    items = []
+    for item in nxt.items:
+        items.append(item)
+        if isinstance(item, OperationIr) and item.op.name.endswith("Drop"):
+            items.append(Sync(()))
+    synced = type(nxt)(nxt.inputs, tuple(items))
+    twin, reference = planners(planner_impl)
+    for s in (stream, nxt, synced, nxt):
+        assert twin.run(s) == reference.run(s)
+
+
+def _policy_state(policy) -> tuple:
+    return (policy.num_operations, policy.found,
+            [c.target for c in policy.candidates],
+            [(a.plan_id, a.size, len(a.triggers)) for a in policy.availables])
+
+
+def test_run_with_syncs_between_drains_matches_refimpl(planner_impl):
+    """``run`` with a sync after every op (every drain at a sync leaves no op, the lazy ones
+    leave some): refimpl's steps over three iterations."""
+    stream = build("transformer", 40)
+    items = []
+    for item in stream.items:
+        items.append(item)
+        if isinstance(item, OperationIr) and len(items) % 5 == 0:
+            items.append(Sync(()))
+    synced = type(stream)(stream.inputs, tuple(items))
+    twin, reference = planners(planner_impl)
+    for s in (stream, synced, stream, synced):
+        assert twin.run(s) == reference.run(s)
+        assert _policy_state(twin.processor.policy) == _policy_state(reference.processor.policy)
+
+
+def test_a_long_stream_keeps_every_step_like_refimpl(planner_impl) -> None:
+    """Every step and record of a stream of 20k ops, in order (past 4096 entries fastplan's
+    queue history, steps and records grow by doubling their item arrays:
+    ``fastplan._keys.list_append_long``)."""
+    from refimpl.planner.processor import StreamPlanner as RefPlanner
+    from refimpl.planner.registry import FusionRegistry as RefRegistry
+
+    profile = profile_named("metal")
+    stream = build("transformer", 20_000)
+    fast = planner_impl.processor.StreamPlanner(
+        planner_impl.registry.FusionRegistry().fusers(profile))
+    fast.run(stream)
+    reference = RefPlanner(RefRegistry().fusers(profile))
+    reference.run(stream)
+    assert len(fast.queue.steps) > 5_000  # past the first doubling (history: several)
+    assert fast.queue.steps == reference.queue.steps
+    assert fast.queue.executed == reference.queue.executed
