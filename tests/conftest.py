@@ -70,9 +70,15 @@ class PlannerImpl:
     def __getattr__(self, module: str):
         if module.startswith("__"):
             raise AttributeError(module)
-        if self.name == "refimpl":
-            return importlib.import_module(f"refimpl.planner.{module}")
-        return fastplan.planner_module(module)
+        try:
+            if self.name == "refimpl":
+                return importlib.import_module(f"refimpl.planner.{module}")
+            return fastplan.planner_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"refimpl.planner.{module}":
+                raise  # a module that exists failed to import
+            # no such module: an attribute error, as getattr and hypothesis's probes expect
+            raise AttributeError(f"no planner module {module!r}") from exc
 
     def __str__(self) -> str:
         return self.name

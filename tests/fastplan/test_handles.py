@@ -14,7 +14,11 @@
 * ``sizes`` is shared with forks in fastplan: a buffer number a discarded fork allocated is
   written again, with the right size, when the original allocates it;
 * the small API: ``take`` ReadWrite vs ReadOnly, ``remove`` of an unknown id, ``handle`` of an
-  unknown id, ``with_values=True``, ``users`` of a buffer shared by views.
+  unknown id, ``with_values=True``, ``users`` of a buffer shared by views;
+* ``alloc`` fills its handles' slots directly: refimpl's ``Handle``, contiguous strides
+  included; ``init_targets`` passes over an op of the table that creates nothing by the op's
+  address (every such op of ``OPS``, in a tuple or a list of items); lookups probe the live
+  table inline (``live_find``) after growth and removals.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from refimpl.handles import Handle
 from refimpl.handles import Memory as RefMemory
 from refimpl.handles import init_targets as ref_init_targets
 from refimpl.ir import InitOperationIr, OperationIr, Sync, TensorIr, TensorStatus
-from refimpl.ops import op_named
+from refimpl.ops import OPS, OpKind, op_named
 from refimpl.strategies import elementwise_streams, streams
 from refimpl.stream import InputSpec, Stream
 
@@ -281,6 +285,24 @@ def test_memory_with_values_refused() -> None:
     assert FastMemory(with_values=False).with_values is False
 
 
+@pytest.mark.parametrize("shape, strides", [
+    ((2, 3, 4), None),
+    ((), None),
+    ((1,), None),
+    ((2**31, 2**31 - 1, 3), None),  # products past the C bound: Python ints
+    ((4, 5), (1, 4)),
+])
+def test_alloc_builds_refimpls_handle(shape, strides) -> None:
+    from fastplan.handles import Memory
+
+    fast, ref = Memory(), RefMemory(with_values=False)
+    handle, expected = fast.alloc(shape, DType.F16, strides), ref.alloc(shape, DType.F16, strides)
+    assert type(handle) is Handle
+    assert handle == expected
+    assert all(type(s) is int for s in handle.strides)
+    assert fast.sizes == ref.sizes
+
+
 @pytest.mark.parametrize("status", [TensorStatus.ReadOnly, TensorStatus.ReadWrite])
 def test_memory_take_read_write_removes_read_only_keeps(status: TensorStatus) -> None:
     stream = sample_stream()
@@ -387,6 +409,23 @@ def test_init_targets_match_refimpl_on_odd_items() -> None:
                             ([garbage, init], {7}), ([garbage], set())):
         stream = Stream({7: spec}, tuple(items))
         assert fast_init_targets(stream) == ref_init_targets(stream) == expected, items
+
+
+def test_init_targets_skips_every_plain_op_of_the_table() -> None:
+    from fastplan.handles import init_targets as fast_init_targets
+    from refimpl.handles import init_targets as ref_init_targets
+
+    spec = InputSpec((2, 3), DType.F32, random=1)
+    plain = [OperationIr(op, object()) for op in OPS if op.kind is not OpKind.INIT]
+    assert plain
+    init = init_op(7, spec)
+    copied = OperationIr(dataclasses.replace(init.op), init.desc)  # not the table's entry
+    sync = Sync((TensorIr(7, (2, 3), DType.F32, TensorStatus.ReadOnly),))
+    for items, expected in ((plain, set()), (plain + [init], {7}), ([sync, copied], {7}),
+                            ([init, sync] + plain[:3], {7}), ([], set())):
+        for container in (tuple, list):
+            stream = Stream({7: spec}, container(items))
+            assert fast_init_targets(stream) == ref_init_targets(stream) == expected
 
 
 def test_unfused_view_matches_refimpl_and_keeps_out_dtype() -> None:
@@ -551,6 +590,28 @@ def test_memory_live_table_follows_refimpl(steps) -> None:
         for t in [*range(41), *_COLLIDING, 2**63, 2**64 - 1]:
             assert (t in live) is (t in ref.handles)
             assert t not in live or fast.handle(t) == ref.handle(t)
+
+
+def test_live_table_probe_after_growth_and_removals() -> None:
+    """``Memory``'s lookups probe the live table inline (``live_find``): ids that collide,
+    a table grown several times and entries removed between them are found as a dict
+    finds them."""
+    from fastplan.handles import Memory as FastMemory
+    from refimpl.handles import Memory as RefMemory
+
+    fast, ref = FastMemory(), RefMemory(with_values=False)
+    ids = [k * 2**32 for k in range(40)] + list(range(300, 700, 3)) + [2**64 - 1, 2**63]
+    for memory in (fast, ref):
+        for n, tid in enumerate(ids):
+            memory.register(tid, memory.alloc((2, n + 1), DType.F32))
+        for tid in ids[::3]:
+            memory.remove(tid)
+    assert fast.handles == ref.handles
+    for tid in ids + [1, 2**32 + 1, 299]:
+        assert (tid in fast.handles) == (tid in ref.handles)
+        if tid in ref.handles:
+            assert fast.handle(tid) == ref.handle(tid)
+            assert fast.users(ref.handle(tid).buffer) == ref.users(ref.handle(tid).buffer)
 
 
 @pytest.mark.parametrize("tensor_id", [True, 1.0, "1", -1, -(2**63), 2**64])

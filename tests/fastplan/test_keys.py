@@ -1,6 +1,10 @@
-"""fastplan's op keys (``fastplan/_keys.pyx``): two relative ops have equal keys exactly when
-they are ``==``. Checked through ``ExecutionPlanStore.find`` (the plan index is keyed by the
-first op's key), against refimpl's store, which compares the ops themselves."""
+"""fastplan's op keys (``fastplan/_keys.pyx``): the search's encoding of a queued op is read
+from its key, the queue takes a relative op again for an equal key only when nothing the key
+holds up to ``==`` differs, and field reads are cached by exact type.
+
+Checked on both twins elsewhere: two relative ops have equal keys exactly when they are ``==``
+(``ExecutionPlanStore.find``, tests/planner/test_cache.py), and the queue maps ids and dims as
+refimpl's converter does (tests/planner/test_queue_relative_ops.py)."""
 
 from __future__ import annotations
 
@@ -11,59 +15,17 @@ from hypothesis import given, note
 
 import fastplan
 from refimpl.ir import OperationIr
-from refimpl.planner.cache import ExecutionPlan
-from refimpl.planner.cache import ExecutionPlanStore as ReferenceStore
 from refimpl.planner.relative import OperationConverter, to_relative
 from refimpl.planner.strategy import BlockOptimization, Operations
 from refimpl.strategies import streams
 from refimpl.stream import stream_to_json
-from tests.planner.burn_mocks import operation_1, operation_2, operation_3
+from tests.planner.burn_mocks import operation_1, operation_2
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 
-def _plan(op: OperationIr) -> ExecutionPlan:
-    return ExecutionPlan((op,), [], BlockOptimization(Operations((0,)), (0,)))
-
-
-def _index(store_cls, ops: list) -> list[list[int]]:
-    store = store_cls()
-    for op in ops:
-        store.add(_plan(op))
-    return [store.find(op) for op in ops]
-
-
-def _relative(stream) -> list[OperationIr]:
-    converter = OperationConverter()
-    return [to_relative(op, converter) for op in stream.ops]
-
-
 def _with_scalar(op: OperationIr, value) -> OperationIr:
     return OperationIr(op.op, dataclasses.replace(op.desc, rhs=value))
-
-
-@given(first=streams(max_ops=6), second=streams(max_ops=6))
-def test_keys_equal_exactly_when_ops_are_equal(first, second):
-    note(stream_to_json(first))
-    note(stream_to_json(second))
-    ops = _relative(first) + _relative(second)
-    twin = fastplan.planner_module("cache").ExecutionPlanStore
-    assert _index(twin, ops) == _index(ReferenceStore, ops)
-
-
-@pytest.mark.parametrize("a, b", [(5, 5.0), (1, True), (0, -0.0), (2.5, 2.5), (2**70, 2**70),
-                                  (2**70, float(2**70)), ("x", "x")])
-def test_keys_scalar_values_compare_as_python_does(a, b):
-    ops = [_with_scalar(operation_2(), a), _with_scalar(operation_2(), b),
-           _with_scalar(operation_2(), 7)]
-    twin = fastplan.planner_module("cache").ExecutionPlanStore
-    assert _index(twin, ops) == _index(ReferenceStore, ops)
-
-
-def test_keys_distinguish_burns_test_operations():
-    ops = [operation_1(), operation_2(), operation_3(), operation_1()]
-    twin = fastplan.planner_module("cache").ExecutionPlanStore
-    assert _index(twin, ops) == _index(ReferenceStore, ops) == [[0, 3], [1], [2], [0, 3]]
 
 
 def _encodings_from_keys(stream) -> list[tuple[tuple, tuple]]:
@@ -155,86 +117,6 @@ def test_queue_takes_a_relative_op_again_only_when_indistinguishable():
     assert found[2] is not found[0] and type(found[2].desc.dim1) is bool
     assert type(found[3].desc.dim1) is int
     assert found[1] == found[2]  # equal keys all along
-
-
-def _add(lhs, rhs, out) -> OperationIr:
-    from refimpl.ir import BinaryOpIr, TensorStatus
-    from refimpl.ops import op_named
-    from tests.planner.burn_mocks import tensor
-
-    return OperationIr(op_named("NumericFloat.Add"), BinaryOpIr(
-        tensor(lhs), tensor(rhs), tensor(out, TensorStatus.NotInit)))
-
-
-def _converter_state(queue) -> tuple:
-    converter = queue.converter
-    return (repr(sorted(converter.tensors_global2relative.items(), key=repr)),
-            repr(sorted(converter.tensors_relative2global.items())),
-            [repr(op) for op in queue.operations()],
-            list(queue.indices))
-
-
-@pytest.mark.parametrize("ids", [
-    list(range(1000, 1300)),  # many tensors in one segment: the id table grows
-    [1, 2, True, 3, False, 0, 2, 5],  # bools equal to ints: the converter compares as Python
-    [2**63 - 1, -(2**63), 2**70, 2**70, 7, -1, 7],  # int64's ends, and past them
-    [3, 3.0, 4, 4, 5],  # a float equal to an int
-    # around CPython's one-digit ints (|v| < 2**30), which fastplan reads in place
-    [2**30 - 1, 2**30, 2**30 - 1, -(2**30) + 1, -(2**30), 2**31, 2**30, 0, -(2**30) + 1],
-])
-def test_queue_ids_map_as_refimpls_converter_does(ids):
-    """fastplan's queue maps global tensor ids with a C table while they are exact int64
-    ints and with a dict otherwise; either way its relative ids, snapshots and relative ops
-    are refimpl's, segment after segment (ops drained in between)."""
-    from fastplan.queue import OperationQueue
-    from refimpl.planner.queue import OperationQueue as ReferenceQueue
-
-    ops = [_add(ids[i], ids[(i + 1) % len(ids)], ids[(i + 2) % len(ids)])
-           for i in range(len(ids))]
-    fast, ref = OperationQueue(), ReferenceQueue()
-    for index, op in enumerate(ops):
-        fast.add(index, op)
-        ref.add(index, op)
-        assert _converter_state(fast) == _converter_state(ref)
-        if index % 7 == 6:  # drain the first three: the rest is relativised again
-            drained = BlockOptimization(Operations((0, 1, 2)), (0, 1, 2))
-            fast.execute_unfused(drained)
-            ref.execute_unfused(drained)
-            assert _converter_state(fast) == _converter_state(ref)
-    assert [s.ops for s in fast.steps] == [s.ops for s in ref.steps]
-
-
-_DIGIT_EDGE_DIMS = [2**30 - 1, 2**30, 1, 2**31, 2**30 - 1, 0, 2**62, 2**30]
-
-
-def test_queue_shapes_map_as_refimpls_converter_does_around_one_digit():
-    """Dims on both sides of CPython's one-digit ints (read in place below 2**30, through
-    ``PyLong_AsLongLongAndOverflow`` from there) get refimpl's relative shape ids, an equal
-    dim met again the id it had, segment after segment."""
-    from fastplan.queue import OperationQueue
-    from refimpl.dtypes import DType
-    from refimpl.ir import BinaryOpIr, TensorIr, TensorStatus
-    from refimpl.ops import op_named
-    from refimpl.planner.queue import OperationQueue as ReferenceQueue
-
-    def shaped(tid, k, status=TensorStatus.ReadOnly):
-        dims = _DIGIT_EDGE_DIMS
-        return TensorIr(tid, (dims[k % len(dims)], dims[(k + 3) % len(dims)]), DType.F32,
-                        status)
-
-    ops = [OperationIr(op_named("NumericFloat.Add"), BinaryOpIr(
-        shaped(3 * i, i), shaped(3 * i + 1, i + 1), shaped(3 * i + 2, i, TensorStatus.NotInit)))
-        for i in range(12)]
-    fast, ref = OperationQueue(), ReferenceQueue()
-    for index, op in enumerate(ops):
-        fast.add(index, op)
-        ref.add(index, op)
-        assert _converter_state(fast) == _converter_state(ref)
-        if index % 5 == 4:
-            drained = BlockOptimization(Operations((0, 1)), (0, 1))
-            fast.execute_unfused(drained)
-            ref.execute_unfused(drained)
-            assert _converter_state(fast) == _converter_state(ref)
 
 
 # --- field reads cached by exact type (``_keys.field``) -------------------------------------------

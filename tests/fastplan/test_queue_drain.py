@@ -5,7 +5,9 @@ relative ids, shape ids, scalar and range positions restart from zero (burn's
 ``drain_queue`` + ``reset_relative``; ``OperationQueue._drain``). The queue must then be what a
 fresh queue given only the remaining ops is: the same keys, converter maps (latest snapshots,
 id types), shape counts and relative ops; with ids and dims in the queue's tables and past
-them (a bool id, more distinct dims than the dim table holds).
+them (a bool id, more distinct dims than the dim table holds). A tensor used again with another
+status is the latest snapshot in the converter, as in refimpl's, before and after the drain
+(fastplan keeps no list of the snapshots: it reads them again from the pending ops).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import fastplan
 from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, ScalarOpIr, SliceOpIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
+from refimpl.planner.queue import OperationQueue as ReferenceQueue
 from refimpl.planner.strategy import BlockOptimization, Operations
 from refimpl.strategies import streams
 from refimpl.stream import stream_to_json
@@ -115,3 +118,43 @@ def test_ids_that_are_not_plain_ints_are_relativised_afresh():
            _exp(_tensor(8, (4,), TensorStatus.ReadWrite), _tensor(1, (4,), TensorStatus.NotInit))]
     for count in (1, 2):
         _assert_relativised_afresh(ops, count)
+
+
+def _tensor_4x8(tid, status=TensorStatus.ReadOnly) -> TensorIr:
+    return TensorIr(tid, (4, 8), DType.F32, status)
+
+
+def _both(ops) -> tuple:
+    twin, reference = OperationQueue(), ReferenceQueue()
+    for index, op in enumerate(ops):
+        twin.add(index, op)
+        reference.add(index, op)
+    return twin, reference
+
+
+def _converter_view(queue) -> tuple:
+    converter = queue.converter
+    return ([(rel, type(t.id), t) for rel, t in converter.tensors_relative2global.items()],
+            [(type(k), k, v) for k, v in converter.tensors_global2relative.items()])
+
+
+@pytest.mark.parametrize("ids", [(10, 11, 12), (2**70, 2**70 + 1, 2**70 + 2), (True, 5, 1)],
+                         ids=["table", "past-int64", "bool-and-int"])
+def test_converter_keeps_the_latest_snapshot_matches_refimpl(ids):
+    """A tensor used again with another status (and, for ``True`` then ``1``, another id
+    object) is the latest snapshot in both converters, before and after a partial drain."""
+    a, b, c = ids
+    ops = [
+        _exp(_tensor_4x8(a), _tensor_4x8(b, TensorStatus.NotInit)),
+        _exp(_tensor_4x8(b, TensorStatus.ReadWrite), _tensor_4x8(c, TensorStatus.NotInit)),
+        _exp(_tensor_4x8(c), _tensor_4x8(a if type(a) is not bool else 1, TensorStatus.NotInit)),
+        _exp(_tensor_4x8(1 if type(a) is bool else a, TensorStatus.ReadWrite),
+             _tensor_4x8(b, TensorStatus.NotInit)),
+    ]
+    twin, reference = _both(ops)
+    assert _converter_view(twin) == _converter_view(reference)
+    ordering = (0,)
+    twin.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+    reference.execute_unfused(BlockOptimization(Operations(ordering), ordering))
+    assert _converter_view(twin) == _converter_view(reference)
+    assert list(twin.keys) == list(_both(ops[1:])[0].keys)

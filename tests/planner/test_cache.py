@@ -7,7 +7,10 @@ burn counterparts: ``stream/context.rs`` tests (relative ids and shapes, scalars
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+from hypothesis import given, note
 
 from refimpl.devices import profile_named
 from refimpl.dtypes import DType
@@ -23,9 +26,12 @@ from refimpl.planner.cache import (
     OnOperations,
     Policy,
 )
+from refimpl.planner.cache import ExecutionPlanStore as ReferenceStore
+from refimpl.planner.relative import OperationConverter, to_relative
 from refimpl.planner.strategy import BlockOptimization, Operations, Optimization
 from refimpl.seed import SEED_STREAMS
-from refimpl.stream import InputSpec, Stream
+from refimpl.strategies import streams
+from refimpl.stream import InputSpec, Stream, stream_to_json
 from tests.planner.burn_mocks import TestOptimizationBuilder, operation_1, operation_2, operation_3
 from tests.planner.helpers import ShapeIdOptimization
 
@@ -190,6 +196,50 @@ def test_cache_add_trigger_records_each_trigger_once(planner_impl):
     for trigger in (Always(), OnOperations((operation_2(),)), Always()):
         store.add_trigger(plan_id, trigger)
     assert store.get(plan_id).triggers == [Always(), OnOperations((operation_2(),))]
+
+
+# Keys: fastplan indexes plans by the first op's key (``fastplan/_keys.pyx``); two relative ops
+# must have equal keys exactly when they are ``==``, as refimpl's store compares the ops.
+
+
+def _with_scalar(op: OperationIr, value) -> OperationIr:
+    return OperationIr(op.op, dataclasses.replace(op.desc, rhs=value))
+
+
+def _index(store_cls, ops: list) -> list[list[int]]:
+    store = store_cls()
+    for op in ops:
+        store.add(_plan([op]))
+    return [store.find(op) for op in ops]
+
+
+def _relative_ops(stream) -> list[OperationIr]:
+    converter = OperationConverter()
+    return [to_relative(op, converter) for op in stream.ops]
+
+
+@given(first=streams(max_ops=6), second=streams(max_ops=6))
+def test_keys_equal_exactly_when_ops_are_equal(planner_impl, first, second):
+    note(stream_to_json(first))
+    note(stream_to_json(second))
+    ops = _relative_ops(first) + _relative_ops(second)
+    twin = planner_impl.cache.ExecutionPlanStore
+    assert _index(twin, ops) == _index(ReferenceStore, ops)
+
+
+@pytest.mark.parametrize("a, b", [(5, 5.0), (1, True), (0, -0.0), (2.5, 2.5), (2**70, 2**70),
+                                  (2**70, float(2**70)), ("x", "x")])
+def test_keys_scalar_values_compare_as_python_does(planner_impl, a, b):
+    ops = [_with_scalar(operation_2(), a), _with_scalar(operation_2(), b),
+           _with_scalar(operation_2(), 7)]
+    twin = planner_impl.cache.ExecutionPlanStore
+    assert _index(twin, ops) == _index(ReferenceStore, ops)
+
+
+def test_keys_distinguish_burns_test_operations(planner_impl):
+    ops = [operation_1(), operation_2(), operation_3(), operation_1()]
+    twin = planner_impl.cache.ExecutionPlanStore
+    assert _index(twin, ops) == _index(ReferenceStore, ops) == [[0, 3], [1], [2], [0, 3]]
 
 
 # --- policy (stream/execution/policy.rs tests) -----------------------------------------------

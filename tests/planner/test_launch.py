@@ -5,12 +5,15 @@ walk plans its launches with ``planner_impl.launch.plan_launch``."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from refimpl.planner import execute
 from refimpl.dtypes import DType
 from refimpl.interpreter import Interpreter, executed_steps, launch_plan_stream
-from refimpl.ir import TensorStatus
+from refimpl.ir import OperationIr, TensorIr, TensorStatus
+from refimpl.ops import op_named
 from refimpl.planner.launch import (
     ConcreteLayout,
     LaunchPlan,
@@ -240,3 +243,48 @@ def test_launch_is_the_same_on_a_repeated_pass():
     first = fused_launch(stream)
     second = fused_launch(stream)
     assert first == second
+
+
+# --- context_of on every executed step, and on an ``out`` without a dtype --------------------
+
+
+@pytest.mark.parametrize("workload", ["transformer", "mixed", "elementwise"])
+def test_context_of_matches_refimpl_on_executed_steps(planner_impl, workload: str) -> None:
+    from fuselab import workloads
+    from refimpl.devices import profile_named
+    from refimpl.planner.launch import context_of as ref_context_of
+
+    fast_context_of = planner_impl.launch.context_of
+    profile = profile_named("metal")
+    stream = workloads.build(workload, 120)
+    planner = planner_impl.processor.StreamPlanner(
+        planner_impl.registry.FusionRegistry().fusers(profile))
+    planner.run(stream)
+    fused = [item for item in planner.queue.executed if item.step.kind == "fused"]
+    assert fused
+    for item in fused:
+        args = (item.segment, item.tensors_global2relative, item.shapes_relative2global,
+                item.scalars)
+        assert fast_context_of(*args) == ref_context_of(*args)
+
+
+def test_context_of_fails_as_refimpl_on_an_out_without_dtype(planner_impl) -> None:
+    from refimpl.planner.launch import context_of as ref_context_of
+
+    fast_context_of = planner_impl.launch.context_of
+
+    @dataclasses.dataclass(frozen=True)
+    class Odd:  # an id and a shape, no dtype
+        id: int
+        shape: tuple
+
+    x = TensorIr(0, (2, 3), DType.F32, TensorStatus.ReadOnly)
+    exp = op_named("Float.Exp")
+    desc = exp.struct(x, Odd(1, (2, 3)))
+    op = OperationIr(exp, desc)
+    errors = []
+    for context_of in (fast_context_of, ref_context_of):
+        with pytest.raises(AttributeError) as caught:
+            context_of((op,), {0: 0, 1: 1}, {}, ())
+        errors.append(type(caught.value))
+    assert errors[0] is errors[1]

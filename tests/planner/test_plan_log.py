@@ -7,7 +7,9 @@ unfused has an ``[unfused]`` line with its reason before that step.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import re
 from pathlib import Path
 
@@ -236,3 +238,36 @@ def test_plan_log_repaired_and_unsearched_ops_have_reasons():
         f"[fuselab] [unfused] 11 NumericFloat.Add: {repaired}",
         f"[fuselab] [unfused] 20 NumericFloat.Mul: {repaired} (cached plan #7)",
         f"[fuselab] [unfused] 21 NumericFloat.Add: {repaired} (cached plan #7)"]
+
+
+# --- plan() without a log: FusionLog.from_env's, under every form of the environment ---------
+
+
+def _plan_and_log(planner):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        result = planner(SEED_STREAMS["mul_add_exp"](), "metal")
+    return result, err.getvalue()
+
+
+@pytest.mark.parametrize("value", [None, "", "basic", "FULL", "off", "yes"])
+def test_plan_log_from_the_environment_matches_refimpl(plan, monkeypatch, value):
+    """``FUSELAB_LOG`` unset or set to any value: the plan and the log are refimpl's."""
+    if value is None:
+        monkeypatch.delenv("FUSELAB_LOG", raising=False)
+    else:
+        monkeypatch.setenv("FUSELAB_LOG", value)
+    ours, theirs = _plan_and_log(plan), _plan_and_log(reference_plan)
+    assert ours == theirs
+    assert (ours[1] == "") == (value in (None, "", "off"))
+
+
+@pytest.mark.parametrize("environ", [{}, {"FUSELAB_LOG": "basic"}])
+def test_plan_log_from_a_replaced_environ_matches_refimpl(plan, monkeypatch, environ):
+    """``os.environ`` replaced by a plain mapping (no ``_data`` of its own): the log is read
+    as refimpl reads it, from that mapping."""
+    monkeypatch.setenv("FUSELAB_LOG", "full")  # the process's own: not the one to read
+    monkeypatch.setattr(os, "environ", dict(environ))
+    ours, theirs = _plan_and_log(plan), _plan_and_log(reference_plan)
+    assert ours == theirs
+    assert (ours[1] == "") == (not environ)

@@ -9,7 +9,8 @@ shape ids of everything after it in the segment.
 
 from __future__ import annotations
 
-from refimpl.ir import OperationIr
+from refimpl.dtypes import DType
+from refimpl.ir import OperationIr, TensorIr
 from refimpl.planner.cache import ExecutionPlan
 from refimpl.planner.strategy import BlockOptimization, Operations
 from tests.planner.fuser_ops import NI, RO, RW, drop, op, t
@@ -104,3 +105,27 @@ def test_relative_queue_with_dims_of_other_types_matches_refimpl(planner_impl):
     ops = [_exp(1, 2, (4, 6)), _exp(3, 4, (6.0, 4)), _exp(5, 6, (True, 2**70)),
            _exp(7, 8, (2**70, 1, 4))]
     assert _queue_state(planner_impl, ops) == _queue_state(reference, ops)
+
+
+def test_def_twins_relative_conversion(run_both):
+    stream = [op("NumericFloat.MulScalar", lhs=t(40, (512, 32)), rhs=2.5, out=t(41, (512, 32), NI)),
+              op("BaseFloat.Slice", tensor=t(41, (512, 32), RW), ranges=((0, 8), (1, 3)),
+                 out=t(42, (8, 2), NI)),
+              op("Drop", tensor=t(40, (512, 32), RW)),
+              op("BaseFloat.Cat", tensors=(t(42, (8, 2)), t(43, (8, 2))), dim=0,
+                 out=t(44, (16, 2), NI)),
+              op("NumericFloat.Clamp", tensor=t(44, (16, 2), RW), min=-1.0, max=1.0,
+                 out=t(45, (16, 2), NI))]
+
+    def scenario(relative_module):
+        converter = relative_module.OperationConverter()
+        converted = [relative_module.to_relative(o, converter) for o in stream]
+        fields = (converter.tensors_relative2global, converter.tensors_global2relative,
+                  converter.shapes_global2relative, converter.shapes_relative2global,
+                  converter.scalars, converter.ranges, converter.num_relative_shapes(),
+                  converter.global_shape((1, 2)), converter.dim(7), converter.scalar(1.5),
+                  converter.range((2, 3)))
+        converter.clear()
+        return converted, fields, converter.tensor(TensorIr(5, (3,), DType.F32, RO))
+
+    assert run_both("relative", scenario)[0] == "ok"

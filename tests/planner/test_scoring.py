@@ -3,6 +3,8 @@ refimpl and on fastplan (the ``planner_impl`` fixture)."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from tests.planner.fuser_ops import NI, RO, RW, abc_exp, drop, feed, op, relative, t, unary_chain
@@ -75,3 +77,19 @@ def test_scoring_100_op_chain_split(planner_impl):
     # notes §9.5: the 65-op kernel, then the 35-op tail in a fresh block
     assert score(planner_impl, ops) == (130 - 2) * 100 + 64 * 10
     assert score(planner_impl, unary_chain(35, first=65)) == (70 - 2) * 100 + 34 * 10
+
+
+def test_def_twins_scoring_evaluate_on_finished_traces(run_both):
+    trace = importlib.import_module("refimpl.planner.elemwise").ElementWiseFuser(28)
+    for o in relative(abc_exp()):
+        trace.fuse(o)
+    finished = trace.finish().main_trace()
+
+    def scenario(scoring):
+        score = scoring.Scoring(6, 3, 4)
+        other = score.clone()
+        other.register(relative(abc_exp())[0])
+        return (score.evaluate(finished), other.evaluate(finished), repr(other),
+                score == scoring.Scoring(6, 3, 4), score.calculate_score(1, 1, 1))
+
+    assert run_both("scoring", scenario)[0] == "ok"

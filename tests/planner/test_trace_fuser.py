@@ -8,14 +8,15 @@ import pytest
 
 from refimpl.devices import profile_named
 from refimpl.dtypes import DType
+from refimpl.planner.builder import Refusal
 from refimpl.planner.fuser import FuserStatus
-from refimpl.planner.settings import ELEMENTWISE_SETTINGS
+from refimpl.planner.settings import ELEMENTWISE_SETTINGS, REDUCE_WRITE_SETTINGS
 from refimpl.planner.trace import (
     BinaryFuseArgs, BlockLocal, FuseOp, FuseType, Input, InputReshaped, InputSwapDims, Output,
     Scalar, ScalarShape, SwapDimsView, UnaryFuseArgs,
 )
 from tests.planner.fuser_ops import (
-    NI, RO, RW, abc_exp, add_chain, drop, feed, op, t, unary_chain,
+    NI, RO, RW, abc_exp, add_chain, drop, feed, op, relative, t, unary_chain,
 )
 
 F = FuseType.F32
@@ -285,3 +286,56 @@ def test_trace_fuser_fuse_op_checks_args_struct(planner_impl):
 
 def test_trace_fuser_empty_trace_estimate_is_metadata_only(planner_impl):
     assert planner_impl.builder.TraceFuser(ELEMENTWISE_SETTINGS).estimate_bindings() == 1
+
+
+# --- TryTraceFuser with a Python add_ops, TraceOperationFuser's helpers: every result refimpl's -
+
+
+def test_def_twins_try_trace_fuser_with_python_add_ops(run_both):
+    def scenario(trace_fuser):
+        fuser = trace_fuser.TryTraceFuser(4, ELEMENTWISE_SETTINGS)
+
+        def add(tensors, out):
+            def add_ops(b):
+                args = [b.input(tensor) for tensor in tensors]
+                b.fuse_operation(FuseOp("Add", BinaryFuseArgs(args[0], args[1], b.output(out))))
+            return add_ops
+
+        def refuse(b):
+            b.input(t(0, (0,)))
+            raise Refusal("custom")
+
+        reasons = [fuser.fuse(add((t(0, (0,)), t(1, (0,))), t(2, (0,), NI))),
+                   fuser.fuse(refuse),
+                   fuser.fuse(add((t(2, (0,), RW), t(3, (0,))), t(4, (0,), NI))),
+                   fuser.fuse(add((t(4, (0,), RW), t(5, (0,))), t(6, (0,), NI)))]
+        fuser.max_ops = 0
+        reasons.append(fuser.fuse(refuse))
+        return reasons, fuser.finish((0,)), fuser.clone().finish((0,))
+
+    assert run_both("trace_fuser", scenario)[0] == "ok"
+
+
+def test_def_twins_trace_operation_fuser_helpers(run_both):
+    def scenario(trace_fuser):
+        fuser = trace_fuser.TraceOperationFuser(28, ELEMENTWISE_SETTINGS)
+        ops = relative(abc_exp())
+        results = [fuser.refusal(ops[0]), fuser.can_fuse(ops[0]), fuser.len()]
+        for o in ops:
+            fuser.fuse(o)
+        results += [fuser.output_is_compatible(t(9, (1, 2), NI)),
+                    fuser.output_is_compatible(t(9, (3,), NI)),
+                    fuser.fuse_unary_op(t(5, (1, 2), RW), t(10, (1, 2), NI), "Exp"),
+                    fuser.current_output_shape, fuser.properties(), fuser.estimate_bindings(),
+                    fuser.scoring.num_reads, fuser.num_views, fuser.settings]
+        results.append(fuser.next_block((t(10, (1, 2)),), REDUCE_WRITE_SETTINGS, False))
+        fuser.block_local_input(t(5, (1, 2)), 0, True)
+        results.append(fuser.output_unhandled(t(11, (1, 3), NI)))
+        results.append(fuser.input_unhandled(t(12, (3, 3))))
+        fuser.close("my reason", ops[0], 7)
+        results += [fuser.closed_reason, fuser.closed_log, fuser.status(), fuser.finish()]
+        fuser.reset()
+        results += [fuser.len(), fuser.closed_reason, fuser.closed_log, fuser.properties()]
+        return results
+
+    assert run_both("trace_fuser", scenario)[0] == "ok"

@@ -15,7 +15,7 @@ import importlib
 import pytest
 
 import fastplan
-from tests.planner.fuser_ops import NI, RO, RW, feed, op, relative, t, unary_chain
+from tests.planner.fuser_ops import NI, RO, RW, feed, op, t, unary_chain
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
@@ -101,30 +101,3 @@ def test_clone_of_a_fuser_with_no_shape_equals_refimpl(module, name):
         feed(ours, SOFTMAX[k - 1:k])
         feed(theirs, SOFTMAX[k - 1:k])
         assert state(ours) == state(theirs)
-
-
-def optimize_blocks(package, segments):
-    """``BlocksOptimizer.optimize`` over one block per segment of ops (positions running on
-    across the segments), each block forced to take its ops."""
-    block_module = importlib.import_module(f"{package}.block")
-    search = importlib.import_module(f"{package}.search")
-    blocks, pos = [], 0
-    for segment in segments:
-        block = block_module.Block([make(package, m, n) for m, n in FUSERS])
-        for operation in segment:
-            block.register(operation, pos, True)
-            pos += 1
-        blocks.append(block)
-    return search.BlocksOptimizer(blocks).optimize()
-
-
-@pytest.mark.parametrize("segments", [
-    [relative(SOFTMAX)],
-    [relative(unary_chain(4))],
-    [relative(unary_chain(3)), relative(unary_chain(3, first=20))],
-    [relative(SOFTMAX[:3]), relative(SOFTMAX[3:])],
-], ids=["softmax", "chain", "two-chains", "softmax-split"])
-def test_blocks_optimizer_equals_refimpl(segments):
-    """One block (its order taken without a DAG) or several: refimpl's result."""
-    assert optimize_blocks("fastplan", segments) == \
-        optimize_blocks("refimpl.planner", segments)

@@ -8,11 +8,12 @@ the ops it leaves pending (``OperationQueue.execute_plan_updating``: the policy 
 updated on each key left, where the processor's ``_reset`` did it afterwards from a new
 ``bytes`` per op).
 
-These tests drive both twins through those paths: keys found and not found in the trie, syncs
-between them, a warm planner fed op by op, an op the boundary refuses (the policy must not have
-seen it), the policy after every drain against refimpl's (cold and warm planners, streams whose
-partial drains leave ops), the pending keys against those a new queue makes, and
-``OperationQueue.execute`` (no policy) with the keys it made before.
+These tests drive both twins through those paths: keys found and not found in the trie, a
+warm planner fed op by op, an op the boundary refuses (the policy must not have seen it), the
+policy after every drain against refimpl's (cold and warm planners, streams whose partial
+drains leave ops), the pending keys against those a new queue makes, and
+``OperationQueue.execute`` (no policy) with the keys it made before. (Whole passes with syncs
+between drains are checked on both twins: tests/planner/test_processor_iterations.py.)
 
 burn counterpart: ``crates/burn-fusion/src/stream/execution/policy.rs`` (``Policy::update``),
 ``crates/burn-fusion/src/stream/execution/processor.rs`` (``Processor::reset``) and
@@ -25,7 +26,7 @@ from __future__ import annotations
 import pytest
 
 import fastplan
-from refimpl.ir import OperationIr, Sync, UnaryOpIr
+from refimpl.ir import OperationIr, UnaryOpIr
 from tests.fastplan.helpers import planners
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
@@ -149,22 +150,6 @@ def test_an_op_the_boundary_refuses_leaves_queue_and_policy_as_they_were():
     assert twin.queue.steps == reference.queue.steps
 
 
-def test_run_twice_and_with_syncs_matches_refimpl():
-    """``run`` over an iteration, the next one (cache hits: keys from the trie) and one with a
-    sync after every Drop: refimpl's steps each time."""
-    stream = build("mixed", 50)
-    nxt = shifted(stream, 10 * (len(stream.items) + 1))
-    items = []
-    for item in nxt.items:
-        items.append(item)
-        if isinstance(item, OperationIr) and item.op.name.endswith("Drop"):
-            items.append(Sync(()))
-    synced = type(nxt)(nxt.inputs, tuple(items))
-    twin, reference = planners()
-    for s in (stream, nxt, synced, nxt):
-        assert twin.run(s) == reference.run(s)
-
-
 @pytest.mark.parametrize("workload", ["transformer", "mixed", "elementwise"])
 def test_policy_after_each_drain_matches_refimpl_cold_and_warm(workload):
     """A cold planner (explorations, stored plans executed) and then a warm one (cache hits),
@@ -221,17 +206,3 @@ def test_queue_execute_without_a_policy_keeps_its_keys():
     assert isinstance(store, ExecutionPlanStore)
 
 
-def test_run_with_syncs_between_drains_matches_refimpl():
-    """``run`` with a sync after every op (every drain at a sync leaves no op, the lazy ones
-    leave some): refimpl's steps over three iterations."""
-    stream = build("transformer", 40)
-    items = []
-    for item in stream.items:
-        items.append(item)
-        if isinstance(item, OperationIr) and len(items) % 5 == 0:
-            items.append(Sync(()))
-    synced = type(stream)(stream.inputs, tuple(items))
-    twin, reference = planners()
-    for s in (stream, synced, stream, synced):
-        assert twin.run(s) == reference.run(s)
-        assert _policy_state(twin.processor.policy) == _policy_state(reference.processor.policy)

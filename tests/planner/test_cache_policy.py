@@ -1,7 +1,11 @@
-"""fastplan's plan-cache policy walks a prefix trie of the stored plans' op keys
-(``fastplan/_trie.pyx``, walked by ``fastplan/cache.pyx``) where refimpl validates every candidate plan op by op
-(``refimpl/planner/cache.py``): driven by the same calls, both must give the same advice and
-expose the same candidates, available plans and found plan at every step.
+"""The plan-cache policy (``cache.Policy`` and ``ExecutionPlanStore``), on refimpl and on
+fastplan (the ``planner_impl`` fixture): driven by the same calls as refimpl's, it must give the
+same advice and expose the same candidates, available plans and found plan at every step.
+
+refimpl validates every candidate plan op by op (``refimpl/planner/cache.py``); fastplan walks a
+prefix trie of the stored plans' op keys (``fastplan/_trie.pyx``, walked by
+``fastplan/cache.pyx``), so the cases below also reach what a trie must get right: plans stored
+mid-matching, plans ending inside one another, nodes with many children, very long plans.
 
 burn counterpart: ``crates/burn-fusion/src/stream/execution/{policy,validator}.rs`` (notes
 §9.4).
@@ -14,9 +18,9 @@ import threading
 
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
+                                 run_state_machine_as_test)
 
-import fastplan
 from refimpl.ir import OperationIr
 from refimpl.planner import cache as reference
 from refimpl.planner.cache import (
@@ -28,10 +32,8 @@ from refimpl.planner.cache import (
     OnOperations,
     OnSync,
 )
-from tests.fastplan.helpers import availables, execution_plan, policy_state
 from tests.planner.burn_mocks import operation_1, operation_2, operation_3
-
-pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
+from tests.planner.helpers import availables, execution_plan, policy_state
 
 
 def _with_scalar(op: OperationIr, value: float) -> OperationIr:
@@ -66,13 +68,13 @@ def _advice(policy, store, operations, mode):
 
 
 class PolicyTwins(RuleBasedStateMachine):
-    """refimpl's and fastplan's store and policy, given the same calls."""
+    """refimpl's store and policy and those of ``twin`` (a ``cache`` module), given the same
+    calls."""
 
     alphabet = NARROW
 
-    def __init__(self) -> None:
+    def __init__(self, twin) -> None:
         super().__init__()
-        twin = fastplan.planner_module("cache")
         self.stores = (reference.ExecutionPlanStore(), twin.ExecutionPlanStore())
         self.policies = (reference.Policy(), twin.Policy())
         self.queue: list[OperationIr] = []
@@ -172,8 +174,12 @@ class WidePolicyTwins(PolicyTwins):
     alphabet = WIDE
 
 
-TestPolicyTrieMatchesRefimpl = PolicyTwins.TestCase
-TestPolicyTrieMatchesRefimplWide = WidePolicyTwins.TestCase
+def test_policy_trie_matches_refimpl(planner_impl):
+    run_state_machine_as_test(lambda: PolicyTwins(planner_impl.cache))
+
+
+def test_policy_trie_matches_refimpl_wide(planner_impl):
+    run_state_machine_as_test(lambda: WidePolicyTwins(planner_impl.cache))
 
 
 # --- the odd cases, spelled out --------------------------------------------------------------
@@ -220,37 +226,37 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_policy_trie_odd_cases_match_refimpl(case):
+def test_policy_trie_odd_cases_match_refimpl(planner_impl, case):
     plans, ops, add_after = CASES[case]
-    twin = fastplan.planner_module("cache")
+    twin = planner_impl.cache
     assert _run(twin, plans, ops, add_after) == _run(reference, plans, ops, add_after)
 
 
 @pytest.mark.parametrize("letter", range(len(WIDE)))
-def test_policy_trie_wide_fanout_matches_refimpl(letter):
+def test_policy_trie_wide_fanout_matches_refimpl(planner_impl, letter):
     """Nodes with more children than fastplan compares one by one (the root, and the node of
     ``o1``), whichever child the ops take."""
     plans = [([op], [OnOperations((o3,))]) for op in WIDE] + \
         [([o1, op, o3], [Always()]) for op in reversed(WIDE)]
-    twin = fastplan.planner_module("cache")
+    twin = planner_impl.cache
     for ops in ([WIDE[letter], o3], [o1, WIDE[letter], o3]):
         assert _run(twin, plans, ops) == _run(reference, plans, ops)
 
 
-def test_policy_trie_very_wide_node_finds_every_child():
+def test_policy_trie_very_wide_node_finds_every_child(planner_impl):
     """A node with hundreds of children (its index table doubled several times) finds each
     of them, and no op it does not hold, as refimpl does."""
     many = tuple(_with_scalar(operation_2(), float(k)) for k in range(300))
     plans = [([op], [Always()]) for op in many]
-    twin = fastplan.planner_module("cache")
+    twin = planner_impl.cache
     for k in (0, 1, 7, 8, 9, 150, 299):
         assert _run(twin, plans, [many[k]]) == _run(reference, plans, [many[k]])
     stranger = _with_scalar(operation_2(), 1000.5)
     assert _run(twin, plans, [stranger]) == _run(reference, plans, [stranger])
 
 
-def test_policy_trie_plan_added_mid_matching_is_not_a_candidate():
-    twin = fastplan.planner_module("cache")
+def test_policy_trie_plan_added_mid_matching_is_not_a_candidate(planner_impl):
+    twin = planner_impl.cache
     store, policy = twin.ExecutionPlanStore(), twin.Policy()
     policy.update(store, o1)
     late = store.add(execution_plan([o1, o2], [Always()]))
@@ -265,10 +271,10 @@ def test_policy_trie_plan_added_mid_matching_is_not_a_candidate():
 
 
 @pytest.mark.parametrize("replacement", [Always(), OnOperations((o2,))])
-def test_policy_trie_sees_a_trigger_replaced_after_add(replacement):
+def test_policy_trie_sees_a_trigger_replaced_after_add(planner_impl, replacement):
     """A stored plan's trigger swapped for another (same count) counts from then on."""
     seen = []
-    for impl in (reference, fastplan.planner_module("cache")):
+    for impl in (reference, planner_impl.cache):
         store, policy = impl.ExecutionPlanStore(), impl.Policy()
         plan_id = store.add(execution_plan([o1], []))
         store.add_trigger(plan_id, OnSync())
@@ -279,13 +285,13 @@ def test_policy_trie_sees_a_trigger_replaced_after_add(replacement):
     assert seen[0] == seen[1] == ((0, 1), Execute(0))
 
 
-def test_policy_trie_sync_executes_a_candidate_as_long_as_the_queue():
+def test_policy_trie_sync_executes_a_candidate_as_long_as_the_queue(planner_impl):
     """refimpl's sync also executes a candidate exactly as long as the queue; a candidate is
     longer than the ops seen, so only a hand-set ``num_operations`` lets the queue reach it."""
     plans = [execution_plan([o1, o2, o3], []), execution_plan([o1, o2], []),
              execution_plan([o1, o3], [])]
     advice = []
-    for impl in (reference, fastplan.planner_module("cache")):
+    for impl in (reference, planner_impl.cache):
         store, policy = impl.ExecutionPlanStore(), impl.Policy()
         for plan in plans:
             store.add(plan)
@@ -295,11 +301,11 @@ def test_policy_trie_sync_executes_a_candidate_as_long_as_the_queue():
     assert advice[0] == advice[1] == [Explore(), Explore(), Execute(1), Execute(0)]
 
 
-def test_policy_trie_frees_a_very_long_plan():
+def test_policy_trie_frees_a_very_long_plan(planner_impl):
     """A plan's trie path is one node per op: freeing a long one must not recurse once per op
     (here on a thread with a small C stack, which such a recursion overflows: the process
     crashes)."""
-    twin = fastplan.planner_module("cache")
+    twin = planner_impl.cache
     store, policy = twin.ExecutionPlanStore(), twin.Policy()
     plan_id = store.add(execution_plan([o1] * 100_000, [Always()]))
     for _ in range(3):
