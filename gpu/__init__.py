@@ -6,8 +6,9 @@ fused kernels, ``burn-cubecl-fusion``'s code generation.
 * ``gpu.device`` — adapter/device acquisition (``request_device``, ``default_device``,
   ``is_available``), limits and features (``max_bindings``, ``shader-f16``).
 * ``gpu.runtime`` — buffers, the pipeline cache keyed by WGSL source, dispatch, readback.
-* ``gpu.wgsl`` — WGSL types, the expression table (``WGSL_EXPR``/``FUSE_EXPR``), skeletons.
-* ``gpu.kernels`` + ``gpu.unfused`` — one kernel per op (``run_op``): fusion off.
+* ``gpu.codegen`` — WGSL for every kernel: types, the expression table
+  (``WGSL_EXPR``/``FUSE_EXPR``), skeletons, the fused and the standalone kernels.
+* ``gpu.unfused`` — one kernel per op (``run_op``): fusion off.
 * ``gpu.tolerance`` — per-op ULP bounds from the WGSL accuracy rules; ``gpu.accuracy``
   measures an adapter against them (``python -m fuselab.accuracy``).
 """

@@ -33,9 +33,9 @@ from typing import Any, Mapping
 
 from refimpl.devices import DeviceProfile, profile_from_wgpu_limits
 from refimpl.dtypes import DType
+from gpu.codegen.types import UNSUPPORTED_REASON, WGSL_TYPE
 from gpu.errors import NoAdapterError, UnsupportedDTypeError
 from gpu.runtime import Runtime
-from gpu.wgsl.types import UNSUPPORTED_REASON, WGSL_TYPE
 
 __all__ = [
     "ADAPTER_ENV",

@@ -16,7 +16,7 @@ on numpy, this one dispatches kernels on the buffers ``Memory`` names:
   burn-cubecl never launches (swap_dims, permute, expand, a reshape or an aligned slice
   that keep the buffer: ``refimpl.handles.unfused_view``); ``Init`` uploads, ``Drop``
   releases;
-* fused steps: each element-wise trace through the kernel ``gpu.wgsl.emit`` prints for its
+* fused steps: each element-wise trace through the kernel ``gpu.codegen.emit`` prints for its
   ``FuseBlockConfig`` (``gpu.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by
   ``config_id`` and the binding signature, never by shape; the metadata words); an in-place
   output is the input's own buffer;
@@ -49,13 +49,13 @@ from refimpl.planner.plan import PlanStep
 from refimpl.planner.trace import FuseTrace
 from refimpl.semantics import scalar_value
 from refimpl.stream import Stream
+from gpu.codegen.emit import FusedKernel
+from gpu.codegen.render import scalar_word
 from gpu.device import GpuDevice, default_device
 from gpu.errors import UnsupportedOpError
 from gpu.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
-from gpu.kernels.common import scalar_word
 from gpu.runtime import DeviceTensor
 from gpu.unfused import execute as execute_op, launch as launch_kernel
-from gpu.wgsl.emit import FusedKernel
 
 __all__ = ["KernelCache", "KERNEL_CACHE", "GpuStepRecord", "GpuExecutor", "WgslListing",
            "run_planned", "run_unfused", "signature_of", "launch_words"]

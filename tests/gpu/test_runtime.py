@@ -10,8 +10,8 @@ import pytest
 from refimpl import ir
 from refimpl.dtypes import DType
 from refimpl.ops import op_named
+from gpu.codegen.movement import CopyKernel
 from gpu.errors import GpuLimitError, UnsupportedDTypeError, UnsupportedOpError
-from gpu.kernels.movement import CopyKernel
 from gpu.runtime import Runtime, fold_workgroups
 from gpu.unfused import run_op
 from tests.gpu.cases import device_input, tensor

@@ -3,7 +3,7 @@
 burn counterpart: ``burn-cubecl-fusion``'s launch arguments (``GlobalArgs``:
 ``GlobalTensorCompilationArg`` with element type, vector size, broadcast flag and in-place
 alias; scalars and reshape dims in the ``info`` metadata) as they enter the kernel id, notes
-§7.1/§7.4. ``gpu.wgsl.emit`` prints a kernel from a ``FuseBlockConfig`` and a
+§7.1/§7.4. ``gpu.codegen.emit`` prints a kernel from a ``FuseBlockConfig`` and a
 ``KernelSignature``; ``gpu.fused_launch`` fills the ``MetadataLayout`` per launch.
 """
 
@@ -18,9 +18,9 @@ from refimpl.planner.launch import FuseBlockConfig
 from refimpl.planner.trace import (
     FuseArg, FuseType, InputReshaped, InputSwapDims, Literal, Scalar, ScalarShape,
 )
+from gpu.codegen.render import scalar_word
+from gpu.codegen.types import WGSL_TYPE
 from gpu.errors import UnsupportedDTypeError
-from gpu.kernels.common import scalar_word
-from gpu.wgsl.types import WGSL_TYPE
 
 __all__ = ["TensorArg", "KernelSignature", "MetadataLayout", "VectorAccess", "metadata_layout",
            "literals", "compute_dtype"]

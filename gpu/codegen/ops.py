@@ -16,7 +16,7 @@ Two views of one table:
 
 An entry's ``render(ctx, *names)`` returns ``(expression, helpers)``: the expression over the
 given value names (SSA names, each may be used twice) and the WGSL helper functions it calls
-(``gpu.wgsl.helpers``; a kernel defines each once). ``ctx.width`` makes every value a
+(``gpu.codegen.helpers``; a kernel defines each once). ``ctx.width`` makes every value a
 ``vec{width}<T>``: the fused kernel's vectorised locals. Bools are ``u32`` 0/1 everywhere.
 Semantics are ``refimpl.semantics``'; where WGSL's own operator differs, the expression
 spells the oracle's rule out (integer ``/`` and ``%`` by zero, floor modulo, shift counts,
@@ -31,10 +31,10 @@ from typing import Callable, Mapping
 
 from refimpl.dtypes import DType
 from refimpl.ops import OPS, Op, OpKind
+from gpu.codegen import helpers as h
+from gpu.codegen.literals import ExprCtx
+from gpu.codegen.types import WGSL_TYPE
 from gpu.errors import UnsupportedOpError
-from gpu.wgsl import helpers as h
-from gpu.wgsl.literals import ExprCtx
-from gpu.wgsl.types import WGSL_TYPE
 
 __all__ = ["ExprCtx", "ExprRule", "FUSE_EXPR", "OP_EXPR", "WGSL_EXPR", "WGSL_TYPE",
            "ELEMENTWISE_OPS", "expr_ctx", "render"]
