@@ -9,7 +9,7 @@ fused kernels, ``burn-cubecl-fusion``'s code generation.
 * ``gpu.codegen`` — WGSL for every kernel: types, the expression table
   (``WGSL_EXPR``/``FUSE_EXPR``), skeletons, the fused and the standalone kernels.
 * ``gpu.unfused`` — one kernel per op (``run_op``): fusion off.
-* ``gpu.tolerance`` — per-op ULP bounds from the WGSL accuracy rules; ``gpu.accuracy``
+* ``gpu.check.tolerance`` — per-op ULP bounds from the WGSL accuracy rules; ``gpu.check.accuracy``
   measures an adapter against them (``python -m fuselab.accuracy``).
 """
 

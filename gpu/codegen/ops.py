@@ -168,7 +168,7 @@ FUSE_EXPR: Mapping[str, ExprRule | _AssignRule] = MappingProxyType({
     "Powf": _rule(2, _helper_call, ("float",), h.powf_helper),
     "Abs": _merge(_rule(1, _call("abs"), ("float", "sint")),
                   _rule(1, lambda ctx, a: a, ("uint",))),
-    # float math (accuracy: docs/wgsl-semantics.md, gpu/tolerance.py)
+    # float math (accuracy: docs/wgsl-semantics.md, gpu/check/tolerance.py)
     "Exp": _unary_math("exp"),
     "Log": _unary_math("log"),
     "Log1p": _rule(1, lambda ctx, a: f"log({a} + {ctx.lit(1)})", ("float",)),

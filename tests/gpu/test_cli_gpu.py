@@ -1,6 +1,6 @@
 """The gpu package on the command line: a clean stderr (no Wayland probe noise, no numpy
 warnings), the device buffer check before a run, ``run --check`` and ``compare --tolerance
-gpu`` (``gpu.agreement.judge``, with and without the stream)."""
+gpu`` (``gpu.check.agreement.judge``, with and without the stream)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``GpuExecutor``: whole planned streams on the adapter, against the interpreter within the
-chained WGSL accuracy bounds (``gpu.agreement``); in-place writes that really alias, strided /
+chained WGSL accuracy bounds (``gpu.check.agreement``); in-place writes that really alias, strided /
 broadcast / view inputs, dispatch and compilation counts, the CLI and the demo section."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from refimpl.planner.trace import InputSwapDims
 from refimpl.seed import SEED_STREAMS, mul_add_exp
 from refimpl.strategies import StreamBuilder
 from refimpl.stream import Stream
-from gpu.agreement import compare
+from gpu.check.agreement import compare
 from gpu.errors import UnsupportedDTypeError
 from gpu.executor import GpuExecutor, KernelCache, run_unfused
 from gpu.runtime import DeviceTensor

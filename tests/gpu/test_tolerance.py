@@ -11,8 +11,8 @@ import pytest
 from refimpl.dtypes import DType
 from refimpl.ops import OPS, OpKind
 from refimpl.strategies.builder import StreamBuilder
-from gpu.chain_bounds import chain_bounds
-from gpu.tolerance import GPU_ULP_TOLERANCE, assert_close_ulp, close_mask, ulp_distance
+from gpu.check.chain_bounds import chain_bounds
+from gpu.check.tolerance import GPU_ULP_TOLERANCE, assert_close_ulp, close_mask, ulp_distance
 
 
 def test_ulp_distance_counts_representable_values():
