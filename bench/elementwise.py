@@ -147,7 +147,7 @@ def _source_edits(source: str, grid: tuple[int, int, int], info: np.ndarray) -> 
 
 def fuselab_side(name: str, shape: tuple, new_shapes: tuple, args: argparse.Namespace,
                  device: Any) -> dict[str, Any]:
-    from gpu.executor import KERNEL_CACHE, GpuExecutor
+    from gpu.runtime.executor import KERNEL_CACHE, GpuExecutor
     from gpu.timing import first_run, prepared, recording, time_dispatches, with_workgroup_size
 
     build = WORKLOADS[name][0]
@@ -210,7 +210,7 @@ def fuselab_side(name: str, shape: tuple, new_shapes: tuple, args: argparse.Name
 
 def _host_runs(stream, device, profile, executed, uploaded, reps: int) -> dict[str, float]:
     """Wall clock of a whole ``GpuExecutor`` run (launch planning, submits, a 4-byte wait)."""
-    from gpu.executor import GpuExecutor
+    from gpu.runtime.executor import GpuExecutor
 
     spans = []
     for _ in range(reps + 1):
@@ -222,7 +222,7 @@ def _host_runs(stream, device, profile, executed, uploaded, reps: int) -> dict[s
 
 
 def _new_shape(build: Callable, shape: tuple, device: Any, known: list[str]) -> dict[str, Any]:
-    from gpu.executor import KERNEL_CACHE, GpuExecutor
+    from gpu.runtime.executor import KERNEL_CACHE, GpuExecutor
 
     stream = build(shape)
     profile, executed = executed_steps(stream, device.profile())
@@ -247,7 +247,7 @@ def profile_costs(device: Any, shape: tuple, out: Path) -> dict[str, Any]:
 
     import wgpu
 
-    from gpu.executor import GpuExecutor
+    from gpu.runtime.executor import GpuExecutor
     from gpu.timing import first_run, wall_seconds
 
     rt, costs = device.runtime, {}
@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         args.iterations = 2 if args.quick else 10
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-"))
 
-    from gpu.device import default_device
+    from gpu.runtime.device import default_device
     from gpu.timing import first_run
 
     device = default_device()

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from refimpl.dtypes import DType
 from gpu.check import accuracy
 from gpu.check.accuracy import DOMAINS, measure
-from gpu.device import default_device
+from gpu.runtime.device import default_device
 
 __all__ = ["main"]
 

@@ -26,9 +26,9 @@ from refimpl.planner import executed_steps
 from refimpl.seed import mul_add_exp
 from refimpl.stream import Stream
 from gpu.check.agreement import compare
-from gpu.device import default_device
 from gpu.errors import NoAdapterError
-from gpu.executor import GpuExecutor, run_planned
+from gpu.runtime.device import default_device
+from gpu.runtime.executor import GpuExecutor, run_planned
 
 __all__ = ["run_on_adapter", "within_bounds", "time_stream", "gpu_section"]
 

@@ -11,8 +11,8 @@ burn counterpart: none (burn has no CLI); SPEC §7. ``fuselab.cli`` lists these 
   executor would launch, with its ``config_id`` and WGSL (no adapter needed unless
   ``--device adapter``).
 
-gpu imports wgpu only when a device is requested (``gpu.device``): without wgpu or an adapter,
-``--backend gpu`` and ``--device adapter`` fail with one error line, and the rest works.
+gpu imports wgpu only when a device is requested (``gpu.runtime.device``): without wgpu or an
+adapter, ``--backend gpu`` and ``--device adapter`` fail with one error line, and the rest works.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from refimpl.planner import executed_steps
 from refimpl.planner.launch import config_id
 from refimpl.stream import Stream, load_stream
 from gpu.check.tolerance import LOOSEST_SINGLE_OP
-from gpu.device import default_device
 from gpu.errors import GpuLimitError
-from gpu.executor import GpuExecutor, WgslListing
+from gpu.runtime.device import default_device
+from gpu.runtime.executor import GpuExecutor, WgslListing
 from fuselab.run import tracked
 
 __all__ = ["run_on_gpu", "check_buffers", "tolerance_help", "wgsl_arguments", "wgsl_command",

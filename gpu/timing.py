@@ -9,7 +9,7 @@ command buffer and the only wait wgpu-py 0.32 offers is a readback (``queue.read
 about 0.3 ms round trip on the H200; ``on_submitted_work_done_sync`` raises), so a wall clock
 measures Python and the driver, not the kernel. Instead:
 
-* ``recording(runtime)`` collects the ``gpu.runtime.Dispatched`` of every dispatch a run
+* ``recording(runtime)`` collects the ``gpu.runtime.server.Dispatched`` of every dispatch a run
   submits (the run itself executes normally: its results stay correct);
 * ``time_dispatches(device, dispatches)`` encodes ``reps`` compute passes in ONE command
   buffer, each pass ``iterations`` times the whole sequence (``passes="one"``) or every
@@ -36,8 +36,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from gpu.device import GpuDevice
-from gpu.runtime import Dispatched, Runtime
+from gpu.runtime.device import GpuDevice
+from gpu.runtime.server import Dispatched, Runtime
 
 __all__ = ["DeviceTiming", "FirstRun", "first_run", "has_timestamps", "prepared", "recording",
            "time_dispatches", "wait", "wall_seconds", "with_workgroup_size"]
@@ -258,8 +258,8 @@ def first_run(record: Callable[[], Any], device: GpuDevice,
     first call starts from); without it the inputs are uploaded inside the timed region.
     ``fused=False`` runs every op as its own kernel instead (no planning)."""
     from refimpl.interpreter import executed_steps
-    from gpu.executor import GpuExecutor
-    from gpu.fused_launch import KernelCache
+    from gpu.runtime.executor import GpuExecutor
+    from gpu.runtime.fused_launch import KernelCache
 
     rt = device.runtime
     kernels = KernelCache()

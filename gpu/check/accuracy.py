@@ -20,8 +20,8 @@ from refimpl.ir import TensorIr, TensorStatus
 from refimpl.ops import op_named
 from refimpl.semantics import NUMPY_IMPL
 from gpu.check.tolerance import GPU_ULP_TOLERANCE, close_mask, ulp_distance
-from gpu.device import GpuDevice
-from gpu.unfused import run_op
+from gpu.runtime.device import GpuDevice
+from gpu.runtime.unfused import run_op
 
 __all__ = ["Measurement", "measure", "DOMAINS"]
 

@@ -12,6 +12,6 @@ The kernel families:
 
 * fused element-wise: ``emit`` (``emit_block``), ``fuse_io`` (its body) and
   ``fused_signature`` (what a fused kernel is specialised on);
-* standalone, one per op (``gpu.unfused`` launches them): ``elementwise``, ``movement``,
+* standalone, one per op (``gpu.runtime.unfused`` launches them): ``elementwise``, ``movement``,
   ``reduce`` and ``matmul``.
 """

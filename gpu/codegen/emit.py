@@ -22,7 +22,7 @@ nothing else (so a new shape of a known block compiles nothing):
 
 Shapes, strides, buffer offsets, the reference layout, scalars, literals and reshape dims are
 run-time words of one metadata buffer ``info`` (``gpu.codegen.fused_signature.MetadataLayout``).
-The reference layout is resolved on the host (``gpu.fused_launch``, as
+The reference layout is resolved on the host (``gpu.runtime.fused_launch``, as
 ``refimpl.fused_kernel`` resolves it), so the kernel only sees the reference shape and
 strides; position ``pos`` covers the reference elements ``pos * width + lane``. Names come from
 positions (``in{k}``, ``out{k}``, ``t{i}``), never from tensor ids.

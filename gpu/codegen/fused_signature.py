@@ -4,7 +4,7 @@ burn counterpart: ``burn-cubecl-fusion``'s launch arguments (``GlobalArgs``:
 ``GlobalTensorCompilationArg`` with element type, vector size, broadcast flag and in-place
 alias; scalars and reshape dims in the ``info`` metadata) as they enter the kernel id, notes
 §7.1/§7.4. ``gpu.codegen.emit`` prints a kernel from a ``FuseBlockConfig`` and a
-``KernelSignature``; ``gpu.fused_launch`` fills the ``MetadataLayout`` per launch.
+``KernelSignature``; ``gpu.runtime.fused_launch`` fills the ``MetadataLayout`` per launch.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class MetadataLayout:
 class VectorAccess:
     """A whole-vector load or store at a computed offset (``LayoutInfo::Unknown``, vector size
     above 1): the offset of each position's first element must be a multiple of the vector
-    size, which only the run-time strides decide (``gpu.executor`` checks it per launch)."""
+    size, which only the run-time strides decide (``gpu.runtime.executor`` checks it per launch)."""
 
     slot: int
     swap: tuple[int, int] | None = None

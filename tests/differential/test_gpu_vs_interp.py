@@ -49,13 +49,13 @@ _SLOW_OK = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.dat
 
 @pytest.fixture(scope="module")
 def device(gpu_adapter):
-    from gpu.device import default_device
+    from gpu.runtime.device import default_device
 
     return default_device()
 
 
 def _check(device, stream: Stream, nonfinite: bool = False) -> None:
-    from gpu.executor import GpuExecutor
+    from gpu.runtime.executor import GpuExecutor
 
     note(stream.to_json())
     profile, executed = executed_steps(stream, device.profile())

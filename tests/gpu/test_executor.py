@@ -20,8 +20,8 @@ from refimpl.strategies import StreamBuilder
 from refimpl.stream import Stream
 from gpu.check.agreement import compare
 from gpu.errors import UnsupportedDTypeError
-from gpu.executor import GpuExecutor, KernelCache, run_unfused
-from gpu.runtime import DeviceTensor
+from gpu.runtime.executor import GpuExecutor, KernelCache, run_unfused
+from gpu.runtime.server import DeviceTensor
 
 
 def _run(device, stream: Stream, profile=None):
@@ -193,7 +193,7 @@ def test_executor_rejects_dtypes_wgsl_lacks(gpu_device):
 
 
 def test_executor_debug_log_prints_config_and_source(monkeypatch, capsys):
-    from gpu.device import request_device
+    from gpu.runtime.device import request_device
 
     device = request_device()  # fresh pipeline cache: the kernel compiles here
     monkeypatch.setenv("FUSELAB_DEBUG_LOG", "stdout")

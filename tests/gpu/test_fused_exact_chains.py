@@ -181,7 +181,7 @@ def _bits(values: np.ndarray) -> np.ndarray:
 
 
 def _run(device, stream: Stream):
-    from gpu.executor import GpuExecutor
+    from gpu.runtime.executor import GpuExecutor
 
     profile, executed = executed_steps(stream, device.profile())
     expected = Interpreter(stream, profile).run(executed)

@@ -36,7 +36,7 @@ def _run(device, builder: StreamBuilder, *outs: int):
     builder.sync(outs)
     stream = builder.build()
     profile, executed = executed_steps(stream, device.profile())
-    from gpu.executor import GpuExecutor
+    from gpu.runtime.executor import GpuExecutor
 
     expected = Interpreter(stream, profile).run(executed)
     got = GpuExecutor(stream, device, profile).run(executed)

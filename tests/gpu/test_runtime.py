@@ -12,8 +12,8 @@ from refimpl.dtypes import DType
 from refimpl.ops import op_named
 from gpu.codegen.movement import CopyKernel
 from gpu.errors import GpuLimitError, UnsupportedDTypeError, UnsupportedOpError
-from gpu.runtime import Runtime, fold_workgroups
-from gpu.unfused import run_op
+from gpu.runtime.server import Runtime, fold_workgroups
+from gpu.runtime.unfused import run_op
 from tests.gpu.cases import device_input, tensor
 
 

@@ -17,7 +17,7 @@ import pytest
 from refimpl.frontend import Session
 from refimpl.interpreter import executed_steps
 from refimpl.seed import mul_add_exp
-from gpu.executor import GpuExecutor, KernelCache
+from gpu.runtime.executor import GpuExecutor, KernelCache
 from gpu.timing import (
     first_run, has_timestamps, prepared, recording, time_dispatches, with_workgroup_size,
 )
@@ -116,7 +116,7 @@ def _odd_expression():
 
 
 def test_timing_first_run_counts_what_a_new_expression_compiles(gpu_adapter):
-    from gpu.device import request_device
+    from gpu.runtime.device import request_device
 
     device = request_device()  # its own pipeline cache: the expression is new to it
     first = first_run(_odd_expression, device)

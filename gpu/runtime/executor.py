@@ -12,12 +12,12 @@ with a simulated ``Memory`` (``with_values=False``: layouts and buffer identitie
 same launch planning, so both make the same decisions; where the interpreter computes values
 on numpy, this one dispatches kernels on the buffers ``Memory`` names:
 
-* unfused steps: each op through ``gpu.unfused`` (its own kernel), except the metadata ops
+* unfused steps: each op through ``gpu.runtime.unfused`` (its own kernel), except the metadata ops
   burn-cubecl never launches (swap_dims, permute, expand, a reshape or an aligned slice
   that keep the buffer: ``refimpl.handles.unfused_view``); ``Init`` uploads, ``Drop``
   releases;
 * fused steps: each element-wise trace through the kernel ``gpu.codegen.emit`` prints for its
-  ``FuseBlockConfig`` (``gpu.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by
+  ``FuseBlockConfig`` (``gpu.runtime.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by
   ``config_id`` and the binding signature, never by shape; the metadata words); an in-place
   output is the input's own buffer;
 * Matmul, Reduce, ReduceBroadcasted: always their fallback (``fused_matmul`` and
@@ -51,11 +51,11 @@ from refimpl.semantics import scalar_value
 from refimpl.stream import Stream
 from gpu.codegen.emit import FusedKernel
 from gpu.codegen.render import scalar_word
-from gpu.device import GpuDevice, default_device
 from gpu.errors import UnsupportedOpError
-from gpu.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
-from gpu.runtime import DeviceTensor
-from gpu.unfused import execute as execute_op, launch as launch_kernel
+from gpu.runtime.device import GpuDevice, default_device
+from gpu.runtime.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
+from gpu.runtime.server import DeviceTensor
+from gpu.runtime.unfused import execute as execute_op, launch as launch_kernel
 
 __all__ = ["KernelCache", "KERNEL_CACHE", "GpuStepRecord", "GpuExecutor", "WgslListing",
            "run_planned", "run_unfused", "signature_of", "launch_words"]

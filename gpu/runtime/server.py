@@ -33,8 +33,8 @@ from refimpl.data import buffer_length, contiguous_strides, read_strided
 from refimpl.dtypes import DType
 from gpu.errors import GpuLimitError
 
-if TYPE_CHECKING:  # gpu.device imports this module; the runtime only names GpuDevice
-    from gpu.device import GpuDevice
+if TYPE_CHECKING:  # gpu.runtime.device imports this module; the runtime only names GpuDevice
+    from gpu.runtime.device import GpuDevice
 
 __all__ = ["DeviceTensor", "Dispatched", "Runtime", "STORAGE_NUMPY", "fold_workgroups",
            "DEBUG_LOG_ENV"]

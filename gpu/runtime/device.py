@@ -35,7 +35,7 @@ from refimpl.devices import DeviceProfile, profile_from_wgpu_limits
 from refimpl.dtypes import DType
 from gpu.codegen.types import UNSUPPORTED_REASON, WGSL_TYPE
 from gpu.errors import NoAdapterError, UnsupportedDTypeError
-from gpu.runtime import Runtime
+from gpu.runtime.server import Runtime
 
 __all__ = [
     "ADAPTER_ENV",
@@ -91,7 +91,7 @@ class GpuDevice:
 
     ``max_bindings`` is the fusion planner's binding budget: storage buffers per shader stage
     minus one (the metadata buffer), as in cubecl-wgpu. ``runtime`` is the device's
-    ``gpu.runtime.Runtime`` (buffers, pipeline cache, dispatch), made last since it reads the
+    ``gpu.runtime.server.Runtime`` (buffers, pipeline cache, dispatch), made last since it reads the
     device's limits.
     """
 

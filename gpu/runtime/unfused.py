@@ -28,9 +28,9 @@ from gpu.codegen.ops import WGSL_EXPR
 from gpu.codegen.reduce import (REDUCERS, ArgKernel, ReduceDimKernel, ReduceFullKernel,
                                 accumulator, identity_word_value)
 from gpu.codegen.render import scalar_word
-from gpu.device import GpuDevice
 from gpu.errors import UnsupportedOpError
-from gpu.runtime import DeviceTensor, Runtime
+from gpu.runtime.device import GpuDevice
+from gpu.runtime.server import DeviceTensor, Runtime
 
 __all__ = ["run_op", "execute", "launch"]
 
