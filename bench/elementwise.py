@@ -9,7 +9,7 @@ f32 = 33.5 M elements (1 input, 1 output), both recorded with the lazy frontend.
 * fuselab fused: the planner's plan run by ``GpuExecutor`` (one emitted kernel); fuselab
   unfused: every op its own kernel (``run_unfused``). Their dispatches are recorded from a real
   run and replayed ``--iterations`` times inside one compute pass, timed by pass timestamps
-  (``gpu.timing``); the same dispatches one pass each, the emitted kernel at other
+  (``bench.gpu_timing``); the same dispatches one pass each, the emitted kernel at other
   workgroup sizes, two edits of its source and hand-written vec4 kernels (the same work, a
   copy) are diagnostic rows in the JSON;
 * torch eager, torch.compile (default mode), torch copy (``x.clone()``: the roofline): CUDA
@@ -147,8 +147,9 @@ def _source_edits(source: str, grid: tuple[int, int, int], info: np.ndarray) -> 
 
 def fuselab_side(name: str, shape: tuple, new_shapes: tuple, args: argparse.Namespace,
                  device: Any) -> dict[str, Any]:
+    from bench.gpu_timing import (first_run, prepared, recording, time_dispatches,
+                                  with_workgroup_size)
     from gpu.runtime.executor import KERNEL_CACHE, GpuExecutor
-    from gpu.timing import first_run, prepared, recording, time_dispatches, with_workgroup_size
 
     build = WORKLOADS[name][0]
     rt = device.runtime
@@ -247,8 +248,8 @@ def profile_costs(device: Any, shape: tuple, out: Path) -> dict[str, Any]:
 
     import wgpu
 
+    from bench.gpu_timing import first_run, wall_seconds
     from gpu.runtime.executor import GpuExecutor
-    from gpu.timing import first_run, wall_seconds
 
     rt, costs = device.runtime, {}
     usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
@@ -373,8 +374,8 @@ def main(argv: list[str] | None = None) -> int:
         args.iterations = 2 if args.quick else 10
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-"))
 
+    from bench.gpu_timing import first_run
     from gpu.runtime.device import default_device
-    from gpu.timing import first_run
 
     device = default_device()
     warm = first_run(warmup_expression, device)

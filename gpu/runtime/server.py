@@ -15,7 +15,7 @@ cache keyed by the kernel id, ``launch`` → ``dispatch_workgroups``, ``read``) 
   grid when it passes ``max-compute-workgroups-per-dimension`` (65 535); kernels rebuild
   the linear index from ``workgroup_id`` and ``num_workgroups``.
 * ``observers``: callables handed a ``Dispatched`` (pipeline, bind group, grid) for every
-  dispatch, after it is submitted; ``gpu.timing`` records a run this way and replays its
+  dispatch, after it is submitted; ``bench.gpu_timing`` records a run this way and replays its
   dispatches in one compute pass.
 """
 

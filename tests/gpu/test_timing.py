@@ -1,5 +1,5 @@
-"""``gpu.timing`` on the adapter found (lavapipe in CI): recording a run's dispatches, replaying
-them in one pass timed by pass timestamps or by the wall clock, re-binding at another
+"""``bench.gpu_timing`` on the adapter found (lavapipe in CI): recording a run's dispatches,
+replaying them in one pass timed by pass timestamps or by the wall clock, re-binding at another
 workgroup size, first-run timing; and ``bench/elementwise.py --quick`` end to end. The
 numbers are only checked for being positive and finite, never against a speed."""
 
@@ -17,10 +17,10 @@ import pytest
 from refimpl.frontend import Session
 from refimpl.interpreter import executed_steps
 from refimpl.seed import mul_add_exp
-from gpu.runtime.executor import GpuExecutor, KernelCache
-from gpu.timing import (
+from bench.gpu_timing import (
     first_run, has_timestamps, prepared, recording, time_dispatches, with_workgroup_size,
 )
+from gpu.runtime.executor import GpuExecutor, KernelCache
 
 pytestmark = pytest.mark.gpu
 

@@ -4,6 +4,9 @@ and timed on the device; and first-call (cold) timing of a new expression.
 burn counterpart: none (burn-bench times through the backend's ``sync``; cubecl's
 ``TimingMethod::Device`` reads timestamp queries like ``time_dispatches`` here).
 
+It serves the benchmarks (``bench/elementwise.py``), not the library: ``gpu`` only offers the
+hook it records through (``Runtime.observers``).
+
 Why not time ``GpuExecutor.run`` with a clock: the executor submits every dispatch in its own
 command buffer and the only wait wgpu-py 0.32 offers is a readback (``queue.read_buffer``,
 about 0.3 ms round trip on the H200; ``on_submitted_work_done_sync`` raises), so a wall clock
