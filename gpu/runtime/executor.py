@@ -52,9 +52,9 @@ from refimpl.stream import Stream
 from gpu.codegen.emit import FusedKernel
 from gpu.codegen.render import scalar_word
 from gpu.errors import UnsupportedOpError
+from gpu.runtime.buffers import DeviceTensor
 from gpu.runtime.device import GpuDevice, default_device
 from gpu.runtime.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
-from gpu.runtime.server import DeviceTensor
 from gpu.runtime.unfused import execute as execute_op, launch as launch_kernel
 
 __all__ = ["KernelCache", "KERNEL_CACHE", "GpuStepRecord", "GpuExecutor", "WgslListing",

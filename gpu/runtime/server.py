@@ -5,8 +5,7 @@ burn counterpart: cubecl-wgpu's ``compute/server.rs`` (buffer allocation, ``pipe
 cache keyed by the kernel id, ``launch`` → ``dispatch_workgroups``, ``read``) and cubecl's
 ``CubeCount`` folding of large launches over several grid dimensions.
 
-* A ``DeviceTensor`` is a buffer plus the layout it is read through (shape, strides and
-  offset in elements, like a cubecl ``TensorHandle``). Bool is stored as ``u32`` 0/1.
+* Buffers hold ``gpu.runtime.buffers.DeviceTensor``s: ``upload``, ``empty``, ``download``.
 * ``pipeline_for(source, constants)`` caches compiled pipelines in an LRU dict keyed by the
   WGSL source text and the override constants; ``compiled`` counts every compilation, so
   tests can check that a kernel was reused. ``FUSELAB_DEBUG_LOG=stdout`` prints each
@@ -32,53 +31,14 @@ import numpy as np
 from refimpl.data import buffer_length, contiguous_strides, read_strided
 from refimpl.dtypes import DType
 from gpu.errors import GpuLimitError
+from gpu.runtime.buffers import STORAGE_NUMPY, DeviceTensor, dtype_of, padded_size
 
 if TYPE_CHECKING:  # gpu.runtime.device imports this module; the runtime only names GpuDevice
     from gpu.runtime.device import GpuDevice
 
-__all__ = ["DeviceTensor", "Dispatched", "Runtime", "STORAGE_NUMPY", "fold_workgroups",
-           "DEBUG_LOG_ENV"]
+__all__ = ["Dispatched", "Runtime", "fold_workgroups", "DEBUG_LOG_ENV"]
 
 DEBUG_LOG_ENV = "FUSELAB_DEBUG_LOG"
-
-# The numpy dtype of a buffer's words for each dtype (bool is a u32 0/1).
-STORAGE_NUMPY: Mapping[DType, np.dtype] = {
-    DType.F32: np.dtype(np.float32),
-    DType.F16: np.dtype(np.float16),
-    DType.I32: np.dtype(np.int32),
-    DType.U32: np.dtype(np.uint32),
-    DType.BOOL: np.dtype(np.uint32),
-}
-
-# Buffers are padded to a multiple of 16 bytes: vec4 loads, and COPY_BUFFER_ALIGNMENT (4).
-_BUFFER_ALIGN = 16
-
-
-@dataclass(frozen=True, eq=False)
-class DeviceTensor:
-    """A GPU buffer and the strided layout (in elements) a tensor is read through."""
-
-    buffer: Any
-    dtype: DType
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    offset: int = 0
-
-    @property
-    def numel(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def is_contiguous(self) -> bool:
-        """Row-major dense from offset 0 (size-1 dims may have any stride)."""
-        dense = contiguous_strides(self.shape)
-        return self.offset == 0 and all(
-            size == 1 or s == d for size, s, d in zip(self.shape, self.strides, dense))
-
-    def view(self, shape: Sequence[int], strides: Sequence[int], offset: int = 0) -> DeviceTensor:
-        """The same buffer read through another layout."""
-        return DeviceTensor(self.buffer, self.dtype, tuple(shape), tuple(strides), offset)
-
 
 @dataclass(frozen=True, eq=False)
 class Dispatched:
@@ -113,10 +73,6 @@ def fold_workgroups(count: int, max_per_dim: int) -> tuple[int, int, int]:
     return x, y, z
 
 
-def _padded(nbytes: int) -> int:
-    return max(_BUFFER_ALIGN, -(-nbytes // _BUFFER_ALIGN) * _BUFFER_ALIGN)
-
-
 class Runtime:
     """Buffers, cached pipelines and dispatches on one ``GpuDevice``."""
 
@@ -148,7 +104,7 @@ class Runtime:
     def _buffer_with(self, data: np.ndarray, what: str) -> Any:
         raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         self._check_size(raw.size, what)
-        padded = np.zeros(_padded(raw.size), dtype=np.uint8)
+        padded = np.zeros(padded_size(raw.size), dtype=np.uint8)
         padded[: raw.size] = raw
         return self.device.device.create_buffer_with_data(data=padded, usage=self._usage)
 
@@ -161,7 +117,7 @@ class Runtime:
                what: str = "tensor") -> DeviceTensor:
         """A contiguous ``DeviceTensor`` holding ``values`` (``dtype`` defaults to theirs)."""
         values = np.asarray(values)
-        dtype = dtype if dtype is not None else _dtype_of(values)
+        dtype = dtype if dtype is not None else dtype_of(values)
         buffer = self.upload_buffer(values.reshape(-1), dtype, what)
         shape = tuple(values.shape)
         return DeviceTensor(buffer, dtype, shape, contiguous_strides(shape))
@@ -178,7 +134,7 @@ class Runtime:
         shape = tuple(shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * STORAGE_NUMPY[dtype].itemsize
         self._check_size(nbytes, what)
-        buffer = self.device.device.create_buffer(size=_padded(nbytes), usage=self._usage)
+        buffer = self.device.device.create_buffer(size=padded_size(nbytes), usage=self._usage)
         return DeviceTensor(buffer, dtype, shape, contiguous_strides(shape))
 
     def words(self, words: Sequence[int]) -> Any:
@@ -275,9 +231,3 @@ class Runtime:
         marker = self.device.device.create_buffer(size=4, usage=self._usage)
         self.device.queue.read_buffer(marker, 0, 4)
 
-
-def _dtype_of(values: np.ndarray) -> DType:
-    for dtype in DType:
-        if dtype.numpy == values.dtype:
-            return dtype
-    raise TypeError(f"no fuselab dtype holds numpy {values.dtype}")

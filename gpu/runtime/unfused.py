@@ -29,8 +29,9 @@ from gpu.codegen.reduce import (REDUCERS, ArgKernel, ReduceDimKernel, ReduceFull
                                 accumulator, identity_word_value)
 from gpu.codegen.render import scalar_word
 from gpu.errors import UnsupportedOpError
+from gpu.runtime.buffers import DeviceTensor
 from gpu.runtime.device import GpuDevice
-from gpu.runtime.server import DeviceTensor, Runtime
+from gpu.runtime.server import Runtime
 
 __all__ = ["run_op", "execute", "launch"]
 

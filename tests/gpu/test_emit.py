@@ -40,8 +40,8 @@ from fuselab.gpu_commands import kernel_listing, wgsl_text
 from gpu.codegen.emit import KernelSignature, TensorArg, emit_block
 from gpu.codegen.render import scalar_word
 from gpu.errors import UnsupportedOpError
+from gpu.runtime.buffers import STORAGE_NUMPY
 from gpu.runtime.executor import KernelCache, WgslListing, launch_words, signature_of
-from gpu.runtime.server import STORAGE_NUMPY
 from gpu.runtime.unfused import launch as launch_kernel
 
 ROOT = Path(__file__).resolve().parents[2]

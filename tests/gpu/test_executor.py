@@ -20,8 +20,8 @@ from refimpl.strategies import StreamBuilder
 from refimpl.stream import Stream
 from gpu.check.agreement import compare
 from gpu.errors import UnsupportedDTypeError
+from gpu.runtime.buffers import DeviceTensor
 from gpu.runtime.executor import GpuExecutor, KernelCache, run_unfused
-from gpu.runtime.server import DeviceTensor
 
 
 def _run(device, stream: Stream, profile=None):
