@@ -254,8 +254,8 @@ def profile_costs(device: Any, shape: tuple, out: Path) -> dict[str, Any]:
     rt, costs = device.runtime, {}
     usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
     for mib in (1, 64, 128):
-        seconds, _ = wall_seconds(lambda: device.device.create_buffer(size=mib << 20,
-                                                                      usage=usage))
+        seconds, _ = wall_seconds(lambda: device.wgpu_device.create_buffer(size=mib << 20,
+                                                                           usage=usage))
         costs[f"create_buffer_{mib}MiB_ms"] = seconds * 1e3
     source = hand_source("copy").replace("out[i] = in0[i];", "out[i] = in0[i] * in0[i];")
     costs["new_pipeline_ms"] = wall_seconds(lambda: rt.pipeline_for(source))[0] * 1e3

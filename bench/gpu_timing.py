@@ -5,7 +5,7 @@ burn counterpart: none (burn-bench times through the backend's ``sync``; cubecl'
 ``TimingMethod::Device`` reads timestamp queries like ``time_dispatches`` here).
 
 It serves the benchmarks (``bench/elementwise.py``), not the library: ``gpu`` only offers the
-hook it records through (``Runtime.observers``).
+hook it records through (``Runtime.observers``) and the binding it replays (``Runtime.prepare``).
 
 Why not time ``GpuExecutor.run`` with a clock: the executor submits every dispatch in its own
 command buffer and the only wait wgpu-py 0.32 offers is a readback (``queue.read_buffer``,
@@ -98,12 +98,7 @@ def prepared(runtime: Runtime, source: str, buffers: Sequence[Any], workgroups: 
              workgroup_size: int | None = None) -> Dispatched:
     """``source`` compiled (cached) and bound to ``buffers``, not submitted."""
     size = workgroup_size if workgroup_size is not None else runtime.workgroup_size
-    pipeline, layout = runtime.pipeline_for(source, {"WG_SIZE": size})
-    entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
-               for i, b in enumerate(buffers)]
-    bind_group = runtime.device.device.create_bind_group(layout=layout, entries=entries)
-    return Dispatched(source, tuple(buffers), workgroups, size, pipeline, bind_group,
-                      runtime.grid(workgroups))
+    return runtime.prepare(source, buffers, workgroups, workgroup_size=size)
 
 
 def with_workgroup_size(runtime: Runtime, dispatched: Dispatched, size: int) -> Dispatched:
@@ -157,7 +152,7 @@ def _encode_rep(encoder: Any, dispatches: Sequence[Dispatched], iterations: int,
 
 def _submit_reps(device: GpuDevice, dispatches: Sequence[Dispatched], iterations: int,
                  reps: int, passes: str, query_set: Any = None) -> Any:
-    encoder = device.device.create_command_encoder()
+    encoder = device.wgpu_device.create_command_encoder()
     for rep in range(reps):
         stamps = None if query_set is None else (query_set, 2 * rep)
         _encode_rep(encoder, dispatches, iterations, passes, stamps)
@@ -166,7 +161,7 @@ def _submit_reps(device: GpuDevice, dispatches: Sequence[Dispatched], iterations
         import wgpu
 
         size = -(-2 * reps * 8 // _RESOLVE_ALIGN) * _RESOLVE_ALIGN
-        resolved = device.device.create_buffer(
+        resolved = device.wgpu_device.create_buffer(
             size=size, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
         encoder.resolve_query_set(query_set, 0, 2 * reps, resolved, 0)
     device.queue.submit([encoder.finish()])
@@ -177,7 +172,7 @@ def _timestamped(device: GpuDevice, dispatches: Sequence[Dispatched], iterations
                  reps: int, passes: str) -> tuple[list[float], float]:
     import numpy as np
 
-    query_set = device.device.create_query_set(type="timestamp", count=2 * reps)
+    query_set = device.wgpu_device.create_query_set(type="timestamp", count=2 * reps)
     started = time.perf_counter()
     resolved = _submit_reps(device, dispatches, iterations, reps, passes, query_set)
     raw = device.queue.read_buffer(resolved, 0, 2 * reps * 8)

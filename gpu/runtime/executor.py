@@ -203,14 +203,7 @@ class GpuExecutor:
         """Snapshot wanted tensors now (a later in-place write may reuse their buffer)."""
         for tid in ids:
             if tid in self.wanted and tid in self.memory.handles:
-                tensor = self.device_tensor(self.memory.handles[tid])
-                size = tensor.buffer.size
-                copy = self.rt.device.device.create_buffer(size=size, usage=self.rt._usage)
-                encoder = self.rt.device.device.create_command_encoder()
-                encoder.copy_buffer_to_buffer(tensor.buffer, 0, copy, 0, size)
-                self.rt.device.queue.submit([encoder.finish()])
-                self.snapshots[tid] = DeviceTensor(copy, tensor.dtype, tensor.shape,
-                                                   tensor.strides, tensor.offset)
+                self.snapshots[tid] = self.rt.copy(self.device_tensor(self.memory.handles[tid]))
 
     def _release(self) -> None:
         """Forget GPU buffers no live handle uses any more."""

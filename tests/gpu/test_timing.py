@@ -84,7 +84,7 @@ def test_timing_replay_at_another_workgroup_size_computes_the_same(gpu_device):
     out = kernel.buffers[3]
     expected = np.frombuffer(gpu_device.queue.read_buffer(out), np.float32).copy()
     for size in (32, 128):
-        rt.device.queue.write_buffer(out, 0, np.zeros(out.size // 4, np.float32))
+        rt.queue.write_buffer(out, 0, np.zeros(out.size // 4, np.float32))
         again = with_workgroup_size(rt, kernel, size)
         assert again.workgroup_size == size
         assert again.workgroups * size >= kernel.workgroups * kernel.workgroup_size
