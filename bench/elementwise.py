@@ -9,7 +9,7 @@ f32 = 33.5 M elements (1 input, 1 output), both recorded with the lazy frontend.
 * fuselab fused: the planner's plan run by ``GpuExecutor`` (one emitted kernel); fuselab
   unfused: every op its own kernel (``run_unfused``). Their dispatches are recorded from a real
   run and replayed ``--iterations`` times inside one compute pass, timed by pass timestamps
-  (``gpu.timing``); the same dispatches one pass each, the emitted kernel at other
+  (``bench.gpu_timing``); the same dispatches one pass each, the emitted kernel at other
   workgroup sizes, two edits of its source and hand-written vec4 kernels (the same work, a
   copy) are diagnostic rows in the JSON;
 * torch eager, torch.compile (default mode), torch copy (``x.clone()``: the roofline): CUDA
@@ -147,8 +147,9 @@ def _source_edits(source: str, grid: tuple[int, int, int], info: np.ndarray) -> 
 
 def fuselab_side(name: str, shape: tuple, new_shapes: tuple, args: argparse.Namespace,
                  device: Any) -> dict[str, Any]:
-    from gpu.executor import KERNEL_CACHE, GpuExecutor
-    from gpu.timing import first_run, prepared, recording, time_dispatches, with_workgroup_size
+    from bench.gpu_timing import (first_run, prepared, recording, time_dispatches,
+                                  with_workgroup_size)
+    from gpu.runtime.executor import KERNEL_CACHE, GpuExecutor
 
     build = WORKLOADS[name][0]
     rt = device.runtime
@@ -210,7 +211,7 @@ def fuselab_side(name: str, shape: tuple, new_shapes: tuple, args: argparse.Name
 
 def _host_runs(stream, device, profile, executed, uploaded, reps: int) -> dict[str, float]:
     """Wall clock of a whole ``GpuExecutor`` run (launch planning, submits, a 4-byte wait)."""
-    from gpu.executor import GpuExecutor
+    from gpu.runtime.executor import GpuExecutor
 
     spans = []
     for _ in range(reps + 1):
@@ -222,7 +223,7 @@ def _host_runs(stream, device, profile, executed, uploaded, reps: int) -> dict[s
 
 
 def _new_shape(build: Callable, shape: tuple, device: Any, known: list[str]) -> dict[str, Any]:
-    from gpu.executor import KERNEL_CACHE, GpuExecutor
+    from gpu.runtime.executor import KERNEL_CACHE, GpuExecutor
 
     stream = build(shape)
     profile, executed = executed_steps(stream, device.profile())
@@ -247,14 +248,14 @@ def profile_costs(device: Any, shape: tuple, out: Path) -> dict[str, Any]:
 
     import wgpu
 
-    from gpu.executor import GpuExecutor
-    from gpu.timing import first_run, wall_seconds
+    from bench.gpu_timing import first_run, wall_seconds
+    from gpu.runtime.executor import GpuExecutor
 
     rt, costs = device.runtime, {}
     usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
     for mib in (1, 64, 128):
-        seconds, _ = wall_seconds(lambda: device.device.create_buffer(size=mib << 20,
-                                                                      usage=usage))
+        seconds, _ = wall_seconds(lambda: device.wgpu_device.create_buffer(size=mib << 20,
+                                                                           usage=usage))
         costs[f"create_buffer_{mib}MiB_ms"] = seconds * 1e3
     source = hand_source("copy").replace("out[i] = in0[i];", "out[i] = in0[i] * in0[i];")
     costs["new_pipeline_ms"] = wall_seconds(lambda: rt.pipeline_for(source))[0] * 1e3
@@ -373,8 +374,8 @@ def main(argv: list[str] | None = None) -> int:
         args.iterations = 2 if args.quick else 10
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-"))
 
-    from gpu.device import default_device
-    from gpu.timing import first_run
+    from bench.gpu_timing import first_run
+    from gpu.runtime.device import default_device
 
     device = default_device()
     warm = first_run(warmup_expression, device)

@@ -7,7 +7,7 @@ copy, each timed two ways; first calls timed with a wall clock between two
   GPU's time only while the host launches faster than the kernels run: torch.compile's
   per-call host cost (guards, launcher) can exceed a 64 µs kernel;
 * CUDA graph: the ``iterations`` calls captured once in a CUDA graph and the graph replayed
-  per rep: device time without launch overhead, the analogue of ``gpu.timing``'s one-pass
+  per rep: device time without launch overhead, the analogue of ``bench.gpu_timing``'s one-pass
   replay of recorded dispatches.
 
 Median of ``reps``.

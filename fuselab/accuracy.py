@@ -1,6 +1,6 @@
 """``python -m fuselab.accuracy``: an adapter's float accuracy per op against the oracle.
 
-burn counterpart: none. The measurement is ``gpu.accuracy.measure``; this prints one row per
+burn counterpart: none. The measurement is ``gpu.check.accuracy.measure``; this prints one row per
 op and dtype (or JSON) and exits 1 if any element falls outside its tolerance. It is the
 measurement behind the "measured" column of ``docs/wgsl-semantics.md``.
 """
@@ -12,9 +12,9 @@ import json
 from dataclasses import asdict
 
 from refimpl.dtypes import DType
-from gpu import accuracy
-from gpu.accuracy import DOMAINS, measure
-from gpu.device import default_device
+from gpu.check import accuracy
+from gpu.check.accuracy import DOMAINS, measure
+from gpu.runtime.device import default_device
 
 __all__ = ["main"]
 

@@ -5,11 +5,12 @@
 
 burn counterpart: none. The streams are drawn by hypothesis from
 ``refimpl.strategies.streams`` (generation only: no shrinking, no example database, a fixed
-``--seed``), mapped onto WGSL's dtypes (``gpu.agreement.wgsl_stream``), planned once for the
-adapter's profile, run by ``refimpl.interpreter.Interpreter`` and ``gpu.executor.GpuExecutor``
-over the same executed steps and compared within the chained accuracy bounds
-(``gpu.agreement.compare``), as ``tests/differential/test_gpu_vs_interp.py`` does. Nothing
-stops the run: each stream gets one outcome,
+``--seed``), mapped onto WGSL's dtypes (``gpu.check.agreement.wgsl_stream``), planned once for
+the adapter's profile, run by ``refimpl.interpreter.Interpreter`` and
+``gpu.runtime.executor.GpuExecutor`` over the same executed steps and compared within the
+chained accuracy bounds (``gpu.check.agreement.compare``), as
+``tests/differential/test_gpu_vs_interp.py`` does. Nothing stops the run: each stream gets one
+outcome,
 
 * ``agree`` — every synced tensor within its bound (elements in the documented classes,
   non-finite / unbounded / interpreter ≠ eager, are counted beside it);
@@ -49,9 +50,9 @@ from refimpl.ir import OperationIr  # noqa: E402
 from refimpl.planner import executed_steps  # noqa: E402
 from refimpl.strategies import streams  # noqa: E402
 from refimpl.stream import Stream  # noqa: E402
-from gpu.agreement import compare, wgsl_stream  # noqa: E402
-from gpu.device import default_device  # noqa: E402
-from gpu.executor import GpuExecutor  # noqa: E402
+from gpu.check.agreement import compare, wgsl_stream  # noqa: E402
+from gpu.runtime.device import default_device  # noqa: E402
+from gpu.runtime.executor import GpuExecutor  # noqa: E402
 
 __all__ = ["AgreementRun", "main", "run_one"]
 

@@ -30,7 +30,7 @@ from refimpl.errors import FuselabError
 from refimpl.planner import plan
 from refimpl.planner.plan import Plan, plan_to_json
 from refimpl.stream import Stream, load_stream
-from gpu.agreement import judge as gpu_judge
+from gpu.check.agreement import judge as gpu_judge
 from fuselab import bench, compare, demo, gpu_commands, run
 
 __all__ = ["Command", "Backend", "Tolerance", "Benchmark", "COMMANDS", "BACKENDS",

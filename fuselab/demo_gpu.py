@@ -4,7 +4,7 @@ burn counterpart: none (the demo is the seed page run live; SPEC §7). ``fuselab
 them in its tables:
 
 * the ``gpu`` executor: every stream of the demo planned and run on the adapter found,
-  compared with the eager oracle within the chained WGSL accuracy bounds of ``gpu.agreement``;
+  compared with the eager oracle within the chained WGSL accuracy bounds of ``gpu.check.agreement``;
 * a section running the seed's ``(a*b + c).exp()`` on that adapter: its WGSL, 1 fused
   dispatch against 3 unfused, a new shape compiling no pipeline, and fused vs unfused timings
   on 1024².
@@ -25,10 +25,10 @@ from refimpl.devices import profile_named
 from refimpl.planner import executed_steps
 from refimpl.seed import mul_add_exp
 from refimpl.stream import Stream
-from gpu.agreement import compare
-from gpu.device import default_device
+from gpu.check.agreement import compare
 from gpu.errors import NoAdapterError
-from gpu.executor import GpuExecutor, run_planned
+from gpu.runtime.device import default_device
+from gpu.runtime.executor import GpuExecutor, run_planned
 
 __all__ = ["run_on_adapter", "within_bounds", "time_stream", "gpu_section"]
 

@@ -5,14 +5,14 @@ burn counterpart: none (burn has no CLI); SPEC §7. ``fuselab.cli`` lists these 
 * ``fuselab run STREAM.json --backend gpu``: plan for the adapter's profile and run every
   step on it (``FUSELAB_ADAPTER`` picks the adapter), after checking that every tensor fits
   one of the device's buffers; ``--check`` judges it by the ``gpu`` tolerance;
-* ``fuselab compare --tolerance gpu``: ``gpu.agreement.judge`` (the chained WGSL accuracy
+* ``fuselab compare --tolerance gpu``: ``gpu.check.agreement.judge`` (the chained WGSL accuracy
   bounds with ``--stream``, else the loosest single-op allowance);
 * ``fuselab wgsl STREAM.json [--device PROFILE|adapter] [--json]``: every fused kernel the GPU
   executor would launch, with its ``config_id`` and WGSL (no adapter needed unless
   ``--device adapter``).
 
-gpu imports wgpu only when a device is requested (``gpu.device``): without wgpu or an adapter,
-``--backend gpu`` and ``--device adapter`` fail with one error line, and the rest works.
+gpu imports wgpu only when a device is requested (``gpu.runtime.device``): without wgpu or an
+adapter, ``--backend gpu`` and ``--device adapter`` fail with one error line, and the rest works.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from refimpl.footprint import allocations, size_text
 from refimpl.planner import executed_steps
 from refimpl.planner.launch import config_id
 from refimpl.stream import Stream, load_stream
-from gpu.device import default_device
+from gpu.check.tolerance import LOOSEST_SINGLE_OP
 from gpu.errors import GpuLimitError
-from gpu.executor import GpuExecutor, WgslListing
-from gpu.tolerance import LOOSEST_SINGLE_OP
+from gpu.runtime.device import default_device
+from gpu.runtime.executor import GpuExecutor, WgslListing
 from fuselab.run import tracked
 
 __all__ = ["run_on_gpu", "check_buffers", "tolerance_help", "wgsl_arguments", "wgsl_command",
@@ -66,7 +66,7 @@ def check_buffers(stream: Stream, device: Any) -> None:
 def tolerance_help() -> str:
     """What ``--tolerance gpu`` accepts, for ``fuselab compare --help``."""
     loosest = LOOSEST_SINGLE_OP
-    return (f"WGSL's accuracy: with --stream, each element within the bound gpu.agreement "
+    return (f"WGSL's accuracy: with --stream, each element within the bound gpu.check.agreement "
             f"carries along the ops that made it (NaN/inf and unbounded elements are counted, "
             f"not failed); without --stream, within {loosest.ulp:g} ULP or "
             f"{loosest.abs:.3g} absolute (f16: {loosest.abs_f16:.3g}), the loosest single-op "

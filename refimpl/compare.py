@@ -1,7 +1,7 @@
 """One run's synced tensors against another's, tensor by tensor, judged by a tolerance.
 
 burn counterpart: none (burn's tests use ``assert_approx_eq``). A tolerance is a ``Judge``:
-``exact`` here (bit-equal, any two NaNs equal); the GPU's is ``gpu.agreement.judge`` (the WGSL
+``exact`` here (bit-equal, any two NaNs equal); the GPU's is ``gpu.check.agreement.judge`` (the WGSL
 accuracy bounds). Whatever the judge, every tensor's row carries the same measurements, the
 largest absolute difference and ULP distance, and a tensor missing from one side or of another
 shape or dtype never passes.

@@ -28,7 +28,7 @@ sizes and layouts are what the emulation checks):
   vector size, which is narrower when an in-place output inherits a narrower input's size
   (positions then overlap);
 * the aligned path reads and writes each lane at its own offset; burn steps ``stride[axis]``
-  from the first lane (the GPU launch zeroes a size-1 dim's stride, ``gpu.fused_launch``);
+  from the first lane (the GPU launch zeroes a size-1 dim's stride, ``gpu.runtime.fused_launch``);
 * ``Gather``/``Select``/``Cat`` address each lane from its own coordinates taken modulo the
   op's output shape; burn steps the lanes along the last dim from the first lane and takes
   coordinates modulo the block's reference shape, which reads out of bounds when the op's

@@ -30,10 +30,10 @@ and tests check the semantics, shape, FuseOp, WGSL, tolerance and domain tables 
 * numpy semantics: ``refimpl.semantics`` (``NUMPY_IMPL``); shape rules: ``refimpl.shapes``;
 * FuseOp vocabulary and args structs: ``refimpl.planner.fuse_ir`` (``FUSE_OP_ARGS``; its unary
   and binary groups are read from the ``fuse`` column);
-* WGSL expression: ``gpu.wgsl.ops`` (``FUSE_EXPR`` per FuseOp, ``OP_EXPR`` per variant,
+* WGSL expression: ``gpu.codegen.ops`` (``FUSE_EXPR`` per FuseOp, ``OP_EXPR`` per variant,
   ``WGSL_EXPR`` per op);
-* GPU tolerance: ``gpu.tolerance`` (``GPU_ULP_TOLERANCE``); accuracy-measurement domain:
-  ``gpu.accuracy`` (``DOMAINS``);
+* GPU tolerance: ``gpu.check.tolerance`` (``GPU_ULP_TOLERANCE``); accuracy-measurement domain:
+  ``gpu.check.accuracy`` (``DOMAINS``);
 * frontend method or operator: ``refimpl.frontend`` (``tensor``, ``dims``, ``session``; the
   operator table in ``operands``);
 * stream generator: ``refimpl.strategies.generators``.

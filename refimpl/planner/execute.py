@@ -11,8 +11,8 @@ backend says what running a launch means:
 * ``LayoutBackend`` (here): launch planning only, no values. ``plan()`` fills each
   ``PlanStep``'s ``aliases`` and its blocks' ``width`` with it (``launch_plan_stream``);
 * ``refimpl.interpreter.Interpreter``: numpy values through the kernel emulation (the oracle);
-* ``gpu.executor.GpuExecutor``: WGSL kernels on a WebGPU device;
-* ``gpu.executor.WgslListing``: every kernel the GPU would launch, emitted, none run.
+* ``gpu.runtime.executor.GpuExecutor``: WGSL kernels on a WebGPU device;
+* ``gpu.runtime.executor.WgslListing``: every kernel the GPU would launch, emitted, none run.
 
 Steps:
 

@@ -1,6 +1,6 @@
 """GPU ≈ interpreter on random streams: every plan step run on the WebGPU adapter (lavapipe in
 CI) agrees with refimpl's interpreter within the per-op WGSL accuracy bounds accumulated along
-each tensor's chain (``gpu.agreement``).
+each tensor's chain (``gpu.check.agreement``).
 
 Streams come from ``refimpl.strategies.streams`` mapped onto the dtypes WGSL has
 (``wgsl_stream``: f64 → f32, 64/16/8-bit ints → 32-bit), planned once for the adapter's
@@ -38,7 +38,7 @@ from refimpl.interpreter import Interpreter, executed_steps
 from refimpl.strategies import streams
 from refimpl.strategies.coverage import stream_classes
 from refimpl.stream import InputSpec, Stream
-from gpu.agreement import compare, wgsl_stream
+from gpu.check.agreement import compare, wgsl_stream
 from tests.differential.helpers import pinned
 
 pytestmark = pytest.mark.gpu
@@ -49,13 +49,13 @@ _SLOW_OK = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.dat
 
 @pytest.fixture(scope="module")
 def device(gpu_adapter):
-    from gpu.device import default_device
+    from gpu.runtime.device import default_device
 
     return default_device()
 
 
 def _check(device, stream: Stream, nonfinite: bool = False) -> None:
-    from gpu.executor import GpuExecutor
+    from gpu.runtime.executor import GpuExecutor
 
     note(stream.to_json())
     profile, executed = executed_steps(stream, device.profile())

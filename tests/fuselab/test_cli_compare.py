@@ -92,7 +92,7 @@ def test_compare_bad_file_exits_2_with_one_line(tmp_path, capsys, content, needl
 
 
 def test_ulp_distance_is_shared_with_the_gpu_tolerance():
-    from gpu import tolerance
+    from gpu.check import tolerance
 
     assert tolerance.ulp_distance is ulp_distance
 

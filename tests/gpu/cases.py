@@ -19,8 +19,8 @@ from refimpl.dtypes import DType, DTypeClass
 from refimpl.ir import OperationIr, TensorIr, TensorStatus
 from refimpl.ops import Op, OutDType
 from refimpl.semantics import scalar_value
-from gpu.wgsl.literals import kind_of
-from gpu.wgsl.ops import ELEMENTWISE_OPS, WGSL_EXPR
+from gpu.codegen.literals import kind_of
+from gpu.codegen.ops import ELEMENTWISE_OPS, WGSL_EXPR
 
 FAMILY_DTYPES = {
     DTypeClass.FLOAT: (DType.F32, DType.F16),

@@ -12,8 +12,8 @@ import pytest
 @pytest.fixture(scope="session")
 def gpu_device(gpu_adapter):
     """The default ``GpuDevice`` (adapter limits; ``FUSELAB_ADAPTER`` honoured)."""
-    from gpu.device import default_device
     from gpu.errors import NoAdapterError
+    from gpu.runtime.device import default_device
 
     try:
         return default_device()

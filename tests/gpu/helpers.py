@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from refimpl.semantics import NUMPY_IMPL
-from gpu.tolerance import assert_close_ulp
-from gpu.unfused import run_op
+from gpu.check.tolerance import assert_close_ulp
+from gpu.runtime.unfused import run_op
 from tests.gpu.cases import (ARITY, build_op, device_input, fix_powf_domain, operand,
                              scalar_arrays, scalar_operands)
 

@@ -32,7 +32,7 @@ def test_agreement_run_time_limit_counts_streams_not_run(gpu_device, tmp_path):
 
 
 def test_agreement_run_classes_one_stream(gpu_device, monkeypatch):
-    from gpu.executor import GpuExecutor
+    from gpu.runtime.executor import GpuExecutor
 
     stream = mul_add_exp((4, 8), a_moved=False)
     assert run_one(stream, gpu_device)[0] == "agree"

@@ -1,6 +1,6 @@
 """The gpu package on the command line: a clean stderr (no Wayland probe noise, no numpy
 warnings), the device buffer check before a run, ``run --check`` and ``compare --tolerance
-gpu`` (``gpu.agreement.judge``, with and without the stream)."""
+gpu`` (``gpu.check.agreement.judge``, with and without the stream)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_gpu_run_prints_nothing_on_stderr(gpu_device, tmp_path):
 
 
 def test_private_runtime_dir_only_when_missing_or_invalid(monkeypatch):
-    from gpu import device
+    from gpu.runtime import device
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1234")
     device._private_runtime_dir()
@@ -71,7 +71,7 @@ def test_private_runtime_dir_only_when_missing_or_invalid(monkeypatch):
 
 @pytest.mark.gpu
 def test_f16_scalar_overflow_gives_inf_without_a_warning(gpu_device, tmp_path):
-    from gpu.executor import run_planned
+    from gpu.runtime.executor import run_planned
 
     if not gpu_device.has_f16:
         pytest.skip("the adapter lacks shader-f16")

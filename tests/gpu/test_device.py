@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from refimpl.dtypes import DType
-from gpu.device import WEBGPU_DEFAULT_LIMITS, is_available, request_device
 from gpu.errors import NoAdapterError, UnsupportedDTypeError
+from gpu.runtime.device import WEBGPU_DEFAULT_LIMITS, is_available, request_device
 
 
 def test_device_max_bindings_is_storage_buffers_minus_one(gpu_device):

@@ -37,12 +37,12 @@ from refimpl.planner.trace import (
 from refimpl.seed import SEED_STREAMS, mul_add_exp
 from refimpl.stream import Stream
 from fuselab.gpu_commands import kernel_listing, wgsl_text
+from gpu.codegen.emit import KernelSignature, TensorArg, emit_block
+from gpu.codegen.render import scalar_word
 from gpu.errors import UnsupportedOpError
-from gpu.executor import KernelCache, WgslListing, launch_words, signature_of
-from gpu.kernels.common import scalar_word
-from gpu.runtime import STORAGE_NUMPY
-from gpu.unfused import launch as launch_kernel
-from gpu.wgsl.emit import KernelSignature, TensorArg, emit_block
+from gpu.runtime.buffers import STORAGE_NUMPY
+from gpu.runtime.executor import KernelCache, WgslListing, launch_words, signature_of
+from gpu.runtime.unfused import launch as launch_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -1,5 +1,5 @@
 """``GpuExecutor``: whole planned streams on the adapter, against the interpreter within the
-chained WGSL accuracy bounds (``gpu.agreement``); in-place writes that really alias, strided /
+chained WGSL accuracy bounds (``gpu.check.agreement``); in-place writes that really alias, strided /
 broadcast / view inputs, dispatch and compilation counts, the CLI and the demo section."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from refimpl.planner.trace import InputSwapDims
 from refimpl.seed import SEED_STREAMS, mul_add_exp
 from refimpl.strategies import StreamBuilder
 from refimpl.stream import Stream
-from gpu.agreement import compare
+from gpu.check.agreement import compare
 from gpu.errors import UnsupportedDTypeError
-from gpu.executor import GpuExecutor, KernelCache, run_unfused
-from gpu.runtime import DeviceTensor
+from gpu.runtime.buffers import DeviceTensor
+from gpu.runtime.executor import GpuExecutor, KernelCache, run_unfused
 
 
 def _run(device, stream: Stream, profile=None):
@@ -193,7 +193,7 @@ def test_executor_rejects_dtypes_wgsl_lacks(gpu_device):
 
 
 def test_executor_debug_log_prints_config_and_source(monkeypatch, capsys):
-    from gpu.device import request_device
+    from gpu.runtime.device import request_device
 
     device = request_device()  # fresh pipeline cache: the kernel compiles here
     monkeypatch.setenv("FUSELAB_DEBUG_LOG", "stdout")

@@ -3,7 +3,7 @@ lavapipe's shader compiler does to such chains when they are not exact.
 
 WGSL lets implementations reassociate, contract and fold arithmetic across the ops of a fused
 kernel, so on general data a fused chain is checked within the chain bounds
-(``gpu.chain_bounds``, ``gpu.tolerance.REASSOCIABLE``), which would hide a small codegen
+(``gpu.check.chain_bounds``, ``gpu.check.tolerance.REASSOCIABLE``), which would hide a small codegen
 error. Here every value is integer-valued (or a dyadic fraction from a division by a power of
 two) and small enough that every intermediate of *any* evaluation order is an exact f32
 (``|v| · 2^frac_bits ≤ 2^24``, bounded by evaluating the chain on magnitudes): any rewrite the
@@ -22,7 +22,7 @@ from refimpl.dtypes import DType
 from refimpl.interpreter import Interpreter, executed_steps
 from refimpl.strategies.builder import StreamBuilder, strides_for_layout
 from refimpl.stream import Stream
-from gpu.agreement import compare
+from gpu.check.agreement import compare
 
 pytestmark = pytest.mark.gpu
 
@@ -181,7 +181,7 @@ def _bits(values: np.ndarray) -> np.ndarray:
 
 
 def _run(device, stream: Stream):
-    from gpu.executor import GpuExecutor
+    from gpu.runtime.executor import GpuExecutor
 
     profile, executed = executed_steps(stream, device.profile())
     expected = Interpreter(stream, profile).run(executed)

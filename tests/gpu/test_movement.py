@@ -12,7 +12,7 @@ from refimpl import ir
 from refimpl.dtypes import DType
 from refimpl.ops import op_named
 from refimpl.semantics import NUMPY_IMPL
-from gpu.unfused import run_op
+from gpu.runtime.unfused import run_op
 from tests.gpu.cases import device_input, operand, OpCase, tensor
 
 DTYPES = (DType.F32, DType.F16, DType.I32, DType.BOOL)

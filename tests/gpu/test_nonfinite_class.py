@@ -3,7 +3,7 @@ non-finite class (docs/wgsl-semantics.md §1). WGSL lets implementations assume 
 infinity exists, so these are not bugs to fix but behaviours to know about.
 
 Each case runs a small stream through the planned GPU executor and checks that
-``gpu.agreement.compare`` classes every element with a NaN or an infinity on its chain as
+``gpu.check.agreement.compare`` classes every element with a NaN or an infinity on its chain as
 non-finite (counted, never failed) and checks the others. On lavapipe it also pins what the
 GPU returns, as measured, next to the oracle's value; other adapters may return either.
 """
@@ -16,7 +16,7 @@ import pytest
 from refimpl.dtypes import DType
 from refimpl.interpreter import Interpreter, executed_steps
 from refimpl.strategies.builder import StreamBuilder
-from gpu.agreement import compare
+from gpu.check.agreement import compare
 
 pytestmark = pytest.mark.gpu
 
@@ -36,7 +36,7 @@ def _run(device, builder: StreamBuilder, *outs: int):
     builder.sync(outs)
     stream = builder.build()
     profile, executed = executed_steps(stream, device.profile())
-    from gpu.executor import GpuExecutor
+    from gpu.runtime.executor import GpuExecutor
 
     expected = Interpreter(stream, profile).run(executed)
     got = GpuExecutor(stream, device, profile).run(executed)

@@ -13,8 +13,8 @@ from refimpl import ir
 from refimpl.dtypes import DType
 from refimpl.ops import op_named
 from refimpl.semantics import NUMPY_IMPL
-from gpu.tolerance import assert_close_ulp, product_bound, reduction_bound
-from gpu.unfused import run_op
+from gpu.check.tolerance import assert_close_ulp, product_bound, reduction_bound
+from gpu.runtime.unfused import run_op
 from tests.gpu.cases import device_input, tensor
 
 CHEAP = settings(max_examples=min(settings().max_examples, 10))

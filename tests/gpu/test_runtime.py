@@ -10,17 +10,18 @@ import pytest
 from refimpl import ir
 from refimpl.dtypes import DType
 from refimpl.ops import op_named
+from gpu.codegen.movement import CopyKernel
 from gpu.errors import GpuLimitError, UnsupportedDTypeError, UnsupportedOpError
-from gpu.kernels.movement import CopyKernel
-from gpu.runtime import Runtime, fold_workgroups
-from gpu.unfused import run_op
+from gpu.runtime.properties import DeviceProperties
+from gpu.runtime.server import Runtime, fold_workgroups
+from gpu.runtime.unfused import run_op
 from tests.gpu.cases import device_input, tensor
 
 
 @pytest.mark.parametrize("dtype", [DType.F32, DType.F16, DType.I32, DType.U32, DType.BOOL],
                          ids=lambda d: d.value)
 def test_runtime_upload_download_round_trip(runtime, dtype):
-    if not runtime.device.supports(dtype):
+    if not runtime.properties.supports(dtype):
         pytest.skip("no shader-f16")
     rng = np.random.default_rng(3)
     values = (rng.random((3, 5)) < 0.5) if dtype is DType.BOOL else \
@@ -80,9 +81,46 @@ def test_runtime_refuses_buffers_past_the_binding_limit(runtime):
 
 def test_runtime_refuses_more_bindings_than_the_device_has(runtime):
     buffers = [runtime.upload(np.zeros(4, np.float32)).buffer
-               for _ in range(runtime.device.max_storage_buffers + 1)]
+               for _ in range(runtime.properties.max_storage_buffers + 1)]
     with pytest.raises(GpuLimitError, match="storage buffers"):
         runtime.dispatch("unused", buffers, 1)
+
+
+def test_runtime_checks_against_its_properties_not_the_device(gpu_device):
+    """A runtime knows its wgpu device and the properties it was given, nothing else."""
+    limits = dict(gpu_device.limits, **{"max-storage-buffers-per-shader-stage": 2})
+    narrow = DeviceProperties("narrow", limits, gpu_device.features)
+    rt = Runtime(gpu_device.wgpu_device, narrow)
+    buffers = [rt.upload(np.zeros(4, np.float32)).buffer for _ in range(3)]
+    with pytest.raises(GpuLimitError, match="narrow's 2 per shader stage"):
+        rt.prepare(CopyKernel("u32", 1).source(), buffers, 1)
+
+
+def test_runtime_copy_is_a_new_buffer_with_the_same_values(runtime):
+    source = runtime.upload(np.arange(6, dtype=np.int32).reshape(2, 3))
+    strided = source.view((3, 2), (1, 3))
+    copy = runtime.copy(strided)
+    assert copy.buffer is not source.buffer
+    assert (copy.shape, copy.strides, copy.offset) == ((3, 2), (1, 3), 0)
+    np.testing.assert_array_equal(runtime.download(copy), np.arange(6).reshape(2, 3).T)
+
+
+def test_runtime_dispatch_is_prepare_then_submit(runtime):
+    """A prepared kernel runs only when submitted; observers see it then."""
+    data = runtime.upload(np.arange(8, dtype=np.uint32))
+    out = runtime.empty((8,), DType.U32)
+    kernel = CopyKernel("u32", 1)
+    words = runtime.words(kernel.schema.pack(8, (8,), [(0, (1,)), (0, (1,))]))
+    seen = []
+    runtime.observers.append(seen.append)
+    try:
+        prepared = runtime.prepare(kernel.source(), [data.buffer, out.buffer, words], 1)
+        assert seen == [] and not runtime.download(out).any()
+        runtime.submit(prepared)
+    finally:
+        runtime.observers.remove(seen.append)
+    assert seen == [prepared]
+    np.testing.assert_array_equal(runtime.download(out), np.arange(8))
 
 
 def test_fold_workgroups_stays_within_the_limit():
@@ -132,7 +170,7 @@ def test_pipeline_cache_reuses_the_kernel_for_another_shape(gpu_device, runtime)
 
 
 def test_pipeline_cache_is_an_lru(gpu_device):
-    rt = Runtime(gpu_device, cache_size=2)
+    rt = Runtime(gpu_device.wgpu_device, gpu_device.properties, cache_size=2)
     sources = [CopyKernel("u32", rank).source() for rank in (1, 2, 3)]
     for source in sources:
         rt.pipeline_for(source)
@@ -145,7 +183,7 @@ def test_pipeline_cache_is_an_lru(gpu_device):
 
 def test_debug_log_prints_compiled_kernels(gpu_device, monkeypatch, capsys):
     monkeypatch.setenv("FUSELAB_DEBUG_LOG", "stdout")
-    rt = Runtime(gpu_device)
+    rt = Runtime(gpu_device.wgpu_device, gpu_device.properties)
     rt.pipeline_for(CopyKernel("u32", 2).source())
     printed = capsys.readouterr().out
     assert "fuselab kernel: copy u32 rank 2" in printed and "@compute" in printed

@@ -1,5 +1,5 @@
-"""``gpu.timing`` on the adapter found (lavapipe in CI): recording a run's dispatches, replaying
-them in one pass timed by pass timestamps or by the wall clock, re-binding at another
+"""``bench.gpu_timing`` on the adapter found (lavapipe in CI): recording a run's dispatches,
+replaying them in one pass timed by pass timestamps or by the wall clock, re-binding at another
 workgroup size, first-run timing; and ``bench/elementwise.py --quick`` end to end. The
 numbers are only checked for being positive and finite, never against a speed."""
 
@@ -17,10 +17,10 @@ import pytest
 from refimpl.frontend import Session
 from refimpl.interpreter import executed_steps
 from refimpl.seed import mul_add_exp
-from gpu.executor import GpuExecutor, KernelCache
-from gpu.timing import (
+from bench.gpu_timing import (
     first_run, has_timestamps, prepared, recording, time_dispatches, with_workgroup_size,
 )
+from gpu.runtime.executor import GpuExecutor, KernelCache
 
 pytestmark = pytest.mark.gpu
 
@@ -84,7 +84,7 @@ def test_timing_replay_at_another_workgroup_size_computes_the_same(gpu_device):
     out = kernel.buffers[3]
     expected = np.frombuffer(gpu_device.queue.read_buffer(out), np.float32).copy()
     for size in (32, 128):
-        rt.device.queue.write_buffer(out, 0, np.zeros(out.size // 4, np.float32))
+        rt.queue.write_buffer(out, 0, np.zeros(out.size // 4, np.float32))
         again = with_workgroup_size(rt, kernel, size)
         assert again.workgroup_size == size
         assert again.workgroups * size >= kernel.workgroups * kernel.workgroup_size
@@ -116,7 +116,7 @@ def _odd_expression():
 
 
 def test_timing_first_run_counts_what_a_new_expression_compiles(gpu_adapter):
-    from gpu.device import request_device
+    from gpu.runtime.device import request_device
 
     device = request_device()  # its own pipeline cache: the expression is new to it
     first = first_run(_odd_expression, device)

@@ -12,12 +12,12 @@ from refimpl import ir
 from refimpl.dtypes import DType, DTypeClass
 from refimpl.ops import OPS, OpKind, OutDType
 from refimpl.strategies.builder import StreamBuilder
-from gpu import tolerance
-from gpu.accuracy import DOMAINS
-from gpu.chain_bounds import chain_bounds
-from gpu.tolerance import (GPU_ULP_TOLERANCE, REASSOCIABLE, assert_close_ulp, close_mask,
-                           ulp_distance)
-from gpu.wgsl.ops import ELEMENTWISE_OPS
+from gpu.check import tolerance
+from gpu.check.accuracy import DOMAINS
+from gpu.check.chain_bounds import chain_bounds
+from gpu.check.tolerance import (GPU_ULP_TOLERANCE, REASSOCIABLE, assert_close_ulp, close_mask,
+                                 ulp_distance)
+from gpu.codegen.ops import ELEMENTWISE_OPS
 
 
 def test_ulp_distance_counts_representable_values():
@@ -47,7 +47,7 @@ def test_variant_keyed_rules_name_ops_with_a_kernel():
 
 
 def test_accuracy_domains_cover_exactly_the_float_ops_with_a_rule():
-    """``gpu.accuracy`` measures every float element-wise op of one or two tensors, result in
+    """``gpu.check.accuracy`` measures every float element-wise op of one or two tensors, result in
     the operands' dtype, whose tolerance is not exact; and nothing else."""
     ruled = {op.name for op in ELEMENTWISE_OPS
              if op.family is DTypeClass.FLOAT and op.out_dtype is OutDType.SAME

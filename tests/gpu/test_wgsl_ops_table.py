@@ -13,9 +13,9 @@ import pytest
 
 from refimpl.dtypes import DType
 from refimpl.ops import OPS, OpKind
-from gpu.kernels.elementwise import ElementwiseKernel
-from gpu.wgsl.literals import literal
-from gpu.wgsl.ops import ELEMENTWISE_OPS, FUSE_EXPR, OP_EXPR, WGSL_EXPR, WGSL_TYPE
+from gpu.codegen.elementwise import ElementwiseKernel
+from gpu.codegen.literals import literal
+from gpu.codegen.ops import ELEMENTWISE_OPS, FUSE_EXPR, OP_EXPR, WGSL_EXPR, WGSL_TYPE
 from tests.gpu.cases import ARITY, elementwise_cases
 from tests.gpu.helpers import run_case
 

@@ -13,7 +13,7 @@ WGSL accuracy of ``exp``/``pow``/``/`` and a possible FMA contraction separate t
 from __future__ import annotations
 
 from refimpl.dtypes import DType
-from gpu.wgsl.literals import ExprCtx
+from gpu.codegen.literals import ExprCtx
 
 __all__ = ["erf_helper", "powf_helper", "int_rem_helper", "float_to_int_helper",
            "is_nan_bits", "is_inf_bits", "safe_divisor"]

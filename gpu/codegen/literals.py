@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from refimpl.dtypes import DType
-from gpu.wgsl.types import WGSL_TYPE, value_type, vector_type
+from gpu.codegen.types import WGSL_TYPE, value_type, vector_type
 
 __all__ = ["ExprCtx", "literal", "kind_of", "type_tag"]
 

@@ -2,10 +2,10 @@
 tensor may lie from the oracle.
 
 burn counterpart: none (burn's tests compare with fixed tolerances). The per-op bounds are
-``gpu.tolerance.GPU_ULP_TOLERANCE`` (the WGSL accuracy table); here they accumulate along the
+``gpu.check.tolerance.GPU_ULP_TOLERANCE`` (the WGSL accuracy table); here they accumulate along the
 chain of ops that produced each tensor, so that ``(a*b + c).exp()`` may differ by ``exp``'s
 bound at ``a*b + c``, and a later op by its own bound plus what its inputs' errors do to it.
-``gpu.agreement.compare`` checks GPU results against them.
+``gpu.check.agreement.compare`` checks GPU results against them.
 
 ``chain_bounds(stream)`` re-runs the stream op by op on numpy (the eager oracle's values,
 which the interpreter equals exactly) and keeps, per tensor, an absolute error bound per
@@ -15,7 +15,7 @@ element (float64):
   of the error box (``x ± max(err, 1 ulp)``), plus the op's own bound (``ulp``/``ulp_per_x``
   in result ULPs, ``abs`` in its domain, the ``Rem``/``Powf``/``Tan`` rules, subnormal
   flushing). A bool or int result that a corner changes is *unbounded*;
-* chains of ``+ - *`` (``gpu.tolerance.REASSOCIABLE``): each op is correctly rounded alone,
+* chains of ``+ - *`` (``gpu.check.tolerance.REASSOCIABLE``): each op is correctly rounded alone,
   but WGSL lets the shader compiler reassociate, contract and fold across them (lavapipe:
   ``(a - b) + b → a``, ``x*z + y*z → (x + y)*z``), so a rounding the oracle made inside the
   chain may be missing on the GPU or made at another intermediate. Such an op treats each
@@ -23,7 +23,7 @@ element (float64):
   that operand's ulps (pushed through the corners like any error) and adds one ulp of its
   own result (the whole chain rounded once, or its own rounding moved);
 * movement and indexing: the error arrays move like the values;
-* reductions and matmul: summed errors plus the reordering bounds of ``gpu.tolerance``;
+* reductions and matmul: summed errors plus the reordering bounds of ``gpu.check.tolerance``;
   ``ArgMax``/``ArgMin`` are unbounded where the two best candidates lie within the error.
 
 Encoding: ``inf`` = unbounded (no WGSL guarantee: outside an op's domain, or a rounding-
@@ -52,8 +52,8 @@ from refimpl.ir import FieldKind, OperationIr, Sync, TensorStatus
 from refimpl.ops import OpKind
 from refimpl.semantics import NUMPY_IMPL, scalar_value
 from refimpl.stream import Stream
-from gpu.tolerance import (GPU_ULP_TOLERANCE, REASSOCIABLE, REASSOCIATION_ULP, Tolerance,
-                           product_bound, reduction_bound)
+from gpu.check.tolerance import (GPU_ULP_TOLERANCE, REASSOCIABLE, REASSOCIATION_ULP, Tolerance,
+                                 product_bound, reduction_bound)
 
 __all__ = ["Bound", "chain_bounds"]
 

@@ -25,14 +25,14 @@ from refimpl.planner.trace import (
     BlockLocal, FuseArg, Input, InputReshaped, InputSwapDims, LayoutInfo, Literal, Output,
     Scalar,
 )
-from gpu.errors import UnsupportedOpError
-from gpu.kernels.common import scalar_load
-from gpu.wgsl.fused_signature import (
+from gpu.codegen.fused_signature import (
     KernelSignature, MetadataLayout, TensorArg, VectorAccess, compute_dtype, literals,
 )
-from gpu.wgsl.literals import ExprCtx
-from gpu.wgsl.ops import FUSE_EXPR
-from gpu.wgsl.types import WGSL_TYPE, value_type
+from gpu.codegen.literals import ExprCtx
+from gpu.codegen.ops import FUSE_EXPR
+from gpu.codegen.render import scalar_load
+from gpu.codegen.types import WGSL_TYPE, value_type
+from gpu.errors import UnsupportedOpError
 
 __all__ = ["BodyWriter", "DIRECT", "storage_dtype", "times", "paren", "over", "plus", "plus_lane"]
 

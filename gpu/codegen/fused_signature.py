@@ -3,8 +3,8 @@
 burn counterpart: ``burn-cubecl-fusion``'s launch arguments (``GlobalArgs``:
 ``GlobalTensorCompilationArg`` with element type, vector size, broadcast flag and in-place
 alias; scalars and reshape dims in the ``info`` metadata) as they enter the kernel id, notes
-§7.1/§7.4. ``gpu.wgsl.emit`` prints a kernel from a ``FuseBlockConfig`` and a
-``KernelSignature``; ``gpu.fused_launch`` fills the ``MetadataLayout`` per launch.
+§7.1/§7.4. ``gpu.codegen.emit`` prints a kernel from a ``FuseBlockConfig`` and a
+``KernelSignature``; ``gpu.runtime.fused_launch`` fills the ``MetadataLayout`` per launch.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from refimpl.planner.launch import FuseBlockConfig
 from refimpl.planner.trace import (
     FuseArg, FuseType, InputReshaped, InputSwapDims, Literal, Scalar, ScalarShape,
 )
+from gpu.codegen.render import scalar_word
+from gpu.codegen.types import WGSL_TYPE
 from gpu.errors import UnsupportedDTypeError
-from gpu.kernels.common import scalar_word
-from gpu.wgsl.types import WGSL_TYPE
 
 __all__ = ["TensorArg", "KernelSignature", "MetadataLayout", "VectorAccess", "metadata_layout",
            "literals", "compute_dtype"]
@@ -115,7 +115,7 @@ class MetadataLayout:
 class VectorAccess:
     """A whole-vector load or store at a computed offset (``LayoutInfo::Unknown``, vector size
     above 1): the offset of each position's first element must be a multiple of the vector
-    size, which only the run-time strides decide (``gpu.executor`` checks it per launch)."""
+    size, which only the run-time strides decide (``gpu.runtime.executor`` checks it per launch)."""
 
     slot: int
     swap: tuple[int, int] | None = None

@@ -24,9 +24,9 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 from refimpl.dtypes import DType
-from gpu.kernels.common import Binding, Schema, coords_lines, render_kernel, scalar_load
-from gpu.wgsl.literals import literal
-from gpu.wgsl.types import WGSL_TYPE
+from gpu.codegen.literals import literal
+from gpu.codegen.render import Binding, Schema, coords_lines, render_kernel, scalar_load
+from gpu.codegen.types import WGSL_TYPE
 
 __all__ = ["Reducer", "REDUCERS", "ReduceDimKernel", "ReduceFullKernel", "ArgKernel",
            "accumulator", "identity_word_value"]

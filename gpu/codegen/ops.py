@@ -16,7 +16,7 @@ Two views of one table:
 
 An entry's ``render(ctx, *names)`` returns ``(expression, helpers)``: the expression over the
 given value names (SSA names, each may be used twice) and the WGSL helper functions it calls
-(``gpu.wgsl.helpers``; a kernel defines each once). ``ctx.width`` makes every value a
+(``gpu.codegen.helpers``; a kernel defines each once). ``ctx.width`` makes every value a
 ``vec{width}<T>``: the fused kernel's vectorised locals. Bools are ``u32`` 0/1 everywhere.
 Semantics are ``refimpl.semantics``'; where WGSL's own operator differs, the expression
 spells the oracle's rule out (integer ``/`` and ``%`` by zero, floor modulo, shift counts,
@@ -31,10 +31,10 @@ from typing import Callable, Mapping
 
 from refimpl.dtypes import DType
 from refimpl.ops import OPS, Op, OpKind, ShapeRule
+from gpu.codegen import helpers as h
+from gpu.codegen.literals import ExprCtx
+from gpu.codegen.types import WGSL_TYPE
 from gpu.errors import UnsupportedOpError
-from gpu.wgsl import helpers as h
-from gpu.wgsl.literals import ExprCtx
-from gpu.wgsl.types import WGSL_TYPE
 
 __all__ = ["ExprCtx", "ExprRule", "FUSE_EXPR", "OP_EXPR", "WGSL_EXPR", "WGSL_TYPE",
            "ELEMENTWISE_OPS", "expr_ctx", "render"]
@@ -168,7 +168,7 @@ FUSE_EXPR: Mapping[str, ExprRule | _AssignRule] = MappingProxyType({
     "Powf": _rule(2, _helper_call, ("float",), h.powf_helper),
     "Abs": _merge(_rule(1, _call("abs"), ("float", "sint")),
                   _rule(1, lambda ctx, a: a, ("uint",))),
-    # float math (accuracy: docs/wgsl-semantics.md, gpu/tolerance.py)
+    # float math (accuracy: docs/wgsl-semantics.md, gpu/check/tolerance.py)
     "Exp": _unary_math("exp"),
     "Log": _unary_math("log"),
     "Log1p": _rule(1, lambda ctx, a: f"log({a} + {ctx.lit(1)})", ("float",)),

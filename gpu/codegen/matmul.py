@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from refimpl.dtypes import DType
-from gpu.kernels.common import Binding, Schema, coords_lines, render_kernel
-from gpu.wgsl.literals import literal
-from gpu.wgsl.types import WGSL_TYPE
+from gpu.codegen.literals import literal
+from gpu.codegen.render import Binding, Schema, coords_lines, render_kernel
+from gpu.codegen.types import WGSL_TYPE
 
 __all__ = ["MatmulKernel"]
 

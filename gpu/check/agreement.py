@@ -3,7 +3,7 @@ mapping that lets any stream run on WGSL.
 
 burn counterpart: none. ``compare(stream, expected, actual)`` checks every synced tensor of a
 GPU run against the interpreter's (or the eager oracle's) within
-``gpu.chain_bounds.chain_bounds(stream)``: an element passes when it is equal (two NaNs
+``gpu.check.chain_bounds.chain_bounds(stream)``: an element passes when it is equal (two NaNs
 included), within its bound, or a subnormal flushed to zero; elements in a documented class
 are counted, not failed:
 
@@ -17,7 +17,7 @@ are counted, not failed:
 
 ``judge(expected, actual, stream)`` is ``fuselab compare --tolerance gpu``'s and ``run --check``'s
 verdict per tensor: ``compare`` when the stream is known, else every element within
-``gpu.tolerance.LOOSEST_SINGLE_OP`` (``close_mask``).
+``gpu.check.tolerance.LOOSEST_SINGLE_OP`` (``close_mask``).
 
 ``wgsl_stream(stream, has_f16)`` maps a stream onto the dtypes WGSL has (f64 → f32, 64/16/8-bit
 ints → 32-bit ints of the same signedness, f16 → f32 without ``shader-f16``) so that the
@@ -36,8 +36,8 @@ from refimpl.dtypes import DType
 from refimpl.errors import FuselabError, ResultsFileError
 from refimpl.ir import FieldKind, OperationIr, Sync, TensorIr
 from refimpl.stream import Stream
-from gpu.chain_bounds import Bound, chain_bounds
-from gpu.tolerance import LOOSEST_SINGLE_OP, close_mask
+from gpu.check.chain_bounds import Bound, chain_bounds
+from gpu.check.tolerance import LOOSEST_SINGLE_OP, close_mask
 
 __all__ = ["TensorAgreement", "Agreement", "chain_bounds", "compare", "judge", "wgsl_stream",
            "WGSL_DTYPE_MAP"]

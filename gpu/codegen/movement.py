@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from refimpl.dtypes import DType
-from gpu.kernels.common import Binding, Schema, coords_lines, render_kernel
+from gpu.codegen.render import Binding, Schema, coords_lines, render_kernel
 
 __all__ = ["CopyKernel", "IndexKernel", "bit_storage"]
 

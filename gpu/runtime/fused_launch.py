@@ -29,9 +29,9 @@ from refimpl.planner.launch import (
 )
 from refimpl.planner.layout import swap_dims_transform, unsqueezed
 from refimpl.planner.trace import Input
+from gpu.codegen.emit import FusedKernel, KernelSignature, TensorArg, VectorAccess, emit_block
 from gpu.errors import GpuLimitError
-from gpu.runtime import DEBUG_LOG_ENV
-from gpu.wgsl.emit import FusedKernel, KernelSignature, TensorArg, VectorAccess, emit_block
+from gpu.runtime.server import DEBUG_LOG_ENV
 
 __all__ = ["KernelCache", "KERNEL_CACHE", "signature_of", "launch_words"]
 

@@ -5,17 +5,21 @@ burn counterpart: cubecl-wgpu's ``compute/server.rs`` (buffer allocation, ``pipe
 cache keyed by the kernel id, ``launch`` → ``dispatch_workgroups``, ``read``) and cubecl's
 ``CubeCount`` folding of large launches over several grid dimensions.
 
-* A ``DeviceTensor`` is a buffer plus the layout it is read through (shape, strides and
-  offset in elements, like a cubecl ``TensorHandle``). Bool is stored as ``u32`` 0/1.
+A ``Runtime`` holds a wgpu device and its queue, and the ``DeviceProperties`` it checks
+buffers and dispatches against; it never sees the ``GpuDevice`` that made it.
+
+* Buffers hold ``gpu.runtime.buffers.DeviceTensor``s: ``upload``, ``empty``, ``copy``,
+  ``download``.
 * ``pipeline_for(source, constants)`` caches compiled pipelines in an LRU dict keyed by the
   WGSL source text and the override constants; ``compiled`` counts every compilation, so
   tests can check that a kernel was reused. ``FUSELAB_DEBUG_LOG=stdout`` prints each
   compiled kernel (like ``CUBECL_DEBUG_LOG``).
 * ``dispatch(source, buffers, workgroups)`` folds a linear workgroup count over a 2-D/3-D
   grid when it passes ``max-compute-workgroups-per-dimension`` (65 535); kernels rebuild
-  the linear index from ``workgroup_id`` and ``num_workgroups``.
+  the linear index from ``workgroup_id`` and ``num_workgroups``. It is ``prepare`` (compile,
+  bind: a ``Dispatched``) then ``submit`` (one compute pass).
 * ``observers``: callables handed a ``Dispatched`` (pipeline, bind group, grid) for every
-  dispatch, after it is submitted; ``gpu.timing`` records a run this way and replays its
+  dispatch, after it is submitted; ``bench.gpu_timing`` records a run this way and replays its
   dispatches in one compute pass.
 """
 
@@ -25,60 +29,19 @@ import os
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from refimpl.data import buffer_length, contiguous_strides, read_strided
 from refimpl.dtypes import DType
 from gpu.errors import GpuLimitError
+from gpu.runtime.buffers import STORAGE_NUMPY, DeviceTensor, dtype_of, padded_size
+from gpu.runtime.properties import DeviceProperties
 
-if TYPE_CHECKING:  # gpu.device imports this module; the runtime only names GpuDevice
-    from gpu.device import GpuDevice
-
-__all__ = ["DeviceTensor", "Dispatched", "Runtime", "STORAGE_NUMPY", "fold_workgroups",
-           "DEBUG_LOG_ENV"]
+__all__ = ["Dispatched", "Runtime", "fold_workgroups", "DEBUG_LOG_ENV"]
 
 DEBUG_LOG_ENV = "FUSELAB_DEBUG_LOG"
-
-# The numpy dtype of a buffer's words for each dtype (bool is a u32 0/1).
-STORAGE_NUMPY: Mapping[DType, np.dtype] = {
-    DType.F32: np.dtype(np.float32),
-    DType.F16: np.dtype(np.float16),
-    DType.I32: np.dtype(np.int32),
-    DType.U32: np.dtype(np.uint32),
-    DType.BOOL: np.dtype(np.uint32),
-}
-
-# Buffers are padded to a multiple of 16 bytes: vec4 loads, and COPY_BUFFER_ALIGNMENT (4).
-_BUFFER_ALIGN = 16
-
-
-@dataclass(frozen=True, eq=False)
-class DeviceTensor:
-    """A GPU buffer and the strided layout (in elements) a tensor is read through."""
-
-    buffer: Any
-    dtype: DType
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    offset: int = 0
-
-    @property
-    def numel(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def is_contiguous(self) -> bool:
-        """Row-major dense from offset 0 (size-1 dims may have any stride)."""
-        dense = contiguous_strides(self.shape)
-        return self.offset == 0 and all(
-            size == 1 or s == d for size, s, d in zip(self.shape, self.strides, dense))
-
-    def view(self, shape: Sequence[int], strides: Sequence[int], offset: int = 0) -> DeviceTensor:
-        """The same buffer read through another layout."""
-        return DeviceTensor(self.buffer, self.dtype, tuple(shape), tuple(strides), offset)
-
 
 @dataclass(frozen=True, eq=False)
 class Dispatched:
@@ -113,23 +76,22 @@ def fold_workgroups(count: int, max_per_dim: int) -> tuple[int, int, int]:
     return x, y, z
 
 
-def _padded(nbytes: int) -> int:
-    return max(_BUFFER_ALIGN, -(-nbytes // _BUFFER_ALIGN) * _BUFFER_ALIGN)
-
-
 class Runtime:
-    """Buffers, cached pipelines and dispatches on one ``GpuDevice``."""
+    """Buffers, cached pipelines and dispatches on one wgpu device (``wgpu_device``), checked
+    against its ``properties``."""
 
-    def __init__(self, device: GpuDevice, cache_size: int = 512) -> None:
+    def __init__(self, wgpu_device: Any, properties: DeviceProperties,
+                 cache_size: int = 512) -> None:
         import wgpu
 
-        self._wgpu = wgpu
-        self.device = device
+        self.wgpu_device = wgpu_device
+        self.queue = wgpu_device.queue
+        self.properties = properties
         self.cache_size = cache_size
         self.compiled = 0  # pipelines compiled so far (a cache miss each)
         self.dispatched = 0  # dispatches submitted so far
         # Default workgroup size: a power of two (tree reductions halve it), at most 256.
-        cap = min(256, device.max_workgroup_size)
+        cap = min(256, properties.max_workgroup_size)
         self.workgroup_size = 1 << (cap.bit_length() - 1)
         self._pipelines: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
         self.observers: list[Callable[[Dispatched], None]] = []
@@ -139,29 +101,28 @@ class Runtime:
     # --- buffers ----------------------------------------------------------------------------
 
     def _check_size(self, nbytes: int, what: str) -> None:
-        limits = self.device.limits
-        cap = min(int(limits["max-buffer-size"]), int(limits["max-storage-buffer-binding-size"]))
+        cap = self.properties.max_buffer_bytes
         if nbytes > cap:
-            raise GpuLimitError(f"{what} needs a {nbytes}-byte buffer; {self.device.name} binds "
-                                f"at most {cap} bytes (max-storage-buffer-binding-size)")
+            raise GpuLimitError(f"{what} needs a {nbytes}-byte buffer; {self.properties.name} "
+                                f"binds at most {cap} bytes (max-storage-buffer-binding-size)")
 
     def _buffer_with(self, data: np.ndarray, what: str) -> Any:
         raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
         self._check_size(raw.size, what)
-        padded = np.zeros(_padded(raw.size), dtype=np.uint8)
+        padded = np.zeros(padded_size(raw.size), dtype=np.uint8)
         padded[: raw.size] = raw
-        return self.device.device.create_buffer_with_data(data=padded, usage=self._usage)
+        return self.wgpu_device.create_buffer_with_data(data=padded, usage=self._usage)
 
     def upload_buffer(self, flat: np.ndarray, dtype: DType, what: str = "tensor") -> Any:
         """A buffer holding ``flat`` (1-D, logical values of ``dtype``) in storage form."""
-        self.device.check_dtype(dtype, what)
+        self.properties.check_dtype(dtype, what)
         return self._buffer_with(np.asarray(flat).astype(STORAGE_NUMPY[dtype]), what)
 
     def upload(self, values: np.ndarray, dtype: DType | None = None,
                what: str = "tensor") -> DeviceTensor:
         """A contiguous ``DeviceTensor`` holding ``values`` (``dtype`` defaults to theirs)."""
         values = np.asarray(values)
-        dtype = dtype if dtype is not None else _dtype_of(values)
+        dtype = dtype if dtype is not None else dtype_of(values)
         buffer = self.upload_buffer(values.reshape(-1), dtype, what)
         shape = tuple(values.shape)
         return DeviceTensor(buffer, dtype, shape, contiguous_strides(shape))
@@ -174,12 +135,22 @@ class Runtime:
 
     def empty(self, shape: Sequence[int], dtype: DType, what: str = "output") -> DeviceTensor:
         """A zero-filled contiguous tensor."""
-        self.device.check_dtype(dtype, what)
+        self.properties.check_dtype(dtype, what)
         shape = tuple(shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * STORAGE_NUMPY[dtype].itemsize
         self._check_size(nbytes, what)
-        buffer = self.device.device.create_buffer(size=_padded(nbytes), usage=self._usage)
+        buffer = self.wgpu_device.create_buffer(size=padded_size(nbytes), usage=self._usage)
         return DeviceTensor(buffer, dtype, shape, contiguous_strides(shape))
+
+    def copy(self, tensor: DeviceTensor) -> DeviceTensor:
+        """A new buffer holding a copy of ``tensor``'s whole buffer (submitted, not waited
+        for), read through the same layout."""
+        size = tensor.buffer.size
+        copy = self.wgpu_device.create_buffer(size=size, usage=self._usage)
+        encoder = self.wgpu_device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(tensor.buffer, 0, copy, 0, size)
+        self.queue.submit([encoder.finish()])
+        return DeviceTensor(copy, tensor.dtype, tensor.shape, tensor.strides, tensor.offset)
 
     def words(self, words: Sequence[int]) -> Any:
         """A metadata buffer of u32 words (ints are taken modulo 2^32)."""
@@ -188,7 +159,7 @@ class Runtime:
 
     def read_flat(self, tensor: DeviceTensor) -> np.ndarray:
         """The whole buffer behind ``tensor`` as storage values (1-D)."""
-        raw = self.device.queue.read_buffer(tensor.buffer)
+        raw = self.queue.read_buffer(tensor.buffer)
         return np.frombuffer(raw, dtype=STORAGE_NUMPY[tensor.dtype]).copy()
 
     def download(self, tensor: DeviceTensor) -> np.ndarray:
@@ -218,12 +189,11 @@ class Runtime:
     def _compile(self, source: str, constants: dict[str, int]) -> tuple[Any, Any]:
         if os.environ.get(DEBUG_LOG_ENV) == "stdout":
             print(f"[fuselab] compile kernel constants={constants}\n{source}", file=sys.stdout)
-        dev = self.device.device
-        module = dev.create_shader_module(code=source)
+        module = self.wgpu_device.create_shader_module(code=source)
         stage = {"module": module, "entry_point": "main"}
         if constants:
             stage["constants"] = constants
-        pipeline = dev.create_compute_pipeline(layout="auto", compute=stage)
+        pipeline = self.wgpu_device.create_compute_pipeline(layout="auto", compute=stage)
         self.compiled += 1
         return pipeline, pipeline.get_bind_group_layout(0)
 
@@ -236,48 +206,50 @@ class Runtime:
 
     def grid(self, workgroups: int) -> tuple[int, int, int]:
         """The dispatch grid for a linear workgroup count on this device."""
-        cap = int(self.device.limits["max-compute-workgroups-per-dimension"])
-        return fold_workgroups(workgroups, cap)
+        return fold_workgroups(workgroups, self.properties.max_workgroups_per_dimension)
+
+    def prepare(self, source: str, buffers: Sequence[Any], workgroups: int, *,
+                workgroup_size: int = 64) -> Dispatched:
+        """``source`` compiled (cached) with ``WG_SIZE = workgroup_size`` and bound to
+        ``buffers`` (bindings 0..n-1 of group 0) over ``workgroups`` workgroups, not
+        submitted."""
+        props = self.properties
+        if len(buffers) > props.max_storage_buffers:
+            raise GpuLimitError(f"a kernel with {len(buffers)} storage buffers exceeds "
+                                f"{props.name}'s {props.max_storage_buffers} per "
+                                "shader stage")
+        if workgroup_size > props.max_workgroup_size:
+            raise GpuLimitError(f"workgroup size {workgroup_size} exceeds the device's "
+                                f"{props.max_workgroup_size}")
+        pipeline, layout = self.pipeline_for(source, {"WG_SIZE": workgroup_size})
+        entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+                   for i, b in enumerate(buffers)]
+        bind_group = self.wgpu_device.create_bind_group(layout=layout, entries=entries)
+        return Dispatched(source, tuple(buffers), workgroups, workgroup_size, pipeline,
+                          bind_group, self.grid(workgroups))
+
+    def submit(self, dispatched: Dispatched) -> None:
+        """``dispatched`` in a compute pass of its own, submitted; then every observer."""
+        encoder = self.wgpu_device.create_command_encoder()
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(dispatched.pipeline)
+        compute.set_bind_group(0, dispatched.bind_group)
+        compute.dispatch_workgroups(*dispatched.grid)
+        compute.end()
+        self.queue.submit([encoder.finish()])
+        self.dispatched += 1
+        for observe in self.observers:
+            observe(dispatched)
 
     def dispatch(self, source: str, buffers: Sequence[Any], workgroups: int, *,
                  workgroup_size: int = 64) -> None:
         """Run ``source`` over ``workgroups`` workgroups (folded to a 3-D grid) with
         ``buffers`` bound at bindings 0..n-1 of group 0 and ``WG_SIZE = workgroup_size``."""
-        if len(buffers) > self.device.max_storage_buffers:
-            raise GpuLimitError(f"a kernel with {len(buffers)} storage buffers exceeds "
-                                f"{self.device.name}'s {self.device.max_storage_buffers} per "
-                                "shader stage")
-        if workgroup_size > self.device.max_workgroup_size:
-            raise GpuLimitError(f"workgroup size {workgroup_size} exceeds the device's "
-                                f"{self.device.max_workgroup_size}")
-        pipeline, layout = self.pipeline_for(source, {"WG_SIZE": workgroup_size})
-        entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
-                   for i, b in enumerate(buffers)]
-        bind_group = self.device.device.create_bind_group(layout=layout, entries=entries)
-        encoder = self.device.device.create_command_encoder()
-        compute = encoder.begin_compute_pass()
-        compute.set_pipeline(pipeline)
-        compute.set_bind_group(0, bind_group)
-        grid = self.grid(workgroups)
-        compute.dispatch_workgroups(*grid)
-        compute.end()
-        self.device.queue.submit([encoder.finish()])
-        self.dispatched += 1
-        if self.observers:
-            done = Dispatched(source, tuple(buffers), workgroups, workgroup_size, pipeline,
-                              bind_group, grid)
-            for observe in self.observers:
-                observe(done)
+        self.submit(self.prepare(source, buffers, workgroups, workgroup_size=workgroup_size))
 
     def finish(self) -> None:
         """Wait for submitted work (a 4-byte readback; wgpu-py 0.32's
         ``on_submitted_work_done_sync`` is broken)."""
-        marker = self.device.device.create_buffer(size=4, usage=self._usage)
-        self.device.queue.read_buffer(marker, 0, 4)
+        marker = self.wgpu_device.create_buffer(size=4, usage=self._usage)
+        self.queue.read_buffer(marker, 0, 4)
 
-
-def _dtype_of(values: np.ndarray) -> DType:
-    for dtype in DType:
-        if dtype.numpy == values.dtype:
-            return dtype
-    raise TypeError(f"no fuselab dtype holds numpy {values.dtype}")

@@ -19,9 +19,9 @@ from refimpl.dtypes import DType
 from refimpl.ir import TensorIr, TensorStatus
 from refimpl.ops import op_named
 from refimpl.semantics import NUMPY_IMPL
-from gpu.device import GpuDevice
-from gpu.tolerance import GPU_ULP_TOLERANCE, close_mask, ulp_distance
-from gpu.unfused import run_op
+from gpu.check.tolerance import GPU_ULP_TOLERANCE, close_mask, ulp_distance
+from gpu.runtime.device import GpuDevice
+from gpu.runtime.unfused import run_op
 
 __all__ = ["Measurement", "measure", "DOMAINS"]
 

@@ -9,7 +9,7 @@ on [0.5, 2], else 3 ULP; ``inverseSqrt`` 2 ULP and ``sqrt`` inherited from ``1/i
 absolute 2^-11 on [-π, π]); each entry says where its numbers come from. Integer, bool,
 comparison and movement results are always exact. Across the ops of a fused kernel the
 compiler may reassociate ``+ - *``: ``REASSOCIABLE`` and ``REASSOCIATION_ULP`` are that
-allowance, applied by ``gpu.chain_bounds``.
+allowance, applied by ``gpu.check.chain_bounds``.
 
 Rules applied to every float comparison: equal values (±0 included) and two NaNs pass; a
 result whose expected value is subnormal may be flushed to zero (WGSL allows flushing).
@@ -65,7 +65,7 @@ EXACT = Tolerance("exact: integer, bool, comparison, selection and movement resu
 
 # Fused chains of these (variants, Scalar forms included): each op is correctly rounded alone,
 # but WGSL lets the compiler reassociate and contract across them, and lavapipe's does
-# ((a - b) + b → a, x*z + y*z → (x + y)*z). gpu.chain_bounds lets an op of this set see each
+# ((a - b) + b → a, x*z + y*z → (x + y)*z). gpu.check.chain_bounds lets an op of this set see each
 # operand that is a rounded result of one as uncertain by REASSOCIATION_ULP of its ulps, plus
 # one ulp of its own result (docs/wgsl-semantics.md §1.2). 3: (x + y)*z rounds x + y, at most
 # 2 ulps of the larger product, plus the oracle's own half ulps. Neg is exact and passes its

@@ -1,5 +1,5 @@
-"""What every standalone kernel shares: bindings, the metadata word layout, index math and
-skeleton filling.
+"""Kernel rendering, what every kernel (standalone or fused) shares: bindings, the metadata word
+layout, index math and skeleton filling.
 
 burn counterpart: cubecl's kernel ``info`` buffer (``compute/metadata`` — shapes, strides and
 scalars passed at launch, not compiled in) and burn-cubecl-fusion's index helpers
@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from refimpl.dtypes import DType
-from gpu.wgsl.types import WGSL_TYPE, vector_type
+from gpu.codegen.types import WGSL_TYPE, vector_type
 
 __all__ = ["Binding", "Schema", "render_kernel", "scalar_word", "scalar_load",
            "coords_lines", "dedupe"]
@@ -147,7 +147,7 @@ def dedupe(items: Sequence[str]) -> tuple[str, ...]:
 
 @functools.cache
 def _skeleton(name: str) -> Template:
-    text = resources.files("gpu.wgsl").joinpath("skeletons", f"{name}.wgsl").read_text()
+    text = resources.files("gpu.codegen").joinpath("skeletons", f"{name}.wgsl").read_text()
     return Template(text)
 
 

@@ -21,16 +21,17 @@ from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, ScalarOpIr
 from refimpl.ops import OpKind
 from refimpl.semantics import scalar_value
-from gpu.device import GpuDevice
-from gpu.errors import UnsupportedOpError
-from gpu.kernels.common import scalar_word
-from gpu.kernels.elementwise import WIDTHS, ElementwiseKernel
-from gpu.kernels.matmul import MatmulKernel
-from gpu.kernels.movement import CopyKernel, IndexKernel, bit_storage
-from gpu.kernels.reduce import (REDUCERS, ArgKernel, ReduceDimKernel, ReduceFullKernel,
+from gpu.codegen.elementwise import WIDTHS, ElementwiseKernel
+from gpu.codegen.matmul import MatmulKernel
+from gpu.codegen.movement import CopyKernel, IndexKernel, bit_storage
+from gpu.codegen.ops import WGSL_EXPR
+from gpu.codegen.reduce import (REDUCERS, ArgKernel, ReduceDimKernel, ReduceFullKernel,
                                 accumulator, identity_word_value)
-from gpu.runtime import DeviceTensor, Runtime
-from gpu.wgsl.ops import WGSL_EXPR
+from gpu.codegen.render import scalar_word
+from gpu.errors import UnsupportedOpError
+from gpu.runtime.buffers import DeviceTensor
+from gpu.runtime.device import GpuDevice
+from gpu.runtime.server import Runtime
 
 __all__ = ["run_op", "execute", "launch"]
 

@@ -21,14 +21,14 @@ nothing else (so a new shape of a known block compiles nothing):
   go to the input's binding, declared ``read_write``. Bool is stored as ``u32`` 0/1.
 
 Shapes, strides, buffer offsets, the reference layout, scalars, literals and reshape dims are
-run-time words of one metadata buffer ``info`` (``gpu.wgsl.fused_signature.MetadataLayout``).
-The reference layout is resolved on the host (``gpu.fused_launch``, as
+run-time words of one metadata buffer ``info`` (``gpu.codegen.fused_signature.MetadataLayout``).
+The reference layout is resolved on the host (``gpu.runtime.fused_launch``, as
 ``refimpl.fused_kernel`` resolves it), so the kernel only sees the reference shape and
 strides; position ``pos`` covers the reference elements ``pos * width + lane``. Names come from
 positions (``in{k}``, ``out{k}``, ``t{i}``), never from tensor ids.
 
 This module holds the per-``FuseOp`` emitters and the assembly; the reads, writes and index
-math are ``gpu.wgsl.fuse_io.BodyWriter``.
+math are ``gpu.codegen.fuse_io.BodyWriter``.
 """
 
 from __future__ import annotations
@@ -40,14 +40,14 @@ from typing import Callable, Mapping
 from refimpl.dtypes import DType
 from refimpl.planner.launch import FuseBlockConfig
 from refimpl.planner.trace import BinaryFuseArgs, FuseOp, UnaryFuseArgs
-from gpu.errors import UnsupportedDTypeError, UnsupportedOpError
-from gpu.kernels.common import Binding, render_kernel
-from gpu.wgsl.fuse_io import BodyWriter, plus, plus_lane, times
-from gpu.wgsl.fused_signature import (
+from gpu.codegen.fuse_io import BodyWriter, plus, plus_lane, times
+from gpu.codegen.fused_signature import (
     KernelSignature, MetadataLayout, TensorArg, VectorAccess, compute_dtype, metadata_layout,
 )
-from gpu.wgsl.literals import ExprCtx
-from gpu.wgsl.types import WGSL_TYPE
+from gpu.codegen.literals import ExprCtx
+from gpu.codegen.render import Binding, render_kernel
+from gpu.codegen.types import WGSL_TYPE
+from gpu.errors import UnsupportedDTypeError, UnsupportedOpError
 
 __all__ = ["TensorArg", "KernelSignature", "MetadataLayout", "VectorAccess", "FusedKernel",
            "emit_block", "metadata_layout"]

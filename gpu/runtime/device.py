@@ -33,9 +33,9 @@ from typing import Any, Mapping
 
 from refimpl.devices import DeviceProfile, profile_from_wgpu_limits
 from refimpl.dtypes import DType
-from gpu.errors import NoAdapterError, UnsupportedDTypeError
-from gpu.runtime import Runtime
-from gpu.wgsl.types import UNSUPPORTED_REASON, WGSL_TYPE
+from gpu.errors import NoAdapterError
+from gpu.runtime.properties import DeviceProperties
+from gpu.runtime.server import Runtime
 
 __all__ = [
     "ADAPTER_ENV",
@@ -89,32 +89,41 @@ def _portable_limits(adapter_limits: Mapping[str, int]) -> dict[str, int]:
 class GpuDevice:
     """A WebGPU adapter plus the device requested from it, with the facts kernels need.
 
-    ``max_bindings`` is the fusion planner's binding budget: storage buffers per shader stage
-    minus one (the metadata buffer), as in cubecl-wgpu. ``runtime`` is the device's
-    ``gpu.runtime.Runtime`` (buffers, pipeline cache, dispatch), made last since it reads the
-    device's limits.
+    ``properties`` (``DeviceProperties``: name, limits, features) holds those facts; the
+    device offers them too (``max_bindings``, ``supports`` ...). ``max_bindings`` is the fusion
+    planner's binding budget: storage buffers per shader stage minus one (the metadata
+    buffer), as in cubecl-wgpu. ``runtime`` is the device's ``Runtime`` (buffers, pipeline
+    cache, dispatch), made from the wgpu device and the properties.
     """
 
-    def __init__(self, adapter: Any, device: Any, *, portable: bool, limits: Mapping[str, int],
-                 features: frozenset[str]) -> None:
+    def __init__(self, adapter: Any, wgpu_device: Any, *, portable: bool,
+                 limits: Mapping[str, int], features: frozenset[str]) -> None:
         self.adapter = adapter
-        self.device = device
+        self.wgpu_device = wgpu_device
         self.portable = portable
-        self.limits = limits
-        self.features = features
-        self.runtime = Runtime(self)
+        self.properties = DeviceProperties(str(adapter.info.get("device", "?")), limits,
+                                           features)
+        self.runtime = Runtime(wgpu_device, self.properties)
 
     def __repr__(self) -> str:
         return f"GpuDevice({self.summary()!r})"
 
     @property
     def queue(self) -> Any:
-        return self.device.queue
+        return self.wgpu_device.queue
 
     @property
     def name(self) -> str:
         """The adapter's device name (``"llvmpipe (LLVM 15.0.6, 256 bits)"``)."""
-        return str(self.adapter.info.get("device", "?"))
+        return self.properties.name
+
+    @property
+    def limits(self) -> Mapping[str, int]:
+        return self.properties.limits
+
+    @property
+    def features(self) -> frozenset[str]:
+        return self.properties.features
 
     @property
     def backend(self) -> str:
@@ -125,49 +134,36 @@ class GpuDevice:
         """A software adapter (lavapipe / llvmpipe)."""
         return self.adapter.info.get("adapter_type") == "CPU"
 
+    # --- the properties' facts ----------------------------------------------------------------
+
     @property
     def max_bindings(self) -> int:
-        """Storage buffers per shader stage − 1 (burn-cubecl-fusion's binding limit)."""
-        return int(self.limits["max-storage-buffers-per-shader-stage"]) - 1
+        return self.properties.max_bindings
 
     @property
     def max_buffer_bytes(self) -> int:
-        """The largest tensor a kernel can bind: the smaller of ``max-buffer-size`` and
-        ``max-storage-buffer-binding-size``."""
-        return min(int(self.limits["max-buffer-size"]),
-                   int(self.limits["max-storage-buffer-binding-size"]))
+        return self.properties.max_buffer_bytes
 
     @property
     def max_storage_buffers(self) -> int:
-        return int(self.limits["max-storage-buffers-per-shader-stage"])
+        return self.properties.max_storage_buffers
 
     @property
     def max_workgroup_size(self) -> int:
-        """Largest 1-D workgroup: the smaller of the x size and the invocation limit."""
-        return min(int(self.limits["max-compute-workgroup-size-x"]),
-                   int(self.limits["max-compute-invocations-per-workgroup"]))
+        return self.properties.max_workgroup_size
 
     @property
     def has_f16(self) -> bool:
-        return "shader-f16" in self.features
+        return self.properties.has_f16
 
     def supports(self, dtype: DType) -> bool:
-        """True when kernels on this device can hold ``dtype``."""
-        if dtype is DType.F16:
-            return self.has_f16
-        return dtype in WGSL_TYPE
+        return self.properties.supports(dtype)
 
     def check_dtype(self, dtype: DType, what: str = "tensor") -> None:
-        """Raise ``UnsupportedDTypeError`` naming ``what`` when ``dtype`` cannot run here."""
-        if self.supports(dtype):
-            return
-        reason = UNSUPPORTED_REASON.get(dtype, "the device lacks the shader-f16 feature")
-        raise UnsupportedDTypeError(f"{what}: dtype {dtype.value} is not supported on "
-                                    f"{self.name}: {reason}")
+        self.properties.check_dtype(dtype, what)
 
     def supported_dtypes(self) -> tuple[DType, ...]:
-        """The dtypes this device runs, in ``DType`` order."""
-        return tuple(d for d in DType if self.supports(d))
+        return self.properties.supported_dtypes()
 
     def profile(self) -> DeviceProfile:
         """The planner's ``DeviceProfile`` for this device (its own limits, portable or not)."""
@@ -274,7 +270,7 @@ def request_device(*, portable: bool = False, adapter_name: str | None = None) -
     features = [f for f in _WANTED_FEATURES if f in adapter.features]
     limits = _portable_limits(adapter_limits) if portable else adapter_limits
     device = adapter.request_device_sync(required_features=features, required_limits=limits)
-    return GpuDevice(adapter=adapter, device=device, portable=portable,
+    return GpuDevice(adapter=adapter, wgpu_device=device, portable=portable,
                      limits=MappingProxyType(dict(device.limits)),
                      features=frozenset(device.features))
 

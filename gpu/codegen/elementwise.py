@@ -23,8 +23,8 @@ from typing import Sequence
 
 from refimpl.dtypes import DType
 from refimpl.ops import op_named
-from gpu.kernels.common import Binding, Schema, coords_lines, render_kernel, scalar_load
-from gpu.wgsl.ops import WGSL_EXPR, expr_ctx
+from gpu.codegen.ops import WGSL_EXPR, expr_ctx
+from gpu.codegen.render import Binding, Schema, coords_lines, render_kernel, scalar_load
 
 __all__ = ["ElementwiseKernel", "WIDTHS"]
 

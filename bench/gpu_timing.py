@@ -4,12 +4,15 @@ and timed on the device; and first-call (cold) timing of a new expression.
 burn counterpart: none (burn-bench times through the backend's ``sync``; cubecl's
 ``TimingMethod::Device`` reads timestamp queries like ``time_dispatches`` here).
 
+It serves the benchmarks (``bench/elementwise.py``), not the library: ``gpu`` only offers the
+hook it records through (``Runtime.observers``) and the binding it replays (``Runtime.prepare``).
+
 Why not time ``GpuExecutor.run`` with a clock: the executor submits every dispatch in its own
 command buffer and the only wait wgpu-py 0.32 offers is a readback (``queue.read_buffer``,
 about 0.3 ms round trip on the H200; ``on_submitted_work_done_sync`` raises), so a wall clock
 measures Python and the driver, not the kernel. Instead:
 
-* ``recording(runtime)`` collects the ``gpu.runtime.Dispatched`` of every dispatch a run
+* ``recording(runtime)`` collects the ``gpu.runtime.server.Dispatched`` of every dispatch a run
   submits (the run itself executes normally: its results stay correct);
 * ``time_dispatches(device, dispatches)`` encodes ``reps`` compute passes in ONE command
   buffer, each pass ``iterations`` times the whole sequence (``passes="one"``) or every
@@ -36,8 +39,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from gpu.device import GpuDevice
-from gpu.runtime import Dispatched, Runtime
+from gpu.runtime.device import GpuDevice
+from gpu.runtime.server import Dispatched, Runtime
 
 __all__ = ["DeviceTiming", "FirstRun", "first_run", "has_timestamps", "prepared", "recording",
            "time_dispatches", "wait", "wall_seconds", "with_workgroup_size"]
@@ -95,12 +98,7 @@ def prepared(runtime: Runtime, source: str, buffers: Sequence[Any], workgroups: 
              workgroup_size: int | None = None) -> Dispatched:
     """``source`` compiled (cached) and bound to ``buffers``, not submitted."""
     size = workgroup_size if workgroup_size is not None else runtime.workgroup_size
-    pipeline, layout = runtime.pipeline_for(source, {"WG_SIZE": size})
-    entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
-               for i, b in enumerate(buffers)]
-    bind_group = runtime.device.device.create_bind_group(layout=layout, entries=entries)
-    return Dispatched(source, tuple(buffers), workgroups, size, pipeline, bind_group,
-                      runtime.grid(workgroups))
+    return runtime.prepare(source, buffers, workgroups, workgroup_size=size)
 
 
 def with_workgroup_size(runtime: Runtime, dispatched: Dispatched, size: int) -> Dispatched:
@@ -154,7 +152,7 @@ def _encode_rep(encoder: Any, dispatches: Sequence[Dispatched], iterations: int,
 
 def _submit_reps(device: GpuDevice, dispatches: Sequence[Dispatched], iterations: int,
                  reps: int, passes: str, query_set: Any = None) -> Any:
-    encoder = device.device.create_command_encoder()
+    encoder = device.wgpu_device.create_command_encoder()
     for rep in range(reps):
         stamps = None if query_set is None else (query_set, 2 * rep)
         _encode_rep(encoder, dispatches, iterations, passes, stamps)
@@ -163,7 +161,7 @@ def _submit_reps(device: GpuDevice, dispatches: Sequence[Dispatched], iterations
         import wgpu
 
         size = -(-2 * reps * 8 // _RESOLVE_ALIGN) * _RESOLVE_ALIGN
-        resolved = device.device.create_buffer(
+        resolved = device.wgpu_device.create_buffer(
             size=size, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
         encoder.resolve_query_set(query_set, 0, 2 * reps, resolved, 0)
     device.queue.submit([encoder.finish()])
@@ -174,7 +172,7 @@ def _timestamped(device: GpuDevice, dispatches: Sequence[Dispatched], iterations
                  reps: int, passes: str) -> tuple[list[float], float]:
     import numpy as np
 
-    query_set = device.device.create_query_set(type="timestamp", count=2 * reps)
+    query_set = device.wgpu_device.create_query_set(type="timestamp", count=2 * reps)
     started = time.perf_counter()
     resolved = _submit_reps(device, dispatches, iterations, reps, passes, query_set)
     raw = device.queue.read_buffer(resolved, 0, 2 * reps * 8)
@@ -258,8 +256,8 @@ def first_run(record: Callable[[], Any], device: GpuDevice,
     first call starts from); without it the inputs are uploaded inside the timed region.
     ``fused=False`` runs every op as its own kernel instead (no planning)."""
     from refimpl.interpreter import executed_steps
-    from gpu.executor import GpuExecutor
-    from gpu.fused_launch import KernelCache
+    from gpu.runtime.executor import GpuExecutor
+    from gpu.runtime.fused_launch import KernelCache
 
     rt = device.runtime
     kernels = KernelCache()

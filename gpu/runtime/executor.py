@@ -12,12 +12,12 @@ with a simulated ``Memory`` (``with_values=False``: layouts and buffer identitie
 same launch planning, so both make the same decisions; where the interpreter computes values
 on numpy, this one dispatches kernels on the buffers ``Memory`` names:
 
-* unfused steps: each op through ``gpu.unfused`` (its own kernel), except the metadata ops
+* unfused steps: each op through ``gpu.runtime.unfused`` (its own kernel), except the metadata ops
   burn-cubecl never launches (swap_dims, permute, expand, a reshape or an aligned slice
   that keep the buffer: ``refimpl.handles.unfused_view``); ``Init`` uploads, ``Drop``
   releases;
-* fused steps: each element-wise trace through the kernel ``gpu.wgsl.emit`` prints for its
-  ``FuseBlockConfig`` (``gpu.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by
+* fused steps: each element-wise trace through the kernel ``gpu.codegen.emit`` prints for its
+  ``FuseBlockConfig`` (``gpu.runtime.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by
   ``config_id`` and the binding signature, never by shape; the metadata words); an in-place
   output is the input's own buffer;
 * Matmul, Reduce, ReduceBroadcasted: always their fallback (``fused_matmul`` and
@@ -49,13 +49,13 @@ from refimpl.planner.plan import PlanStep
 from refimpl.planner.trace import FuseTrace
 from refimpl.semantics import scalar_value
 from refimpl.stream import Stream
-from gpu.device import GpuDevice, default_device
+from gpu.codegen.emit import FusedKernel
+from gpu.codegen.render import scalar_word
 from gpu.errors import UnsupportedOpError
-from gpu.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
-from gpu.kernels.common import scalar_word
-from gpu.runtime import DeviceTensor
-from gpu.unfused import execute as execute_op, launch as launch_kernel
-from gpu.wgsl.emit import FusedKernel
+from gpu.runtime.buffers import DeviceTensor
+from gpu.runtime.device import GpuDevice, default_device
+from gpu.runtime.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
+from gpu.runtime.unfused import execute as execute_op, launch as launch_kernel
 
 __all__ = ["KernelCache", "KERNEL_CACHE", "GpuStepRecord", "GpuExecutor", "WgslListing",
            "run_planned", "run_unfused", "signature_of", "launch_words"]
@@ -203,14 +203,7 @@ class GpuExecutor:
         """Snapshot wanted tensors now (a later in-place write may reuse their buffer)."""
         for tid in ids:
             if tid in self.wanted and tid in self.memory.handles:
-                tensor = self.device_tensor(self.memory.handles[tid])
-                size = tensor.buffer.size
-                copy = self.rt.device.device.create_buffer(size=size, usage=self.rt._usage)
-                encoder = self.rt.device.device.create_command_encoder()
-                encoder.copy_buffer_to_buffer(tensor.buffer, 0, copy, 0, size)
-                self.rt.device.queue.submit([encoder.finish()])
-                self.snapshots[tid] = DeviceTensor(copy, tensor.dtype, tensor.shape,
-                                                   tensor.strides, tensor.offset)
+                self.snapshots[tid] = self.rt.copy(self.device_tensor(self.memory.handles[tid]))
 
     def _release(self) -> None:
         """Forget GPU buffers no live handle uses any more."""

@@ -1,1 +1,0 @@
-"""WGSL text generation: types (``types``), the expression table (``ops``), skeletons."""
