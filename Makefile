@@ -15,7 +15,7 @@ export HYPOTHESIS_PROFILE
 # pyproject.toml (numpy, and the `test` extra: pytest, hypothesis, wgpu, rich)
 BUILD_REQUIREMENTS := "Cython>=3.1" "setuptools>=77" wheel
 
-EXT_SOURCES := setup.py $(wildcard fastplan/*.pyx fastplan/*.pxd)
+EXT_SOURCES := setup.py $(wildcard fastplan/*.pyx fastplan/*.pxd fastplan/*/*.pyx fastplan/*/*.pxd)
 
 .PHONY: venv build vulkan test demo clean distclean
 
@@ -61,7 +61,8 @@ demo: build vulkan
 	$(VENV)/bin/fuselab demo
 
 clean:
-	rm -rf build fastplan/*.so fastplan/*.c fastplan/*.html *.egg-info .pytest_cache .hypothesis
+	rm -rf build fastplan/*.so fastplan/*.c fastplan/*.html fastplan/*/*.so fastplan/*/*.c \
+	    fastplan/*/*.html *.egg-info .pytest_cache .hypothesis
 	find . -name __pycache__ -not -path "./$(VENV)/*" -prune -exec rm -rf {} +
 
 distclean: clean

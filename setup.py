@@ -27,13 +27,29 @@ from setuptools.modified import newer_group
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# fastplan modules that are compiled, by basename (fastplan/<name>.pyx).
-MODULES = ["opinfo", "relative", "builder", "scoring", "trace_fuser", "elemwise", "matmul",
-           "reduce", "reduce_broadcasted", "nhwc", "registry",
-           "_keys", "strategy", "graph", "block", "merging", "repair", "search", "_trie", "cache",
-           "queue", "processor", "planner",
-           "layout", "vectorization", "handles", "launch_planners", "launch_vectorize", "launch",
-           "launch_stream"]
+# fastplan modules that are compiled, by dotted name under fastplan ("search.block":
+# fastplan/search/block.pyx, the module fastplan.search.block).
+MODULES = ["opinfo", "stream.relative", "engine.builder", "engine.scoring", "engine.trace_fuser",
+           "fusers.elemwise", "fusers.matmul", "fusers.reduce", "fusers.reduce_broadcasted",
+           "fusers.nhwc", "fusers.registry",
+           "_keys", "search.strategy", "search.graph", "search.block", "search.merging",
+           "search.repair", "search.search", "stream._trie", "stream.cache",
+           "stream.queue", "stream.processor", "planner",
+           "launch.layout", "launch.vectorization", "launch.handles", "launch.launch_planners",
+           "launch.launch_vectorize", "launch.launch", "launch.launch_stream"]
+
+
+def _init_symbol(module):
+    """The ``PyInit_`` function of a module of MODULES: Cython names it after the last part of
+    the dotted name only (``search.block``: ``PyInit_block``)."""
+    return "PyInit_" + module.rpartition(".")[2]
+
+
+# Every module's PyInit_ is a symbol of the one bundle: two modules may not share a last part.
+_SYMBOLS = [_init_symbol(module) for module in MODULES]
+if len(set(_SYMBOLS)) != len(_SYMBOLS):
+    raise SystemExit("setup.py: two fastplan modules share a PyInit_ symbol: "
+                     + ", ".join(sorted({s for s in _SYMBOLS if _SYMBOLS.count(s) > 1})))
 
 
 def _flag(name):
@@ -42,9 +58,9 @@ def _flag(name):
 
 NO_EXTENSIONS = _flag("FASTPLAN_NO_EXTENSIONS")
 # Every module's C file is linked into one shared library, fastplan/_bundle<suffix>, and
-# fastplan/__init__.py imports each module from it (its own PyInit_<name>). One library keeps
-# the hot code of all modules in one region and calls the interpreter through one PLT, so
-# that a call starting on cold caches reloads less (docs/fastplan.md, "One library").
+# fastplan/__init__.py imports each module from it (by its own PyInit_, see _init_symbol). One
+# library keeps the hot code of all modules in one region and calls the interpreter through one
+# PLT, so that a call starting on cold caches reloads less (docs/fastplan.md, "One library").
 BUNDLE = os.environ.get("FASTPLAN_BUNDLE", "1") not in ("", "0")
 BUNDLE_NAME = "fastplan._bundle"  # fastplan/__init__.py's _BUNDLE names the same file
 REQUIRE_EXTENSIONS = _flag("FASTPLAN_REQUIRE_EXTENSIONS")
@@ -156,10 +172,10 @@ class optional_build_ext(build_ext):
                     os.remove(path)
 
     def get_export_symbols(self, ext):
-        """The bundle's exported names: every module's ``PyInit_<name>`` (only a Windows link
+        """The bundle's exported names: every module's ``PyInit_`` (only a Windows link
         exports no more than it is told; elsewhere they are exported anyway)."""
         if ext.name == BUNDLE_NAME:
-            return [f"PyInit_{name}" for name in MODULES]
+            return list(_SYMBOLS)
         return super().get_export_symbols(ext)
 
     def _stale(self):
@@ -331,7 +347,8 @@ def _ext_modules():
     macros = [("FASTPLAN_DEBUG_CHECKS", "1")] if DEBUG else []
     if DICT_VERSIONS:
         macros.append(("CYTHON_USE_DICT_VERSIONS", "1"))
-    extensions = [Extension(f"fastplan.{m}", [f"fastplan/{m}.pyx"], define_macros=macros)
+    extensions = [Extension(f"fastplan.{m}", [f"fastplan/{m.replace('.', '/')}.pyx"],
+                            define_macros=macros)
                   for m in MODULES]
     modules = cythonize(
         extensions,
@@ -343,8 +360,8 @@ def _ext_modules():
     )
     if not BUNDLE:
         return modules
-    # each C file keeps its module's name and PyInit_<name>; Cython's own functions are static
-    # to their file, so the files link together
+    # each C file keeps its module's full name and its PyInit_ (unique: _SYMBOLS); Cython's own
+    # functions are static to their file, so the files link together
     return [Extension(BUNDLE_NAME, [source for ext in modules for source in ext.sources],
                       define_macros=macros,
                       depends=sorted({path for ext in modules for path in ext.depends}))]

@@ -23,10 +23,10 @@ from refimpl.devices import profile_named
 from refimpl.dtypes import DType
 from refimpl.ir import BinaryOpIr, OperationIr, Sync, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
-from refimpl.planner.processor import StreamPlanner as ReferencePlanner
-from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.registry import FusionRegistry as ReferenceRegistry
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.processor import StreamPlanner as ReferencePlanner
+from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
+from refimpl.planner.fusers.registry import FusionRegistry as ReferenceRegistry
+from refimpl.planner.search.strategy import BlockOptimization, Operations
 from refimpl.strategies import streams
 from refimpl.stream import Stream, stream_to_json
 
@@ -35,9 +35,9 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 if fastplan.COMPILED:
     from fastplan._keys import BoundaryError
     from fuselab.workloads import build, shifted
-    from fastplan.processor import StreamPlanner
-    from fastplan.queue import OperationQueue
-    from fastplan.registry import FusionRegistry
+    from fastplan.stream.processor import StreamPlanner
+    from fastplan.stream.queue import OperationQueue
+    from fastplan.fusers.registry import FusionRegistry
 
 
 def _tensor(tid, status=TensorStatus.ReadOnly, shape=(4, 8)) -> TensorIr:

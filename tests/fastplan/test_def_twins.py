@@ -13,13 +13,13 @@ import pytest
 import fastplan
 from refimpl.dtypes import DType
 from refimpl.ir import TensorIr, TensorStatus
-from refimpl.planner.builder import Refusal
-from refimpl.planner.settings import (
+from refimpl.planner.engine.builder import Refusal
+from refimpl.planner.engine.settings import (
     ELEMENTWISE_SETTINGS,
     REDUCE_READ_SETTINGS,
     REDUCE_WRITE_SETTINGS,
 )
-from refimpl.planner.trace import (
+from refimpl.planner.engine.trace import (
     BinaryFuseArgs,
     BlockLocal,
     CatArgs,
@@ -76,7 +76,7 @@ def test_def_twins_trace_fuser_calls():
         out.append(clone.finish((1, 0)))
         return out
 
-    assert run_both("builder", scenario)[0] == "ok"
+    assert run_both("engine.builder", scenario)[0] == "ok"
 
 
 def test_def_twins_block_builder_and_pool():
@@ -103,7 +103,7 @@ def test_def_twins_block_builder_and_pool():
                     pool.clone().get(FuseType.F16, 3)]
         return results
 
-    assert run_both("builder", scenario)[0] == "ok"
+    assert run_both("engine.builder", scenario)[0] == "ok"
 
 
 def test_def_twins_try_trace_fuser_with_python_add_ops():
@@ -128,7 +128,7 @@ def test_def_twins_try_trace_fuser_with_python_add_ops():
         reasons.append(fuser.fuse(refuse))
         return reasons, fuser.finish((0,)), fuser.clone().finish((0,))
 
-    assert run_both("trace_fuser", scenario)[0] == "ok"
+    assert run_both("engine.trace_fuser", scenario)[0] == "ok"
 
 
 def test_def_twins_trace_operation_fuser_helpers():
@@ -153,11 +153,11 @@ def test_def_twins_trace_operation_fuser_helpers():
         results += [fuser.len(), fuser.closed_reason, fuser.closed_log, fuser.properties()]
         return results
 
-    assert run_both("trace_fuser", scenario)[0] == "ok"
+    assert run_both("engine.trace_fuser", scenario)[0] == "ok"
 
 
 def test_def_twins_scoring_evaluate_on_finished_traces():
-    trace = importlib.import_module("refimpl.planner.elemwise").ElementWiseFuser(28)
+    trace = importlib.import_module("refimpl.planner.fusers.elemwise").ElementWiseFuser(28)
     for o in relative(abc_exp()):
         trace.fuse(o)
     finished = trace.finish().main_trace()
@@ -169,7 +169,7 @@ def test_def_twins_scoring_evaluate_on_finished_traces():
         return (score.evaluate(finished), other.evaluate(finished), repr(other),
                 score == scoring.Scoring(6, 3, 4), score.calculate_score(1, 1, 1))
 
-    assert run_both("scoring", scenario)[0] == "ok"
+    assert run_both("engine.scoring", scenario)[0] == "ok"
 
 
 def test_def_twins_relative_conversion():
@@ -193,7 +193,7 @@ def test_def_twins_relative_conversion():
         converter.clear()
         return converted, fields, converter.tensor(TensorIr(5, (3,), DType.F32, RO))
 
-    assert run_both("relative", scenario)[0] == "ok"
+    assert run_both("stream.relative", scenario)[0] == "ok"
 
 
 def test_def_twins_scalar_and_indexed_errors():
@@ -201,7 +201,7 @@ def test_def_twins_scalar_and_indexed_errors():
         fuser = builder.TraceFuser(ELEMENTWISE_SETTINGS)
         return fuser.scalar(2.0, DType.F32)
 
-    assert run_both("builder", scenario)[0] == "raised"
+    assert run_both("engine.builder", scenario)[0] == "raised"
     assert Scalar(0, F) != Input(0, F)  # the twins build refimpl's classes
     assert FuseOp.assign(BlockLocal(0, F), Input(0, F)).args == UnaryFuseArgs(BlockLocal(0, F),
                                                                              Input(0, F))
@@ -212,14 +212,14 @@ def test_def_twins_scalar_and_indexed_errors():
 @pytest.mark.parametrize("workload", ["elementwise", "transformer", "mixed"])
 def test_def_twins_optimization_reading(workload):
     """What the queue reads of a stored plan's optimizations at their fields
-    (``fastplan.strategy``: ``max_relative_shape_id``, and each fused step's inputs, outputs
+    (``fastplan.search.strategy``: ``max_relative_shape_id``, and each fused step's inputs, outputs
     and block op names) equals what their methods answer, on every plan a stream stores."""
     from fuselab import workloads
-    from fastplan.processor import StreamPlanner
-    from fastplan.registry import FusionRegistry
-    from fastplan.strategy import max_relative_shape_id
+    from fastplan.stream.processor import StreamPlanner
+    from fastplan.fusers.registry import FusionRegistry
+    from fastplan.search.strategy import max_relative_shape_id
     from refimpl.devices import profile_named
-    from refimpl.planner import strategy as ref_strategy
+    from refimpl.planner.search import strategy as ref_strategy
 
     planner = StreamPlanner(FusionRegistry().fusers(profile_named("metal")))
     planner.run(workloads.build(workload, 1500))

@@ -9,14 +9,14 @@ import pytest
 
 import fastplan
 from refimpl.devices import profile_named
-from refimpl.planner import registry as ref_registry
-from refimpl.planner import search as ref_search
+from refimpl.planner.fusers import registry as ref_registry
+from refimpl.planner.search import search as ref_search
 from tests.planner.fuser_ops import NI, RO, drop, op, relative, t
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
-from fastplan import registry as fast_registry  # noqa: E402
-from fastplan import search as fast_search  # noqa: E402
+from fastplan.fusers import registry as fast_registry  # noqa: E402
+from fastplan.search import search as fast_search  # noqa: E402
 
 S = (4, 6)
 

@@ -23,14 +23,15 @@ import fastplan
 from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, TensorIr, TensorStatus
 from refimpl.ops import OPS, op_named
-from refimpl.planner.builder import Refusal
-from refimpl.planner.settings import ELEMENTWISE_SETTINGS
+from refimpl.planner.engine.builder import Refusal
+from refimpl.planner.engine.settings import ELEMENTWISE_SETTINGS
 from tests.planner.fuser_ops import NI, RO, RW, op, relative, t, unary_chain
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
-FUSERS = (("elemwise", "ElementWiseFuser"), ("matmul", "MatmulFuser"), ("reduce", "ReduceFuser"),
-          ("reduce_broadcasted", "ReduceBroadcastedFuser"), ("nhwc", "NHWCRelayoutFuser"))
+FUSERS = (("fusers.elemwise", "ElementWiseFuser"), ("fusers.matmul", "MatmulFuser"),
+          ("fusers.reduce", "ReduceFuser"), ("fusers.reduce_broadcasted", "ReduceBroadcastedFuser"),
+          ("fusers.nhwc", "NHWCRelayoutFuser"))
 
 
 def make(package: str, module: str, name: str, max_bindings: int = 28):
@@ -129,7 +130,7 @@ def test_engine_boundary_rank0_swap_dims_raises_index_error_in_both():
     shape = (0, 1)
     ops = [op("NumericFloat.AddScalar", lhs=t(0, shape), rhs=0, out=t(1, (), NI)),
            op("BaseFloat.SwapDims", input=t(0, shape, RW), out=t(2, (), NI), dim1=0, dim2=0)]
-    reference, twin = both("elemwise", "ElementWiseFuser")
+    reference, twin = both("fusers.elemwise", "ElementWiseFuser")
     for fuser in (reference, twin):
         fuser.fuse(ops[0])
         with pytest.raises(IndexError):
@@ -142,13 +143,13 @@ def test_engine_boundary_non_int_scalar_raises_type_error_in_both():
     bad = op("NumericFloat.MulScalar", lhs=t(0, (0, 1)), rhs=2.0, out=t(1, (0, 1), NI))
     for package in ("refimpl.planner", "fastplan"):
         with pytest.raises(TypeError, match="placeholder"):
-            make(package, "elemwise", "ElementWiseFuser").fuse(bad)
+            make(package, "fusers.elemwise", "ElementWiseFuser").fuse(bad)
     assert_same_run([exp(5, 0), bad])
 
 
 @pytest.mark.parametrize("package", ["refimpl.planner", "fastplan"])
 def test_engine_boundary_trace_fuser_runtime_errors_match(package):
-    builder = importlib.import_module(f"{package}.builder")
+    builder = importlib.import_module(f"{package}.engine.builder")
     fuser = builder.TraceFuser(ELEMENTWISE_SETTINGS)
     indexed = TensorIr(3, (1, 2), DType.F32, RO)
     fuser.input_indexed(indexed)

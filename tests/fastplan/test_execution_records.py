@@ -28,15 +28,15 @@ import fastplan
 from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
-from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
+from refimpl.planner.search.strategy import BlockOptimization, Operations
 from tests.fastplan.helpers import planners
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
     from fuselab.workloads import build
-    from fastplan.queue import OperationQueue
+    from fastplan.stream.queue import OperationQueue
 
 
 def _contexts(queue) -> list:

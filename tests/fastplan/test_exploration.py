@@ -12,21 +12,24 @@ import io
 import pytest
 
 import fastplan
-from refimpl.planner import reduce_broadcasted as ref_rb
-from refimpl.planner import repair as ref_repair
-from refimpl.planner import search as ref_search
+from refimpl.planner.fusers import reduce_broadcasted as ref_rb
+from refimpl.planner.fusers.reduce_broadcasted import (
+    ReduceBroadcastedState,
+    ReduceBroadcastedStatus,
+)
 from refimpl.planner.log import NO_LOG, FusionLog, LogLevel
-from refimpl.planner.reduce_broadcasted import ReduceBroadcastedState, ReduceBroadcastedStatus
-from refimpl.planner.strategy import BlockOptimization, Composed
+from refimpl.planner.search import repair as ref_repair
+from refimpl.planner.search import search as ref_search
+from refimpl.planner.search.strategy import BlockOptimization, Composed
 from tests.fastplan.helpers import A1, A2, B1, B2, C1
 from tests.planner.burn_mocks import add, builders, optimization
 from tests.planner.fuser_ops import NI, RO, op, relative, t
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
-from fastplan import reduce_broadcasted as fast_rb  # noqa: E402
-from fastplan import repair as fast_repair  # noqa: E402
-from fastplan import search as fast_search  # noqa: E402
+from fastplan.fusers import reduce_broadcasted as fast_rb  # noqa: E402
+from fastplan.search import repair as fast_repair  # noqa: E402
+from fastplan.search import search as fast_search  # noqa: E402
 
 # (ops, fuser patterns): one block, two blocks, a hole, a search the block cap stops
 CASES = [

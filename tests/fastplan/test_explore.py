@@ -1,5 +1,5 @@
 """The exploration's trace engine: traces dropped by the search are kept, cleared, in a pool
-(``fastplan.builder``: ``trace_new`` and ``trace_clone`` take them back); a fuser built on a
+(``fastplan.engine.builder``: ``trace_new`` and ``trace_clone`` take them back); a fuser built on a
 reused trace must equal refimpl's, whatever the dropped trace held.
 
 Each case makes and drops many fusers (filling the pool past its 64 traces, and dropping
@@ -19,8 +19,9 @@ from tests.planner.fuser_ops import NI, RO, RW, feed, op, relative, t, unary_cha
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
-FUSERS = (("elemwise", "ElementWiseFuser"), ("matmul", "MatmulFuser"), ("reduce", "ReduceFuser"),
-          ("reduce_broadcasted", "ReduceBroadcastedFuser"), ("nhwc", "NHWCRelayoutFuser"))
+FUSERS = (("fusers.elemwise", "ElementWiseFuser"), ("fusers.matmul", "MatmulFuser"),
+          ("fusers.reduce", "ReduceFuser"), ("fusers.reduce_broadcasted", "ReduceBroadcastedFuser"),
+          ("fusers.nhwc", "NHWCRelayoutFuser"))
 
 SOFTMAX = [
     op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
@@ -106,8 +107,8 @@ def test_clone_of_a_fuser_with_no_shape_equals_refimpl(module, name):
 def optimize_blocks(package, segments):
     """``BlocksOptimizer.optimize`` over one block per segment of ops (positions running on
     across the segments), each block forced to take its ops."""
-    block_module = importlib.import_module(f"{package}.block")
-    search = importlib.import_module(f"{package}.search")
+    block_module = importlib.import_module(f"{package}.search.block")
+    search = importlib.import_module(f"{package}.search.search")
     blocks, pos = [], 0
     for segment in segments:
         block = block_module.Block([make(package, m, n) for m, n in FUSERS])

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-import fastplan.block as fblock
-import fastplan.reduce_broadcasted as frb
-import refimpl.planner.block as rblock
-import refimpl.planner.reduce_broadcasted as rrb
+import fastplan.fusers.reduce_broadcasted as frb
+import fastplan.search.block as fblock
+import refimpl.planner.fusers.reduce_broadcasted as rrb
+import refimpl.planner.search.block as rblock
 from tests.fastplan.helpers import WORKFLOWS
 
 pytestmark = pytest.mark.skipif(not frb.__file__.endswith((".so", ".pyd")),

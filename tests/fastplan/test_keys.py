@@ -11,10 +11,10 @@ from hypothesis import given, note
 
 import fastplan
 from refimpl.ir import OperationIr
-from refimpl.planner.cache import ExecutionPlan
-from refimpl.planner.cache import ExecutionPlanStore as ReferenceStore
-from refimpl.planner.relative import OperationConverter, to_relative
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.search.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.cache import ExecutionPlan
+from refimpl.planner.stream.cache import ExecutionPlanStore as ReferenceStore
+from refimpl.planner.stream.relative import OperationConverter, to_relative
 from refimpl.strategies import streams
 from refimpl.stream import stream_to_json
 from tests.planner.burn_mocks import operation_1, operation_2, operation_3
@@ -47,7 +47,7 @@ def test_keys_equal_exactly_when_ops_are_equal(first, second):
     note(stream_to_json(first))
     note(stream_to_json(second))
     ops = _relative(first) + _relative(second)
-    twin = fastplan.planner_module("cache").ExecutionPlanStore
+    twin = fastplan.planner_module("stream.cache").ExecutionPlanStore
     assert _index(twin, ops) == _index(ReferenceStore, ops)
 
 
@@ -56,21 +56,21 @@ def test_keys_equal_exactly_when_ops_are_equal(first, second):
 def test_keys_scalar_values_compare_as_python_does(a, b):
     ops = [_with_scalar(operation_2(), a), _with_scalar(operation_2(), b),
            _with_scalar(operation_2(), 7)]
-    twin = fastplan.planner_module("cache").ExecutionPlanStore
+    twin = fastplan.planner_module("stream.cache").ExecutionPlanStore
     assert _index(twin, ops) == _index(ReferenceStore, ops)
 
 
 def test_keys_distinguish_burns_test_operations():
     ops = [operation_1(), operation_2(), operation_3(), operation_1()]
-    twin = fastplan.planner_module("cache").ExecutionPlanStore
+    twin = fastplan.planner_module("stream.cache").ExecutionPlanStore
     assert _index(twin, ops) == _index(ReferenceStore, ops) == [[0, 3], [1], [2], [0, 3]]
 
 
 def _encodings_from_keys(stream) -> list[tuple[tuple, tuple]]:
     """Per op the queue relativises: its ``EncodedOp`` read from the key, and the one encoded
-    from the relative ``OperationIr`` (``fastplan.relative.encode``), as C values."""
-    from fastplan.queue import OperationQueue
-    from fastplan.relative import encode_key_op, encode_op
+    from the relative ``OperationIr`` (``fastplan.stream.relative.encode``), as C values."""
+    from fastplan.stream.queue import OperationQueue
+    from fastplan.stream.relative import encode_key_op, encode_op
 
     queue = OperationQueue()
     for index, op in enumerate(stream.ops):
@@ -102,8 +102,8 @@ def test_encoding_read_from_a_key_on_the_benchmark_streams(workload):
 
 
 def test_encoding_read_from_a_key_refuses_a_key_of_another_layout():
-    from fastplan.queue import OperationQueue
-    from fastplan.relative import encode_key_op
+    from fastplan.stream.queue import OperationQueue
+    from fastplan.stream.relative import encode_key_op
 
     queue = OperationQueue()
     queue.add(0, operation_1())
@@ -131,7 +131,7 @@ def _swap(first: int, out: int, dim1, dim2=0) -> OperationIr:
 
 def _relative_after_drains(ops: list[OperationIr]) -> list[OperationIr]:
     """Each op queued alone (the one before drained), as the queue relativises it."""
-    from fastplan.queue import OperationQueue
+    from fastplan.stream.queue import OperationQueue
 
     queue = OperationQueue()
     found = []
@@ -186,8 +186,8 @@ def test_queue_ids_map_as_refimpls_converter_does(ids):
     """fastplan's queue maps global tensor ids with a C table while they are exact int64
     ints and with a dict otherwise; either way its relative ids, snapshots and relative ops
     are refimpl's, segment after segment (ops drained in between)."""
-    from fastplan.queue import OperationQueue
-    from refimpl.planner.queue import OperationQueue as ReferenceQueue
+    from fastplan.stream.queue import OperationQueue
+    from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
 
     ops = [_add(ids[i], ids[(i + 1) % len(ids)], ids[(i + 2) % len(ids)])
            for i in range(len(ids))]
@@ -211,11 +211,11 @@ def test_queue_shapes_map_as_refimpls_converter_does_around_one_digit():
     """Dims on both sides of CPython's one-digit ints (read in place below 2**30, through
     ``PyLong_AsLongLongAndOverflow`` from there) get refimpl's relative shape ids, an equal
     dim met again the id it had, segment after segment."""
-    from fastplan.queue import OperationQueue
+    from fastplan.stream.queue import OperationQueue
     from refimpl.dtypes import DType
     from refimpl.ir import BinaryOpIr, TensorIr, TensorStatus
     from refimpl.ops import op_named
-    from refimpl.planner.queue import OperationQueue as ReferenceQueue
+    from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
 
     def shaped(tid, k, status=TensorStatus.ReadOnly):
         dims = _DIGIT_EDGE_DIMS

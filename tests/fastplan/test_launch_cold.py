@@ -1,9 +1,9 @@
-"""First-seen launch planning's C-level shortcuts (fastplan.launch, fastplan.handles): each gives
-refimpl's answer.
+"""First-seen launch planning's C-level shortcuts (fastplan.launch.launch, fastplan.launch.handles):
+each gives refimpl's answer.
 
 * the extents guard keeps its verdict on a live handle (``_Live.extent_fits``): a handle
   registered later for the same tensor is checked again;
-* a ``fastplan.handles.Memory`` fills its handles' slots directly: equal to refimpl's
+* a ``fastplan.launch.handles.Memory`` fills its handles' slots directly: equal to refimpl's
   ``Handle`` built by its constructor, contiguous strides included;
 * the stream walk's launch (``plan_launch_walk``, through ``launch_plan_stream``) keeps a
   trace's tuples of ops instead of copies and builds no frozen plan: its steps equal refimpl's
@@ -21,21 +21,21 @@ if not fastplan.COMPILED:
     pytest.skip("fastplan is not compiled", allow_module_level=True)
 
 from refimpl.dtypes import DType  # noqa: E402
-from refimpl.handles import Handle  # noqa: E402
-from refimpl.handles import Memory as RefMemory  # noqa: E402
 from refimpl.ir import TensorIr, TensorStatus  # noqa: E402
+from refimpl.planner.launch.handles import Handle  # noqa: E402
+from refimpl.planner.launch.handles import Memory as RefMemory  # noqa: E402
 
 
 def _context(tid: int, shape: tuple):
-    from fastplan.launch import FusedContext
+    from fastplan.launch.launch import FusedContext
 
     return FusedContext({0: TensorIr(tid, shape, DType.F32, TensorStatus.ReadOnly)}, {}, ())
 
 
 def test_extents_verdict_follows_the_live_handle() -> None:
     """A handle found to fit is not checked again; the next handle of the tensor is."""
-    from fastplan.handles import Memory
-    from fastplan.launch import _extents_fit
+    from fastplan.launch.handles import Memory
+    from fastplan.launch.launch import _extents_fit
 
     memory = Memory()
     memory.register(7, memory.alloc((2, 3), DType.F32))
@@ -53,8 +53,8 @@ def test_extents_verdict_follows_the_live_handle() -> None:
 def test_extents_verdict_survives_a_trial_rolled_back() -> None:
     """An entry put back by ``undo_trial`` is the one checked before; a trial's own entries
     are gone with it."""
-    from fastplan.handles import Memory
-    from fastplan.launch import _extents_fit
+    from fastplan.launch.handles import Memory
+    from fastplan.launch.launch import _extents_fit
 
     memory = Memory()
     memory.register(4, memory.alloc((5,), DType.F32))
@@ -75,7 +75,7 @@ def test_extents_verdict_survives_a_trial_rolled_back() -> None:
     ((4, 5), (1, 4)),
 ])
 def test_alloc_builds_refimpls_handle(shape, strides) -> None:
-    from fastplan.handles import Memory
+    from fastplan.launch.handles import Memory
 
     fast, ref = Memory(), RefMemory(with_values=False)
     handle, expected = fast.alloc(shape, DType.F16, strides), ref.alloc(shape, DType.F16, strides)
@@ -106,13 +106,13 @@ def _matmul_stream(transposed: bool, move: bool):
 def test_matmul_stream_walk_matches_refimpl(transposed: bool, move: bool) -> None:
     """The walk's fused matmul launch (or its fallback, by what burn's matmul refuses: vector
     sizes and strides read from the planning state) plans as refimpl's."""
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
-    from fastplan.processor import StreamPlanner as FastPlanner
-    from fastplan.registry import FusionRegistry as FastRegistry
+    from fastplan.fusers.registry import FusionRegistry as FastRegistry
+    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.stream.processor import StreamPlanner as FastPlanner
     from refimpl.devices import PRESETS
     from refimpl.interpreter import launch_plan_stream as ref_launch_plan_stream
     from refimpl.planner import StreamPlanner as RefPlanner
-    from refimpl.planner.registry import FusionRegistry as RefRegistry
+    from refimpl.planner.fusers.registry import FusionRegistry as RefRegistry
 
     stream = _matmul_stream(transposed, move)
     for profile in PRESETS.values():

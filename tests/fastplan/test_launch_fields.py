@@ -1,9 +1,9 @@
 """The launch planning paths that read ops and optimizations without a Python call, against refimpl.
 
-* ``fastplan.handles.init_targets`` passes over an op of the table that creates nothing by
+* ``fastplan.launch.handles.init_targets`` passes over an op of the table that creates nothing by
   the op's address: every such op of ``OPS`` (with a desc it never reads), ``Init`` ops, syncs
   and items of other classes, in a tuple or a list of items, classify as refimpl's;
-* ``fastplan.launch.context_of`` reads an op's target dtype only for an op with scalar fields
+* ``fastplan.launch.launch.context_of`` reads an op's target dtype only for an op with scalar fields
   (or one whose ``out`` is not a plain ``TensorIr``): equal contexts on the executed steps of
   the benchmark streams, and refimpl's ``AttributeError`` for an ``out`` without a dtype;
 * the walk reads a ``ReduceBroadcasted`` optimization's main trace and its fallbacks' op
@@ -32,8 +32,8 @@ def _init(tensor_id: int, spec: InputSpec) -> OperationIr:
 
 
 def test_init_targets_skips_every_plain_op_of_the_table() -> None:
-    from fastplan.handles import init_targets as fast_init_targets
-    from refimpl.handles import init_targets as ref_init_targets
+    from fastplan.launch.handles import init_targets as fast_init_targets
+    from refimpl.planner.launch.handles import init_targets as ref_init_targets
 
     spec = InputSpec((2, 3), DType.F32, random=1)
     plain = [OperationIr(op, object()) for op in OPS if op.kind is not OpKind.INIT]
@@ -51,11 +51,11 @@ def test_init_targets_skips_every_plain_op_of_the_table() -> None:
 @pytest.mark.parametrize("workload", ["transformer", "mixed", "elementwise"])
 def test_context_of_matches_refimpl_on_executed_steps(workload: str) -> None:
     from fuselab import workloads
-    from fastplan.launch import context_of as fast_context_of
-    from fastplan.processor import StreamPlanner
-    from fastplan.registry import FusionRegistry
+    from fastplan.launch.launch import context_of as fast_context_of
+    from fastplan.stream.processor import StreamPlanner
+    from fastplan.fusers.registry import FusionRegistry
     from refimpl.devices import profile_named
-    from refimpl.planner.launch import context_of as ref_context_of
+    from refimpl.planner.launch.launch import context_of as ref_context_of
 
     profile = profile_named("metal")
     stream = workloads.build(workload, 120)
@@ -70,8 +70,8 @@ def test_context_of_matches_refimpl_on_executed_steps(workload: str) -> None:
 
 
 def test_context_of_fails_as_refimpl_on_an_out_without_dtype() -> None:
-    from fastplan.launch import context_of as fast_context_of
-    from refimpl.planner.launch import context_of as ref_context_of
+    from fastplan.launch.launch import context_of as fast_context_of
+    from refimpl.planner.launch.launch import context_of as ref_context_of
 
     @dataclasses.dataclass(frozen=True)
     class Odd:  # an id and a shape, no dtype
@@ -107,13 +107,13 @@ def _norm_stream():
 
 
 def test_reduce_broadcasted_walk_matches_refimpl() -> None:
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
-    from fastplan.processor import StreamPlanner as FastPlanner
-    from fastplan.registry import FusionRegistry as FastRegistry
+    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.stream.processor import StreamPlanner as FastPlanner
+    from fastplan.fusers.registry import FusionRegistry as FastRegistry
     from refimpl.devices import PRESETS
     from refimpl.interpreter import launch_plan_stream as ref_launch_plan_stream
     from refimpl.planner import StreamPlanner as RefPlanner
-    from refimpl.planner.registry import FusionRegistry as RefRegistry
+    from refimpl.planner.fusers.registry import FusionRegistry as RefRegistry
 
     stream = _norm_stream()
     for profile in PRESETS.values():
@@ -134,8 +134,8 @@ def test_live_table_probe_after_growth_and_removals() -> None:
     """``Memory``'s lookups probe the live table inline (``live_find``): ids that collide,
     a table grown several times and entries removed between them are found as a dict
     finds them."""
-    from fastplan.handles import Memory as FastMemory
-    from refimpl.handles import Memory as RefMemory
+    from fastplan.launch.handles import Memory as FastMemory
+    from refimpl.planner.launch.handles import Memory as RefMemory
 
     fast, ref = FastMemory(), RefMemory(with_values=False)
     ids = [k * 2**32 for k in range(40)] + list(range(300, 700, 3)) + [2**64 - 1, 2**63]
@@ -156,9 +156,9 @@ def test_memo_walk_matches_refimpl_on_a_transformer() -> None:
     """Many executions replayed from the memo (keys read through ``live_find``), with and
     without a warm memo, against refimpl's walk."""
     from fuselab import workloads
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
-    from fastplan.processor import StreamPlanner as FastPlanner
-    from fastplan.registry import FusionRegistry as FastRegistry
+    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.stream.processor import StreamPlanner as FastPlanner
+    from fastplan.fusers.registry import FusionRegistry as FastRegistry
     from refimpl.devices import profile_named
     from refimpl.interpreter import launch_plan_stream as ref_launch_plan_stream
 

@@ -1,7 +1,7 @@
-"""fastplan's launch planning of a whole stream (``fastplan.launch_stream.launch_plan_stream``,
-with and without its ``LaunchMemo``) against refimpl's
-(``refimpl.interpreter.launch_plan_stream``): the same ``PlanStep``s, aliases and block widths
-included, or an error of the same class.
+"""fastplan's launch planning of a whole stream
+(``fastplan.launch.launch_stream.launch_plan_stream``, with and without its ``LaunchMemo``) against
+refimpl's (``refimpl.interpreter.launch_plan_stream``): the same ``PlanStep``s, aliases and block
+widths included, or an error of the same class.
 
 * every golden stream on every device preset: no memo, a fresh memo, the same memo twice (the
   second run is all hits), and ``fastplan.planner._launch_planned`` (what ``plan`` runs);
@@ -35,7 +35,7 @@ from refimpl.frontend import Session
 from refimpl.interpreter import executed_steps
 from refimpl.interpreter import launch_plan_stream as reference_launch_plan_stream
 from refimpl.planner import StreamPlanner as RefStreamPlanner
-from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
+from refimpl.planner.fusers.registry import FusionRegistry as RefFusionRegistry
 from refimpl.strategies import elementwise_streams, streams, strides_for_layout
 from refimpl.stream import Stream, Sync, load_stream, stream_to_json
 from tests.fastplan.helpers import (check_fast_outcomes, fast_plan_launched, fast_planner,
@@ -45,10 +45,10 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fuselab.workloads import build, shifted, with_tensors
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
     from fastplan.planner import _launch_planned
-    from fastplan.processor import StreamPlanner as FastStreamPlanner
-    from fastplan.registry import FusionRegistry as FastFusionRegistry
+    from fastplan.stream.processor import StreamPlanner as FastStreamPlanner
+    from fastplan.fusers.registry import FusionRegistry as FastFusionRegistry
 
 GOLDEN_STREAMS = sorted((Path(__file__).parents[1] / "golden" / "streams").glob("*.json"))
 DEVICES = tuple(sorted(PRESETS))
@@ -491,7 +491,7 @@ def test_launch_memo_serves_the_next_iteration(device: str) -> None:
 def test_launch_stream_memo_restarts_when_full_and_stays_right(monkeypatch, capacity):
     """A memo past its capacity (stored outcomes, or distinct layouts) forgets everything and
     gives the live handles new layout ids: the plans stay refimpl's, the memo stays small."""
-    from fastplan import launch_stream
+    from fastplan.launch import launch_stream
 
     monkeypatch.setattr(launch_stream, capacity, 3)
     memo = launch_stream.LaunchMemo()
@@ -528,8 +528,8 @@ _ANY = st.lists(_EDGE | st.sampled_from((True, 2.0)), max_size=4).map(tuple)
 
 def _extents_case(shape, handle=None):
     """A one-tensor context and a memory whose handle of it is ``(shape, strides, offset)``."""
-    from fastplan.launch import FusedContext
-    from refimpl.handles import Handle
+    from fastplan.launch.launch import FusedContext
+    from refimpl.planner.launch.handles import Handle
     from refimpl.ir import TensorIr, TensorStatus
 
     handles = {} if handle is None else {7: Handle(0, *handle, DType.F32)}
@@ -553,7 +553,7 @@ def _extents_case(shape, handle=None):
 ])
 def test_extents_fit_at_the_edges(shape, handle, fits):
     """``_extents_fit`` at the bounds of the rule and of C long long arithmetic."""
-    from fastplan.launch import _extents_fit
+    from fastplan.launch.launch import _extents_fit
 
     context, memory = _extents_case(shape, handle)
     assert _extents_fit_rule(context.tensors, memory.handles) is fits
@@ -562,11 +562,11 @@ def test_extents_fit_at_the_edges(shape, handle, fits):
 
 @given(data=st.data())
 def test_extents_fit_follows_the_rule_in_python_ints(data):
-    """``fastplan.launch._extents_fit`` decides in C arithmetic where it can and steps aside
+    """``fastplan.launch.launch._extents_fit`` decides in C arithmetic where it can and steps aside
     to Python ints where it cannot (a product or sum past a long long, a value that is no
     exact int, a tensor or handle of another class): the answer is the rule's either way."""
-    from fastplan.launch import FusedContext, _extents_fit
-    from refimpl.handles import Handle
+    from fastplan.launch.launch import FusedContext, _extents_fit
+    from refimpl.planner.launch.handles import Handle
     from refimpl.ir import TensorIr, TensorStatus
 
     dims = _INTS if data.draw(st.integers(0, 4), label="kind") else _ANY

@@ -1,7 +1,8 @@
 """fastplan's plan-cache policy walks a prefix trie of the stored plans' op keys
-(``fastplan/_trie.pyx``, walked by ``fastplan/cache.pyx``) where refimpl validates every candidate plan op by op
-(``refimpl/planner/cache.py``): driven by the same calls, both must give the same advice and
-expose the same candidates, available plans and found plan at every step.
+(``fastplan/stream/_trie.pyx``, walked by ``fastplan/stream/cache.pyx``) where refimpl validates
+every candidate plan op by op (``refimpl/planner/stream/cache.py``): driven by the same calls, both
+must give the same advice and expose the same candidates, available plans and found plan at every
+step.
 
 burn counterpart: ``crates/burn-fusion/src/stream/execution/{policy,validator}.rs`` (notes
 §9.4).
@@ -18,8 +19,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import fastplan
 from refimpl.ir import OperationIr
-from refimpl.planner import cache as reference
-from refimpl.planner.cache import (
+from refimpl.planner.stream import cache as reference
+from refimpl.planner.stream.cache import (
     Always,
     Defer,
     Execute,
@@ -72,7 +73,7 @@ class PolicyTwins(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        twin = fastplan.planner_module("cache")
+        twin = fastplan.planner_module("stream.cache")
         self.stores = (reference.ExecutionPlanStore(), twin.ExecutionPlanStore())
         self.policies = (reference.Policy(), twin.Policy())
         self.queue: list[OperationIr] = []
@@ -222,7 +223,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_policy_trie_odd_cases_match_refimpl(case):
     plans, ops, add_after = CASES[case]
-    twin = fastplan.planner_module("cache")
+    twin = fastplan.planner_module("stream.cache")
     assert _run(twin, plans, ops, add_after) == _run(reference, plans, ops, add_after)
 
 
@@ -232,7 +233,7 @@ def test_policy_trie_wide_fanout_matches_refimpl(letter):
     ``o1``), whichever child the ops take."""
     plans = [([op], [OnOperations((o3,))]) for op in WIDE] + \
         [([o1, op, o3], [Always()]) for op in reversed(WIDE)]
-    twin = fastplan.planner_module("cache")
+    twin = fastplan.planner_module("stream.cache")
     for ops in ([WIDE[letter], o3], [o1, WIDE[letter], o3]):
         assert _run(twin, plans, ops) == _run(reference, plans, ops)
 
@@ -242,7 +243,7 @@ def test_policy_trie_very_wide_node_finds_every_child():
     of them, and no op it does not hold, as refimpl does."""
     many = tuple(_with_scalar(operation_2(), float(k)) for k in range(300))
     plans = [([op], [Always()]) for op in many]
-    twin = fastplan.planner_module("cache")
+    twin = fastplan.planner_module("stream.cache")
     for k in (0, 1, 7, 8, 9, 150, 299):
         assert _run(twin, plans, [many[k]]) == _run(reference, plans, [many[k]])
     stranger = _with_scalar(operation_2(), 1000.5)
@@ -250,7 +251,7 @@ def test_policy_trie_very_wide_node_finds_every_child():
 
 
 def test_policy_trie_plan_added_mid_matching_is_not_a_candidate():
-    twin = fastplan.planner_module("cache")
+    twin = fastplan.planner_module("stream.cache")
     store, policy = twin.ExecutionPlanStore(), twin.Policy()
     policy.update(store, o1)
     late = store.add(execution_plan([o1, o2], [Always()]))
@@ -268,7 +269,7 @@ def test_policy_trie_plan_added_mid_matching_is_not_a_candidate():
 def test_policy_trie_sees_a_trigger_replaced_after_add(replacement):
     """A stored plan's trigger swapped for another (same count) counts from then on."""
     seen = []
-    for impl in (reference, fastplan.planner_module("cache")):
+    for impl in (reference, fastplan.planner_module("stream.cache")):
         store, policy = impl.ExecutionPlanStore(), impl.Policy()
         plan_id = store.add(execution_plan([o1], []))
         store.add_trigger(plan_id, OnSync())
@@ -285,7 +286,7 @@ def test_policy_trie_sync_executes_a_candidate_as_long_as_the_queue():
     plans = [execution_plan([o1, o2, o3], []), execution_plan([o1, o2], []),
              execution_plan([o1, o3], [])]
     advice = []
-    for impl in (reference, fastplan.planner_module("cache")):
+    for impl in (reference, fastplan.planner_module("stream.cache")):
         store, policy = impl.ExecutionPlanStore(), impl.Policy()
         for plan in plans:
             store.add(plan)
@@ -299,7 +300,7 @@ def test_policy_trie_frees_a_very_long_plan():
     """A plan's trie path is one node per op: freeing a long one must not recurse once per op
     (here on a thread with a small C stack, which such a recursion overflows: the process
     crashes)."""
-    twin = fastplan.planner_module("cache")
+    twin = fastplan.planner_module("stream.cache")
     store, policy = twin.ExecutionPlanStore(), twin.Policy()
     plan_id = store.add(execution_plan([o1] * 100_000, [Always()]))
     for _ in range(3):

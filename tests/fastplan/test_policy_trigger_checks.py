@@ -1,8 +1,8 @@
-"""The plan-cache policy's trigger checks on a cache hit (``fastplan/cache.pyx``): fastplan
+"""The plan-cache policy's trigger checks on a cache hit (``fastplan/stream/cache.pyx``): fastplan
 keeps them as C structs, one pass over all of them per op, and reads a plan's triggers
-through borrowed items; refimpl (``refimpl/planner/cache.py``) keeps ``_TriggerCheck`` objects
-per available plan. Driven by the same calls, both must give the same advice, available plans
-and found plan at every step, whatever a plan's triggers are or become.
+through borrowed items; refimpl (``refimpl/planner/stream/cache.py``) keeps ``_TriggerCheck``
+objects per available plan. Driven by the same calls, both must give the same advice, available
+plans and found plan at every step, whatever a plan's triggers are or become.
 
 burn counterpart: ``crates/burn-fusion/src/stream/execution/{policy,validator}.rs`` (notes
 §9.4).
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import fastplan
 from refimpl.ir import OperationIr
-from refimpl.planner import cache as reference
-from refimpl.planner.cache import Always, ExecutionMode, OnOperations, OnSync
+from refimpl.planner.stream import cache as reference
+from refimpl.planner.stream.cache import Always, ExecutionMode, OnOperations, OnSync
 from tests.fastplan.helpers import availables, execution_plan
 from tests.planner.burn_mocks import operation_1, operation_2, operation_3
 
@@ -55,7 +55,7 @@ def _steps(impl, plans, ops, edit=None) -> list:
 
 
 def _twins(plans, ops, edit=None) -> list:
-    twin = fastplan.planner_module("cache")
+    twin = fastplan.planner_module("stream.cache")
     fast = _steps(twin, plans, ops, edit)
     assert fast == _steps(reference, plans, ops, edit)
     return fast
@@ -98,7 +98,7 @@ def test_triggers_replaced_by_an_equal_new_list_and_by_a_tuple():
 
     for edit in (same_objects, as_tuple, fewer):
         # the edit lands after the first op: the next segment (after a reset) sees it
-        twin = fastplan.planner_module("cache")
+        twin = fastplan.planner_module("stream.cache")
         for impl in (reference, twin):
             store, policy = impl.ExecutionPlanStore(), impl.Policy()
             for ops_of, triggers in plans:
@@ -118,7 +118,7 @@ def test_plans_list_shrunk_behind_the_store_raises_not_crashes():
     """``plans`` is public: a plan removed after the store recorded it makes refimpl's lookup
     raise ``IndexError`` (it reads every candidate's ops at each op); fastplan, which reads a
     plan when it matches in full, must raise it too, and not read past the list."""
-    for impl in (reference, fastplan.planner_module("cache")):
+    for impl in (reference, fastplan.planner_module("stream.cache")):
         store, policy = impl.ExecutionPlanStore(), impl.Policy()
         for k in range(3):
             store.add(execution_plan([o1] * (k + 1), [Always()]))

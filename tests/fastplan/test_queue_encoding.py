@@ -1,6 +1,6 @@
 """fastplan's queue encodes each op as it is added and builds relative ops only when asked:
 whatever order ops are added, relative ops read and steps executed in, the queue must show what
-refimpl's queue shows (``refimpl/planner/queue.py``).
+refimpl's queue shows (``refimpl/planner/stream/queue.py``).
 
 burn counterpart: ``crates/burn-fusion/src/stream/queue/{base,execution}.rs``.
 """
@@ -15,16 +15,16 @@ from hypothesis import strategies as st
 
 import fastplan
 from refimpl.ir import OperationIr
-from refimpl.planner.plan import PlanStep
-from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.search.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.plan import PlanStep
+from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
 from refimpl.strategies import streams
 from refimpl.stream import stream_to_json
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
-    from fastplan.queue import OperationQueue
+    from fastplan.stream.queue import OperationQueue
 
 
 def _view(queue) -> tuple:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-import fastplan.reduce_broadcasted as frb
-import refimpl.planner.reduce_broadcasted as rrb
+import fastplan.fusers.reduce_broadcasted as frb
+import refimpl.planner.fusers.reduce_broadcasted as rrb
 from tests.fastplan.helpers import WORKFLOWS
 from tests.planner.fuser_ops import NI, RO, RW, op, t
 

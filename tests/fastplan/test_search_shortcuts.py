@@ -10,17 +10,17 @@ from __future__ import annotations
 import pytest
 
 import fastplan
-from refimpl.planner import repair as ref_repair
-from refimpl.planner import search as ref_search
-from refimpl.planner.strategy import BlockOptimization, Composed, Operations
+from refimpl.planner.search import repair as ref_repair
+from refimpl.planner.search import search as ref_search
+from refimpl.planner.search.strategy import BlockOptimization, Composed, Operations
 from tests.fastplan.helpers import A1, A2, B1, B2, C1
 from tests.planner.burn_mocks import add, add_rw, builders, optimization
 from tests.planner.fuser_ops import NI, RO, RW, op, relative, t
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
-from fastplan import repair as fast_repair  # noqa: E402
-from fastplan import search as fast_search  # noqa: E402
+from fastplan.search import repair as fast_repair  # noqa: E402
+from fastplan.search import search as fast_search  # noqa: E402
 
 D1 = add(40, 41, 42)
 E1 = add(50, 51, 52)

@@ -26,10 +26,10 @@ import fastplan
 from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
-from refimpl.planner.cache import Always, ExecutionPlan
-from refimpl.planner.processor import StreamPlanner as ReferencePlanner
-from refimpl.planner.relative import OperationConverter, to_relative
-from refimpl.planner.strategy import BlockOptimization, Optimization
+from refimpl.planner.stream.cache import Always, ExecutionPlan
+from refimpl.planner.stream.processor import StreamPlanner as ReferencePlanner
+from refimpl.planner.stream.relative import OperationConverter, to_relative
+from refimpl.planner.search.strategy import BlockOptimization, Optimization
 from tests.fastplan.helpers import planners
 from tests.planner.helpers import ShapeIdOptimization
 
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fuselab.workloads import build, shifted
-    from fastplan.processor import StreamPlanner
+    from fastplan.stream.processor import StreamPlanner
 
 
 @dataclass(frozen=True)

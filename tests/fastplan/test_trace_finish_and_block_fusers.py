@@ -9,18 +9,18 @@ import dataclasses
 import pytest
 
 import fastplan
-import fastplan.builder as fbuilder
-import fastplan.reduce_broadcasted as frb
-import refimpl.planner.builder as rbuilder
-import refimpl.planner.reduce_broadcasted as rrb
+import fastplan.engine.builder as fbuilder
+import fastplan.fusers.reduce_broadcasted as frb
+import refimpl.planner.engine.builder as rbuilder
+import refimpl.planner.fusers.reduce_broadcasted as rrb
 from refimpl.dtypes import DType
 from refimpl.ir import TensorIr
-from refimpl.planner.settings import (
+from refimpl.planner.engine.settings import (
     ELEMENTWISE_SETTINGS,
     REDUCE_READ_SETTINGS,
     REDUCE_WRITE_SETTINGS,
 )
-from refimpl.planner.trace import (
+from refimpl.planner.engine.trace import (
     BinaryFuseArgs, FuseBlock, FuseOp, FuseResources, FuseTrace, RegisteredTensor,
 )
 from tests.fastplan.helpers import WORKFLOWS

@@ -1,24 +1,24 @@
-"""Launch planning (``refimpl.planner.launch``): the seed page's width and in-place facts,
+"""Launch planning (``refimpl.planner.launch.launch``): the seed page's width and in-place facts,
 kernel identity, reference layouts, view outputs, and the plan JSON it fills in (SPEC §3, §7;
 notes §6). Every test runs on refimpl and on fastplan (the ``planner_impl`` fixture): the
-walk plans its launches with ``planner_impl.launch.plan_launch``."""
+walk plans its launches with ``planner_impl.launch.launch.plan_launch``."""
 
 from __future__ import annotations
 
 import pytest
 
-from refimpl.planner import execute
+from refimpl.planner.launch import execute
 from refimpl.dtypes import DType
 from refimpl.interpreter import Interpreter, executed_steps, launch_plan_stream
 from refimpl.ir import TensorStatus
-from refimpl.planner.launch import (
+from refimpl.planner.launch.launch import (
     ConcreteLayout,
     LaunchPlan,
     RuntimeLayout,
     ShapeLayout,
 )
-from refimpl.planner.plan import Plan, plan_to_json
-from refimpl.planner.trace import LayoutInfo, Output
+from refimpl.planner.stream.plan import Plan, plan_to_json
+from refimpl.planner.engine.trace import LayoutInfo, Output
 from refimpl.seed import mul_add_exp, mul_sum_dim_exp
 from refimpl.strategies import StreamBuilder
 from refimpl.stream import Stream
@@ -27,8 +27,8 @@ from refimpl.stream import Stream
 @pytest.fixture(autouse=True)
 def launch_twin(planner_impl, monkeypatch):
     """The walk plans every launch with ``planner_impl``'s ``plan_launch``."""
-    monkeypatch.setattr(execute, "plan_launch", planner_impl.launch.plan_launch)
-    return planner_impl.launch
+    monkeypatch.setattr(execute, "plan_launch", planner_impl.launch.launch.plan_launch)
+    return planner_impl.launch.launch
 
 
 def records(stream: Stream, device: str = "metal"):

@@ -16,18 +16,18 @@ from tests.planner.fuser_ops import NI, RO, RW, abc_exp, drop, feed, op, relativ
 ])
 def test_scoring_unit_values(planner_impl, counts, fused, expected):
     reads, writes, ops = counts
-    scoring = planner_impl.scoring.Scoring(num_reads=reads, num_writes=writes, num_ops=ops)
+    scoring = planner_impl.engine.scoring.Scoring(num_reads=reads, num_writes=writes, num_ops=ops)
     assert scoring.calculate_score(*fused) == expected
 
 
 def test_scoring_reset(planner_impl):
-    scoring = planner_impl.scoring.Scoring(10, 10, 10)
+    scoring = planner_impl.engine.scoring.Scoring(10, 10, 10)
     scoring.reset()
-    assert scoring == planner_impl.scoring.Scoring(0, 0, 0)
+    assert scoring == planner_impl.engine.scoring.Scoring(0, 0, 0)
 
 
 def test_scoring_register_counts_unfused_io(planner_impl):
-    scoring = planner_impl.scoring.Scoring()
+    scoring = planner_impl.engine.scoring.Scoring()
     for o in relative(abc_exp() + [drop(16, (4, 6))]):
         scoring.register(o)
     # mul 2+1, add 2+1, exp 1+1, drop 1+0
@@ -35,7 +35,7 @@ def test_scoring_register_counts_unfused_io(planner_impl):
 
 
 def score(impl, ops) -> int:
-    return feed(impl.elemwise.ElementWiseFuser(28), ops).properties().score
+    return feed(impl.fusers.elemwise.ElementWiseFuser(28), ops).properties().score
 
 
 def test_scoring_lone_elementwise_op_scores_zero(planner_impl):

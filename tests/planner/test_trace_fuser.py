@@ -8,9 +8,9 @@ import pytest
 
 from refimpl.devices import profile_named
 from refimpl.dtypes import DType
-from refimpl.planner.fuser import FuserStatus
-from refimpl.planner.settings import ELEMENTWISE_SETTINGS
-from refimpl.planner.trace import (
+from refimpl.planner.engine.fuser import FuserStatus
+from refimpl.planner.engine.settings import ELEMENTWISE_SETTINGS
+from refimpl.planner.engine.trace import (
     BinaryFuseArgs, BlockLocal, FuseOp, FuseType, Input, InputReshaped, InputSwapDims, Output,
     Scalar, ScalarShape, SwapDimsView, UnaryFuseArgs,
 )
@@ -23,7 +23,7 @@ F = FuseType.F32
 
 def elementwise(impl, ops, max_bindings: int = 28):
     """An ElementWise fuser of ``impl`` (refimpl or fastplan) fed the relative form of ``ops``."""
-    return feed(impl.elemwise.ElementWiseFuser(max_bindings), ops)
+    return feed(impl.fusers.elemwise.ElementWiseFuser(max_bindings), ops)
 
 
 # --- (a * b + c).exp(): the seed page's kernel ------------------------------------------------
@@ -284,4 +284,4 @@ def test_trace_fuser_fuse_op_checks_args_struct(planner_impl):
 
 
 def test_trace_fuser_empty_trace_estimate_is_metadata_only(planner_impl):
-    assert planner_impl.builder.TraceFuser(ELEMENTWISE_SETTINGS).estimate_bindings() == 1
+    assert planner_impl.engine.builder.TraceFuser(ELEMENTWISE_SETTINGS).estimate_bindings() == 1
