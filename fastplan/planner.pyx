@@ -36,8 +36,8 @@ import gc as _gc
 
 from fastplan.stream.processor cimport StreamPlanner as _Planner
 
-from fastplan.stream.processor import StreamPlanner
 from fastplan.fusers.registry import FusionRegistry
+from fastplan.stream.processor import StreamPlanner
 
 from fastplan._keys import BoundaryError
 

@@ -19,8 +19,8 @@ from typing import Any
 import fastplan
 from refimpl.devices import profile_named
 from refimpl.planner import plan, plan_to_json
-from refimpl.planner.stream.processor import StreamPlanner as RefPlanner
 from refimpl.planner.fusers.registry import FusionRegistry as RefRegistry
+from refimpl.planner.stream.processor import StreamPlanner as RefPlanner
 from refimpl.seed import SEED_STREAMS
 from fuselab import workloads
 

@@ -39,14 +39,14 @@ import numpy as np
 
 from refimpl.data import contiguous_strides, logical_values, strided_buffer
 from refimpl.fused_kernel import FUSE_TYPE_DTYPE
-from refimpl.planner.launch.handles import Handle, Memory, unfused_view
 from refimpl.ir import OperationIr, Sync
 from refimpl.ops import OpKind
 from refimpl.planner import executed_steps
+from refimpl.planner.engine.trace import FuseTrace
 from refimpl.planner.launch.execute import StepRecord, StepRun, Walk
+from refimpl.planner.launch.handles import Handle, Memory, unfused_view
 from refimpl.planner.launch.launch import Launch, LaunchPlan, config_id
 from refimpl.planner.stream.plan import PlanStep
-from refimpl.planner.engine.trace import FuseTrace
 from refimpl.semantics import scalar_value
 from refimpl.stream import Stream
 from gpu.device import GpuDevice, default_device

@@ -22,13 +22,13 @@ import numpy as np
 
 from refimpl.data import contiguous_strides
 from refimpl.fused_kernel import KernelError
+from refimpl.planner.engine.trace import Input
 from refimpl.planner.launch.execute import check_covered
 from refimpl.planner.launch.launch import (
     ConcreteLayout, FuseBlockConfig, Launch, ReshapedLayout, RuntimeLayout, ShapeLayout,
     SwapDimsLayout, config_id,
 )
 from refimpl.planner.launch.layout import swap_dims_transform, unsqueezed
-from refimpl.planner.engine.trace import Input
 from gpu.errors import GpuLimitError
 from gpu.runtime import DEBUG_LOG_ENV
 from gpu.wgsl.emit import FusedKernel, KernelSignature, TensorArg, VectorAccess, emit_block

@@ -10,8 +10,8 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 
 from fastplan._vec cimport Vec
 from fastplan.engine.builder cimport Arg, Trace
-from fastplan.stream.relative cimport OpC, TensorC
 from fastplan.engine.scoring cimport ScoringState
+from fastplan.stream.relative cimport OpC, TensorC
 
 
 ctypedef struct Reason:

@@ -46,10 +46,10 @@ from fastplan.engine.builder cimport (
     trace_input_unhandled, trace_io_counts, trace_new, trace_next_block, trace_num_ops_fused,
     trace_output, trace_output_nhwc_layout, trace_output_unhandled, trace_scalar,
 )
+from fastplan.engine.scoring cimport Scoring, calculate_score
 from fastplan.stream.relative cimport (
     EncodedOp, EncodedTensor, encode_cached, encode_tensor, shape_tuple,
 )
-from fastplan.engine.scoring cimport Scoring, calculate_score
 
 from fastplan.engine.builder import FUSE_OP_CODE, Refusal
 

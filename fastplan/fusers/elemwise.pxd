@@ -3,8 +3,8 @@
 
 from libc.stdint cimport int64_t
 
-from fastplan.stream.relative cimport EncodedOp
 from fastplan.engine.trace_fuser cimport TraceOperationFuser
+from fastplan.stream.relative cimport EncodedOp
 
 
 cdef class ElementWiseFuser:

@@ -2,9 +2,9 @@
 refimpl.planner.fusers.elemwise)."""
 
 from refimpl.ir import OperationIr
+from refimpl.planner.engine.fuser import FuserProperties, FuserStatus
 from refimpl.planner.fusers.elemwise import ElemwiseOptimization as ElemwiseOptimization
 from refimpl.planner.fusers.elemwise import FusedOptimization as FusedOptimization
-from refimpl.planner.engine.fuser import FuserProperties, FuserStatus
 
 from fastplan.engine.trace_fuser import TraceOperationFuser
 

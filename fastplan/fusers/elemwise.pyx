@@ -11,11 +11,11 @@ twins must return equal objects, so they return the same classes).
 
 cimport cython
 
-from fastplan.stream.relative cimport EncodedOp, encode_cached, new_frozen
 from fastplan.engine.trace_fuser cimport TraceOperationFuser, tof_fuse
+from fastplan.stream.relative cimport EncodedOp, encode_cached, new_frozen
 
-from refimpl.planner.fusers.elemwise import ElemwiseOptimization, FusedOptimization
 from refimpl.planner.engine.settings import ELEMENTWISE_SETTINGS
+from refimpl.planner.fusers.elemwise import ElemwiseOptimization, FusedOptimization
 
 __all__ = ["FusedOptimization", "ElemwiseOptimization", "ElementWiseFuser", "NAME"]
 

@@ -15,15 +15,15 @@ each (same outcome, half the work).
 cimport cython
 
 from fastplan.engine.builder cimport R_NOT_MATMUL, Arg, arg_to_py
-from fastplan.opinfo cimport OpKindC
-from fastplan.stream.relative cimport EncodedOp, encode_cached, new_frozen
 from fastplan.engine.trace_fuser cimport (
     Reason, TraceOperationFuser, tof_close, tof_fuse_both, tof_input_unhandled,
     tof_output_unhandled,
 )
+from fastplan.opinfo cimport OpKindC
+from fastplan.stream.relative cimport EncodedOp, encode_cached, new_frozen
 
-from refimpl.planner.fusers.matmul import FusedMatmul, MatmulOptimization
 from refimpl.planner.engine.settings import MATMUL_FALLBACK_SETTINGS, MATMUL_SETTINGS
+from refimpl.planner.fusers.matmul import FusedMatmul, MatmulOptimization
 
 __all__ = ["FusedMatmul", "MatmulOptimization", "MatmulFuser", "NAME", "REASON_NOT_MATMUL"]
 

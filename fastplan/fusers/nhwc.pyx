@@ -14,15 +14,15 @@ from libc.stdint cimport int64_t
 
 from fastplan._vec cimport mem_free, mem_malloc
 from fastplan.engine.builder cimport trace_output_nhwc_layout
+from fastplan.engine.trace_fuser cimport TraceOperationFuser, tof_fuse
 from fastplan.opinfo cimport OpKindC
 from fastplan.stream.relative cimport READ_WRITE, EncodedOp, TensorC, encode_cached, new_frozen
-from fastplan.engine.trace_fuser cimport TraceOperationFuser, tof_fuse
 
 from fastplan.engine.trace_fuser import properties_of
 
 from refimpl.planner.engine.fuser import FuserStatus
-from refimpl.planner.fusers.nhwc import NHWCRelayoutOptimization
 from refimpl.planner.engine.settings import NHWC_RELAYOUT_SETTINGS
+from refimpl.planner.fusers.nhwc import NHWCRelayoutOptimization
 
 __all__ = ["NAME", "NHWC_SCORE_BONUS", "nhwc_permutation", "NHWCRelayoutOptimization",
            "NHWCRelayoutFuser"]

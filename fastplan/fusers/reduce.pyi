@@ -3,13 +3,13 @@ refimpl.planner.fusers.reduce)."""
 
 from refimpl.ir import OperationIr
 from refimpl.planner.engine.fuser import FuserProperties, FuserStatus
+from refimpl.planner.engine.settings import FuseSettings
 from refimpl.planner.fusers.reduce import FusedElemwiseInfo as FusedElemwiseInfo
 from refimpl.planner.fusers.reduce import FusedReduce as FusedReduce
 from refimpl.planner.fusers.reduce import FusedReduceInfo as FusedReduceInfo
 from refimpl.planner.fusers.reduce import ReduceFuserInfo as ReduceFuserInfo
 from refimpl.planner.fusers.reduce import ReduceInstruction as ReduceInstruction
 from refimpl.planner.fusers.reduce import ReduceOptimization as ReduceOptimization
-from refimpl.planner.engine.settings import FuseSettings
 
 from fastplan.engine.trace_fuser import TraceOperationFuser
 

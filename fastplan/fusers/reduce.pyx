@@ -18,24 +18,24 @@ from libc.stdint cimport int64_t
 from fastplan.engine.builder cimport (
     R_REDUCE_CAPTURED, R_REDUCE_SHAPE, Arg, arg_to_py, reason_text, settings_code,
 )
-from fastplan.opinfo cimport OpKindC
-from fastplan.stream.relative cimport EncodedOp, TensorC, encode_cached, new_frozen
 from fastplan.engine.trace_fuser cimport (
     Reason, TraceOperationFuser, tof_close, tof_end_trial, tof_fuse_both, tof_output_unhandled,
     tof_shape_equals, tof_try_both,
 )
+from fastplan.opinfo cimport OpKindC
+from fastplan.stream.relative cimport EncodedOp, TensorC, encode_cached, new_frozen
 
 from fastplan.engine.trace_fuser import properties_of
 
 from refimpl.ops import OPS
-from refimpl.planner.fusers.reduce import (
-    FusedElemwiseInfo, FusedReduce, FusedReduceInfo, ReduceFuserInfo, ReduceInstruction,
-    ReduceOptimization,
-)
 from refimpl.planner.engine.settings import (
     REDUCE_FALLBACK_SETTINGS, REDUCE_READ_SETTINGS, REDUCE_WRITE_SETTINGS,
 )
 from refimpl.planner.engine.trace import FuseType
+from refimpl.planner.fusers.reduce import (
+    FusedElemwiseInfo, FusedReduce, FusedReduceInfo, ReduceFuserInfo, ReduceInstruction,
+    ReduceOptimization,
+)
 
 __all__ = [
     "ReduceInstruction", "FusedReduce", "FusedReduceInfo", "FusedElemwiseInfo",

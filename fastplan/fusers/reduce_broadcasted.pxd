@@ -4,9 +4,9 @@ feeds, scores and checks the fuser without a Python call)."""
 
 from libc.stdint cimport int64_t
 
+from fastplan.engine.trace_fuser cimport Checkpoint, TraceOperationFuser
 from fastplan.fusers.reduce cimport ReduceFuser
 from fastplan.stream.relative cimport EncodedOp
-from fastplan.engine.trace_fuser cimport Checkpoint, TraceOperationFuser
 
 
 cdef class ReduceBlockFuser:

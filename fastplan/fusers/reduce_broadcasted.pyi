@@ -2,8 +2,8 @@
 refimpl.planner.fusers.reduce_broadcasted)."""
 
 from refimpl.ir import OperationIr, TensorIr
-from refimpl.planner.fusers.elemwise import FusedOptimization
 from refimpl.planner.engine.fuser import FuserProperties, FuserStatus
+from refimpl.planner.fusers.elemwise import FusedOptimization
 from refimpl.planner.fusers.reduce_broadcasted import (
     ReduceBlockFusionAnalysis as ReduceBlockFusionAnalysis,
 )
@@ -22,8 +22,8 @@ from refimpl.planner.fusers.reduce_broadcasted import (
     ReduceBroadcastedStatus as ReduceBroadcastedStatus,
 )
 
-from fastplan.fusers.reduce import ReduceFuser
 from fastplan.engine.trace_fuser import TraceOperationFuser
+from fastplan.fusers.reduce import ReduceFuser
 
 NAME: str
 

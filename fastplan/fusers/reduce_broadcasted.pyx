@@ -44,17 +44,17 @@ from fastplan.engine.trace_fuser import properties_of
 
 from refimpl.ir import OP_IR_STRUCTS
 from refimpl.planner.engine.builder import Refusal
-from refimpl.planner.fusers.elemwise import ElemwiseOptimization
 from refimpl.planner.engine.fuser import FuserStatus
+from refimpl.planner.engine.settings import (
+    REDUCE_BROADCASTED_READ_SETTINGS, REDUCE_BROADCASTED_WRITE_SETTINGS,
+    reduce_broadcasted_next_read_settings,
+)
+from refimpl.planner.fusers.elemwise import ElemwiseOptimization
 from refimpl.planner.fusers.reduce import FusedReduce
 from refimpl.planner.fusers.reduce_broadcasted import (
     ELEMWISE_BLOCK, STARTING, ReduceBlockFusionAnalysis, ReduceBlockKind,
     ReduceBroadcastedFuseBlock, ReduceBroadcastedInfo, ReduceBroadcastedOptimization,
     ReduceBroadcastedState, ReduceBroadcastedStatus,
-)
-from refimpl.planner.engine.settings import (
-    REDUCE_BROADCASTED_READ_SETTINGS, REDUCE_BROADCASTED_WRITE_SETTINGS,
-    reduce_broadcasted_next_read_settings,
 )
 
 __all__ = [

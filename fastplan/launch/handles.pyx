@@ -49,9 +49,9 @@ from fastplan._keys import BoundaryError
 from fastplan.launch.layout import reshape_action
 
 from refimpl.errors import TensorIdError
-from refimpl.planner.launch.handles import MEMORY_ALIGNMENT_BYTES, Handle
 from refimpl.ir import FieldKind, OperationIr, TensorIr, TensorStatus
 from refimpl.ops import OPS, OpKind
+from refimpl.planner.launch.handles import MEMORY_ALIGNMENT_BYTES, Handle
 from refimpl.stream import InputSpec
 
 cdef object _ABSENT = object()  # a trial's note: the key was not in the dict

@@ -3,8 +3,9 @@ refimpl.planner.launch.launch)."""
 
 from collections.abc import Mapping
 
-from refimpl.planner.launch.handles import Memory
 from refimpl.ir import OperationIr, Scalar
+from refimpl.planner.engine.trace import FuseTrace
+from refimpl.planner.launch.handles import Memory
 from refimpl.planner.launch.launch import (
     ConcreteLayout as ConcreteLayout,
     FuseBlockConfig as FuseBlockConfig,
@@ -20,7 +21,6 @@ from refimpl.planner.launch.launch import (
     ShapeLayout as ShapeLayout,
     SwapDimsLayout as SwapDimsLayout,
 )
-from refimpl.planner.engine.trace import FuseTrace
 
 def config_id(config: FuseBlockConfig) -> str: ...
 def context_of(segment: tuple[OperationIr, ...], global2relative: Mapping[int, int],

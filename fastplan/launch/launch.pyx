@@ -52,9 +52,10 @@ from fastplan.launch.launch_planners cimport (
 )
 from fastplan.launch.launch_vectorize cimport plan_vectorization_c
 
-from refimpl.planner.launch.handles import Handle as _Handle
 from refimpl.ir import OP_IR_STRUCTS, FieldKind, ScalarOpIr
 from refimpl.ops import OPS, OpKind
+from refimpl.planner.engine.trace import Input, ReshapeView
+from refimpl.planner.launch.handles import Handle as _Handle
 from refimpl.planner.launch.launch import plan_launch as _ref_plan_launch
 from refimpl.planner.launch.launch import (
     ConcreteLayout, FuseBlockConfig, FusedContext, Launch, LaunchError, LaunchInput,
@@ -62,7 +63,6 @@ from refimpl.planner.launch.launch import (
     SwapDimsLayout,
 )
 from refimpl.planner.launch.layout import MatrixBatchLayout
-from refimpl.planner.engine.trace import Input, ReshapeView
 
 __all__ = [
     "ConcreteLayout", "ReshapedLayout", "SwapDimsLayout", "ShapeLayout", "RuntimeLayout",

@@ -44,14 +44,14 @@ from fastplan.launch.layout cimport (
 )
 
 from refimpl.dtypes import DType
-from refimpl.planner.launch.handles import Handle, Memory
 from refimpl.ir import TensorIr, TensorStatus
-from refimpl.planner.launch.layout import relayout_strides, reshape_action
 from refimpl.planner.engine.settings import RefLayoutMode
 from refimpl.planner.engine.trace import (
     FuseOp, Input, LayoutInfo, NhwcStridesView, Output, ReshapeView, SwapDimsView,
     UnaryFuseArgs,
 )
+from refimpl.planner.launch.handles import Handle, Memory
+from refimpl.planner.launch.layout import relayout_strides, reshape_action
 
 __all__ = ["PlanningState", "BlockPlan", "ReferenceSelection", "plan_inputs", "plan_outputs",
            "may_permute_layout"]

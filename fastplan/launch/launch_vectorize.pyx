@@ -38,9 +38,9 @@ from fastplan.launch.launch_planners cimport (
 )
 
 from refimpl.devices import DeviceProfile
-from refimpl.planner.launch.layout import MatrixBatchLayout
 from refimpl.planner.engine.settings import VectorizationMode
 from refimpl.planner.engine.trace import NhwcStridesView, ReshapeView, SwapDimsView
+from refimpl.planner.launch.layout import MatrixBatchLayout
 from refimpl.planner.launch.vectorization import (
     VECTORIZATION_MAX, VectorAxisAction, axis_action, merge_axis_actions,
 )

@@ -4,12 +4,12 @@ refimpl.planner.search.block)."""
 from collections.abc import Sequence
 
 from refimpl.ir import OperationIr, TensorIr
+from refimpl.planner.engine.fuser import OperationFuser
+from refimpl.planner.log import FusionLog
 from refimpl.planner.search.block import (
     OperationNode as OperationNode,
     RegistrationResult as RegistrationResult,
 )
-from refimpl.planner.engine.fuser import OperationFuser
-from refimpl.planner.log import FusionLog
 from refimpl.planner.search.strategy import BlockOptimization
 
 def find_best_fuser_index(fusers: Sequence[OperationFuser]) -> tuple[int, int] | None: ...

@@ -37,8 +37,8 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
 from fastplan.search.graph cimport _Flow, flow_new, valid_flows
-from fastplan.stream.relative cimport EncodedOp, READ_WRITE, encode_cached, new_frozen
 from fastplan.search.strategy cimport unfused_block
+from fastplan.stream.relative cimport EncodedOp, READ_WRITE, encode_cached, new_frozen
 
 from fastplan.fusers.elemwise cimport ElementWiseFuser
 from fastplan.fusers.matmul cimport MatmulFuser

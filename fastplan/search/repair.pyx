@@ -20,8 +20,8 @@ Differs from refimpl:
 
 from fastplan.search.block cimport op_flow
 from fastplan.search.graph cimport _Flow, Dag, dag_of_sets, valid_flows
-from fastplan.stream.relative cimport EncodedOp, new_frozen
 from fastplan.search.strategy cimport len_of, unfused_block
+from fastplan.stream.relative cimport EncodedOp, new_frozen
 
 from refimpl.planner.search.strategy import BlockOptimization, Composed, Operations
 

@@ -33,13 +33,13 @@ Invariants (refimpl's):
 
 cimport cython
 
+from fastplan.opinfo cimport OpKindC
 from fastplan.search.block cimport Block, block_sharing, new_block, op_flow
 from fastplan.search.graph cimport _Flow, Dag, dag_from
 from fastplan.search.merging cimport _Merger, blocks_merged
-from fastplan.opinfo cimport OpKindC
-from fastplan.stream.relative cimport EncodedOp, new_frozen
 from fastplan.search.repair cimport repaired
 from fastplan.search.strategy cimport map_block_ordering_of
+from fastplan.stream.relative cimport EncodedOp, new_frozen
 
 from refimpl.planner.log import NO_LOG, LogLevel
 from refimpl.planner.search.search import BlocksOptimizerResult

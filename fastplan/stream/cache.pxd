@@ -5,8 +5,8 @@ cimport cython
 from cpython.ref cimport PyObject
 
 from fastplan._keys cimport KeyBuf
-from fastplan.stream._trie cimport _Node
 from fastplan._vec cimport Vec
+from fastplan.stream._trie cimport _Node
 
 cdef enum:
     ACTION_EXPLORE = 0  # refimpl Explore()

@@ -45,8 +45,8 @@ from libc.stdint cimport int64_t
 from fastplan._keys cimport (
     KeyBuf, _bytes_data, _tuple_item, _var_size, list_empty, list_push, relative_key,
 )
-from fastplan.stream._trie cimport _Node, trie_add, trie_child, trie_child_at, trie_ids_below
 from fastplan._vec cimport vec_at, vec_free, vec_init, vec_reserve
+from fastplan.stream._trie cimport _Node, trie_add, trie_child, trie_child_at, trie_ids_below
 from libc.string cimport memcmp
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM

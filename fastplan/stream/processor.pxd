@@ -3,9 +3,9 @@
 
 cimport cython
 
+from fastplan.search.search cimport StreamOptimizer
 from fastplan.stream.cache cimport ExecutionPlanStore, Policy
 from fastplan.stream.queue cimport OperationQueue
-from fastplan.search.search cimport StreamOptimizer
 
 
 cdef class Explorer:

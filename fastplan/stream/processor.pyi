@@ -3,13 +3,13 @@ refimpl.planner.stream.processor)."""
 
 from collections.abc import Sequence
 
+from fastplan.search.search import StreamOptimizer
 from fastplan.stream.cache import ExecutionPlanStore, Policy
 from fastplan.stream.queue import OperationQueue
-from fastplan.search.search import StreamOptimizer
 from refimpl.ir import OperationIr
-from refimpl.planner.stream.cache import ExecutionMode
 from refimpl.planner.engine.fuser import OperationFuser
 from refimpl.planner.log import FusionLog
+from refimpl.planner.stream.cache import ExecutionMode
 from refimpl.planner.stream.plan import PlanStep
 from refimpl.planner.stream.processor import (
     Exploration as Exploration,

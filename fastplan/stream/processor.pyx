@@ -35,22 +35,22 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from fastplan._keys cimport (
     AHEAD_RING, ReadAhead, _list_item, list_push, prefetch_ahead, relative_key,
 )
+from fastplan.search.search cimport StreamOptimizer
+from fastplan.search.strategy cimport trailing_included, unfused_block
 from fastplan.stream.cache cimport (
     ACTION_DEFER, ACTION_EXECUTE, ACTION_EXPLORE, TRIGGER_ALWAYS, TRIGGER_ON_OPERATIONS,
     TRIGGER_OTHER, ExecutionPlanStore, Policy,
 )
 from fastplan.stream.queue cimport OperationQueue
 from fastplan.stream.relative cimport new_frozen
-from fastplan.search.search cimport StreamOptimizer
-from fastplan.search.strategy cimport trailing_included, unfused_block
 
 from fastplan.search.search import MAX_BLOCKS
 
 from refimpl.ir import OperationIr, Sync
-from refimpl.planner.stream.cache import Always, ExecutionMode, ExecutionPlan, OnOperations, OnSync
 from refimpl.planner.log import (
     NO_LOG, LogLevel, log_cached_plan, log_capped, log_left_at_sync, remember_plan,
 )
+from refimpl.planner.stream.cache import Always, ExecutionMode, ExecutionPlan, OnOperations, OnSync
 from refimpl.planner.stream.processor import Exploration, StreamSegment
 
 __all__ = ["StreamSegment", "Explorer", "Exploration", "Processor", "StreamPlanner"]

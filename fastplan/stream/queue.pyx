@@ -50,12 +50,12 @@ from fastplan._keys cimport (
     value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
-from fastplan.stream.cache cimport ExecutionPlanStore, Policy
-from fastplan.stream.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
 from fastplan.search.strategy cimport (
     fused_optimization, leaves_of, main_trace_of, max_shape_id_of, trace_ids, trace_op_names,
     unfused_block,
 )
+from fastplan.stream.cache cimport ExecutionPlanStore, Policy
+from fastplan.stream.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
 
 from fastplan._keys import BoundaryError
 
@@ -64,9 +64,9 @@ from fastplan.stream.relative import OperationConverter as _Converter
 from refimpl.ir import TensorIr
 from refimpl.ops import op_named
 from refimpl.planner.log import NO_LOG, LogLevel
+from refimpl.planner.search.strategy import Operations
 from refimpl.planner.stream.plan import PlanBlock, PlanStep
 from refimpl.planner.stream.queue import ExecutedStep
-from refimpl.planner.search.strategy import Operations
 
 __all__ = ["OperationQueue", "ExecutedStep"]
 

@@ -38,8 +38,8 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 from refimpl.dtypes import DType
-from refimpl.planner.launch.launch import FuseBlockConfig
 from refimpl.planner.engine.trace import BinaryFuseArgs, FuseOp, UnaryFuseArgs
+from refimpl.planner.launch.launch import FuseBlockConfig
 from gpu.errors import UnsupportedDTypeError, UnsupportedOpError
 from gpu.kernels.common import Binding, render_kernel
 from gpu.wgsl.fuse_io import BodyWriter, plus, plus_lane, times

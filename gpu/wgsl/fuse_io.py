@@ -19,12 +19,12 @@ import re
 from typing import Callable, Sequence
 
 from refimpl.dtypes import DType
-from refimpl.planner.launch.launch import FuseBlockConfig
-from refimpl.planner.launch.layout import swap_dims_transform
 from refimpl.planner.engine.trace import (
     BlockLocal, FuseArg, Input, InputReshaped, InputSwapDims, LayoutInfo, Literal, Output,
     Scalar,
 )
+from refimpl.planner.launch.launch import FuseBlockConfig
+from refimpl.planner.launch.layout import swap_dims_transform
 from gpu.errors import UnsupportedOpError
 from gpu.kernels.common import scalar_load
 from gpu.wgsl.fused_signature import (

@@ -14,10 +14,10 @@ from typing import Sequence
 
 from refimpl.dtypes import DType
 from refimpl.fused_kernel import FUSE_TYPE_DTYPE
-from refimpl.planner.launch.launch import FuseBlockConfig
 from refimpl.planner.engine.trace import (
     FuseArg, FuseType, InputReshaped, InputSwapDims, Literal, Scalar, ScalarShape,
 )
+from refimpl.planner.launch.launch import FuseBlockConfig
 from gpu.errors import UnsupportedDTypeError
 from gpu.kernels.common import scalar_word
 from gpu.wgsl.types import WGSL_TYPE

@@ -23,10 +23,10 @@ from refimpl.devices import profile_named
 from refimpl.dtypes import DType
 from refimpl.ir import BinaryOpIr, OperationIr, Sync, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
-from refimpl.planner.stream.processor import StreamPlanner as ReferencePlanner
-from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
 from refimpl.planner.fusers.registry import FusionRegistry as ReferenceRegistry
 from refimpl.planner.search.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.processor import StreamPlanner as ReferencePlanner
+from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
 from refimpl.strategies import streams
 from refimpl.stream import Stream, stream_to_json
 

@@ -28,8 +28,8 @@ import fastplan
 from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
-from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
 from refimpl.planner.search.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
 from tests.fastplan.helpers import planners
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")

@@ -26,10 +26,10 @@ import fastplan
 from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
+from refimpl.planner.search.strategy import BlockOptimization, Optimization
 from refimpl.planner.stream.cache import Always, ExecutionPlan
 from refimpl.planner.stream.processor import StreamPlanner as ReferencePlanner
 from refimpl.planner.stream.relative import OperationConverter, to_relative
-from refimpl.planner.search.strategy import BlockOptimization, Optimization
 from tests.fastplan.helpers import planners
 from tests.planner.helpers import ShapeIdOptimization
 

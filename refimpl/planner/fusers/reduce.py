@@ -21,13 +21,13 @@ from typing import ClassVar, Union
 from refimpl.ir import OperationIr, ReduceDimOpIr
 from refimpl.ops import OpKind
 from refimpl.planner.engine.builder import Refusal
-from refimpl.planner.fusers.elemwise import FusedOptimization
 from refimpl.planner.engine.fuser import FuserProperties, FuserStatus
 from refimpl.planner.engine.settings import (
     REDUCE_FALLBACK_SETTINGS, REDUCE_READ_SETTINGS, REDUCE_WRITE_SETTINGS,
 )
 from refimpl.planner.engine.trace import FuseArg, FuseTrace, FuseType
 from refimpl.planner.engine.trace_fuser import TraceOperationFuser
+from refimpl.planner.fusers.elemwise import FusedOptimization
 
 __all__ = [
     "ReduceInstruction", "FusedReduce", "FusedReduceInfo", "FusedElemwiseInfo",

@@ -20,17 +20,17 @@ from typing import ClassVar, Union
 
 from refimpl.ir import OperationIr, TensorIr
 from refimpl.planner.engine.builder import Refusal
-from refimpl.planner.fusers.elemwise import ElemwiseOptimization, FusedOptimization
 from refimpl.planner.engine.fuser import FuserProperties, FuserStatus
-from refimpl.planner.fusers.reduce import (
-    FusedElemwiseInfo, FusedReduce, FusedReduceInfo, ReduceFuser, ReduceOptimization,
-)
 from refimpl.planner.engine.settings import (
     REDUCE_BROADCASTED_READ_SETTINGS, REDUCE_BROADCASTED_WRITE_SETTINGS,
     reduce_broadcasted_next_read_settings,
 )
 from refimpl.planner.engine.trace import FuseArg, FuseTrace
 from refimpl.planner.engine.trace_fuser import TraceOperationFuser
+from refimpl.planner.fusers.elemwise import ElemwiseOptimization, FusedOptimization
+from refimpl.planner.fusers.reduce import (
+    FusedElemwiseInfo, FusedReduce, FusedReduceInfo, ReduceFuser, ReduceOptimization,
+)
 
 __all__ = [
     "NAME", "ReduceBroadcastedState", "ReduceBroadcastedStatus", "ReduceBlockFusionAnalysis",

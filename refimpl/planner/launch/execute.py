@@ -35,14 +35,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from refimpl.planner.launch.handles import Memory
 from refimpl.ir import OperationIr
+from refimpl.planner.engine.trace import FuseTrace, Input
+from refimpl.planner.launch.handles import Memory
 from refimpl.planner.launch.launch import (
     ConcreteLayout, FusedContext, Launch, LaunchError, LaunchPlan, context_of, plan_launch,
 )
 from refimpl.planner.launch.layout import MatrixBatchLayout, matrix_batch_layout
 from refimpl.planner.stream.plan import PlanBlock, PlanStep
-from refimpl.planner.engine.trace import FuseTrace, Input
 from refimpl.stream import Stream
 
 __all__ = ["StepRecord", "Backend", "StepRun", "Walk", "LayoutBackend", "FUSERS",

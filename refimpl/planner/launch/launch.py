@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from typing import Mapping, Union
 
 from refimpl.dtypes import DType
-from refimpl.planner.launch.handles import Handle, Memory
 from refimpl.ir import FieldKind, OperationIr, Scalar, ScalarOpIr, TensorIr
 from refimpl.ops import OpKind
+from refimpl.planner.engine.trace import FuseArg, FuseOp, FuseTrace, FuseType, ReshapeView
+from refimpl.planner.launch.handles import Handle, Memory
 from refimpl.planner.launch.launch_planners import (
     BlockPlan, PlanningState, ReferenceSelection, plan_inputs, plan_outputs,
 )
 from refimpl.planner.launch.layout import permuted_innermost_axis
-from refimpl.planner.engine.trace import FuseArg, FuseOp, FuseTrace, FuseType, ReshapeView
 
 __all__ = [
     "ConcreteLayout", "ReshapedLayout", "SwapDimsLayout", "ShapeLayout", "RuntimeLayout",

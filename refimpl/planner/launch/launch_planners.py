@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from refimpl.planner.launch.handles import Handle, Memory
 from refimpl.ir import TensorIr, TensorStatus
-from refimpl.planner.launch.layout import (
-    contiguous_strides, dim_order, is_contiguous, is_contiguous_order, is_dense,
-    relayout_strides, reshape_action, strides_for, unsqueezed,
-)
 from refimpl.planner.engine.settings import RefLayoutMode
 from refimpl.planner.engine.trace import (
     FuseArg, FuseOp, FuseTrace, FuseType, Input, LayoutInfo, NhwcStridesView, Output,
     ReshapeView, SwapDimsView, UnaryFuseArgs,
+)
+from refimpl.planner.launch.handles import Handle, Memory
+from refimpl.planner.launch.layout import (
+    contiguous_strides, dim_order, is_contiguous, is_contiguous_order, is_dense,
+    relayout_strides, reshape_action, strides_for, unsqueezed,
 )
 
 __all__ = ["PlanningState", "BlockPlan", "ReferenceSelection", "plan_inputs", "plan_outputs",

@@ -19,10 +19,10 @@ burn counterpart: ``crates/burn-cubecl-fusion/src/engine/launch/vectorization/pl
 
 from __future__ import annotations
 
-from refimpl.planner.launch.launch_planners import BlockPlan, PlanningState
-from refimpl.planner.launch.layout import MatrixBatchLayout, matrix_batch_layout
 from refimpl.planner.engine.settings import VectorizationMode
 from refimpl.planner.engine.trace import NhwcStridesView, ReshapeView, SwapDimsView
+from refimpl.planner.launch.launch_planners import BlockPlan, PlanningState
+from refimpl.planner.launch.layout import MatrixBatchLayout, matrix_batch_layout
 from refimpl.planner.launch.vectorization import (
     VECTORIZATION_MAX, AxisDecision, Vect, VectorAxisAction, axis_action, block_axis,
     merge_axis_actions, merge_multi_reads, smallest_elem_bytes, vectorization_input,
