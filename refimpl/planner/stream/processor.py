@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from refimpl.devices import resolve_device
 from refimpl.ir import OperationIr, Sync
 from refimpl.planner.engine.fuser import OperationFuser
+from refimpl.planner.launch.execute import launch_plan_stream
 from refimpl.planner.log import (
     NO_LOG,
     FusionLog,
@@ -298,11 +299,6 @@ class StreamPlanner:
         planner across iterations: refimpl keeps none and plans every step again (fastplan's
         twin takes a ``LaunchMemo``). A runtime's loop is ``run`` (or ``register`` / ``sync``),
         ``launch_planned`` from the step count before it, then ``forget_steps``."""
-        # deferred: refimpl.planner.launch.handles (which launch planning needs) imports
-        # refimpl.planner.launch.layout, and so this package; the cycle goes when the memory model
-        # moves into the planner's launch room
-        from refimpl.planner.launch.execute import launch_plan_stream
-
         if start < 0:
             raise ValueError(f"no executed step at {start}")
         return launch_plan_stream(stream, self.queue.executed[start:], resolve_device(device))
