@@ -31,7 +31,7 @@ $(VENV)/.installed: pyproject.toml
 # The profile-guided build (setup.py, FASTPLAN_PGO): instrumented, trained by
 # tools/pgo_train.py, built again; about twice a plain build's time, and only when a module
 # changed. `make build FASTPLAN_PGO=0` builds plainly (one build, not two). Every module is
-# linked into one library, fastplan/_bundle*.so (setup.py's BUNDLE).
+# linked into one library, fastplan/_bundle*.so (setup.py's BUNDLE_NAME), the only layout.
 # setup.py rebuilds fully when FASTPLAN_CYTHON_DEBUG or FASTPLAN_PGO changed.
 FASTPLAN_PGO ?= 1
 build: $(VENV)/.installed

@@ -9,8 +9,6 @@ Environment (a switch is on when set to anything but empty or ``0``):
   instrumented, run ``tools/pgo_train.py`` on that build, build again with its counts. A
   failed training run gives a plain build with a warning (fatal under
   ``FASTPLAN_REQUIRE_EXTENSIONS``); another compiler, a plain build with a note.
-* ``FASTPLAN_BUNDLE=0``           a shared library per module instead of the one bundle (for
-  an A/B of the two; see ``BUNDLE``).
 """
 
 import os
@@ -61,7 +59,7 @@ NO_EXTENSIONS = _flag("FASTPLAN_NO_EXTENSIONS")
 # fastplan/__init__.py imports each module from it (by its own PyInit_, see _init_symbol). One
 # library keeps the hot code of all modules in one region and calls the interpreter through one
 # PLT, so that a call starting on cold caches reloads less (docs/fastplan.md, "One library").
-BUNDLE = os.environ.get("FASTPLAN_BUNDLE", "1") not in ("", "0")
+# It is the only layout: there is no library per module.
 BUNDLE_NAME = "fastplan._bundle"  # fastplan/__init__.py's _BUNDLE names the same file
 REQUIRE_EXTENSIONS = _flag("FASTPLAN_REQUIRE_EXTENSIONS")
 DEBUG = _flag("FASTPLAN_CYTHON_DEBUG")
@@ -145,7 +143,7 @@ class optional_build_ext(build_ext):
         self._compiler_choice = self.compiler
         self.force = self.force or _read(MODE_FILE) != mode
         if self.extensions:
-            self._drop_other_layout()
+            self._drop_module_libraries()
         try:
             if PGO and self.extensions and (self.force or self._stale()):
                 mode = self._profile_guided()
@@ -157,13 +155,12 @@ class optional_build_ext(build_ext):
         if self.extensions:
             _write_mode(mode)
 
-    def _drop_other_layout(self):
-        """Before building, remove the libraries of the layout not built (the bundle, or the
-        per-module ones) from the build directory a wheel is made of and, built in place,
-        from the tree: fastplan imports from the bundle whenever it is there, so a stale one
-        would shadow a fresh per-module build, stale per-module ones would ship beside the
-        bundle, and after a failed build none of them is left to pass for it."""
-        names = [f"fastplan.{name}" for name in MODULES] if BUNDLE else [BUNDLE_NAME]
+    def _drop_module_libraries(self):
+        """Before building, remove any library of a single module (left by a build from before
+        the bundle was the only layout) from the build directory a wheel is made of and, built
+        in place, from the tree: it would ship beside the bundle, and after a failed build
+        (no bundle, so fastplan's finder steps aside) it would be imported in its place."""
+        names = [f"fastplan.{name}" for name in MODULES]
         roots = [self.build_lib] + ([HERE] if self.inplace else [])
         for name in names:
             for root in roots:
@@ -358,8 +355,6 @@ def _ext_modules():
         # one C file per mode, so that switching modes never reuses the other's
         build_dir="build/cython-debug" if DEBUG else "build/cython",
     )
-    if not BUNDLE:
-        return modules
     # each C file keeps its module's full name and its PyInit_ (unique: _SYMBOLS); Cython's own
     # functions are static to their file, so the files link together
     return [Extension(BUNDLE_NAME, [source for ext in modules for source in ext.sources],

@@ -12,9 +12,9 @@ pure-Python equivalents otherwise. ``FASTPLAN_NO_EXTENSIONS=1`` forces the pure-
   both sides use them.
 
 ``COMPILED`` is true only when every compiled module imported (docs/fastplan.md). The compiled
-modules live in one shared library, ``fastplan/_bundle<suffix>`` (setup.py's ``BUNDLE``):
-``fastplan.search.block`` is imported from it by its own ``PyInit_block``. A build with a library
-per module (``FASTPLAN_BUNDLE=0``) is imported the usual way.
+modules live in one shared library, ``fastplan/_bundle<suffix>`` (setup.py's ``BUNDLE_NAME``):
+``fastplan.search.block`` is imported from it by its own ``PyInit_block``; there is no other
+layout.
 ``plan(stream, device)`` is then ``fastplan.planner.plan`` (the compiled twin of
 ``refimpl.planner.plan``), and refimpl's own ``plan`` otherwise.
 """
