@@ -17,7 +17,7 @@ byte-equal canonical JSON).
    drain, the end of the stream drains;
 4. the executed steps become the ``Plan``, with their launch plans (``aliases`` per step,
    ``width`` per block) from ``fastplan.launch.launch_stream.launch_plan_stream`` (the compiled
-   launch planning of refimpl's ``refimpl.interpreter.launch_plan_stream``, with a memo for
+   launch planning of ``refimpl.planner.launch.execute.launch_plan_stream``, with a memo for
    this walk alone: an execution met again on the same layouts is replayed; single fused
    steps are not memoised here, ``fastplan.launch.launch_stream``'s "One walk's memo").
 

@@ -3,11 +3,12 @@
 
 burn counterpart: ``OperationQueue::execute`` calling each optimization's ``execute``, which
 runs ``FuseTraceLauncher::launch`` (launch planning) before its kernel.
-Mirrors ``refimpl/interpreter.py`` (``launch_plan_stream``, the interpreter run with
-``with_values=False``): the same walk, step by step, with the same results. Unfused ops lay
-out their outputs (``fastplan.launch.handles.Memory.run_unfused``); fused steps run their
-optimization's launch path through ``fastplan.launch.launch.plan_launch_walk`` (what the walk reads
-of a launch, without the kernel's layout marks and frozen plan).
+Mirrors ``refimpl/planner/launch/execute.py`` (``launch_plan_stream``: the one walk with its
+layout backend, what the interpreter runs with ``with_values=False``): the same walk, step by
+step, with the same results. Unfused ops lay out their outputs
+(``fastplan.launch.handles.Memory.run_unfused``); fused steps run their optimization's launch
+path through ``fastplan.launch.launch.plan_launch_walk`` (what the walk reads of a launch,
+without the kernel's layout marks and frozen plan).
 
 Differs from refimpl:
 
@@ -712,7 +713,7 @@ cdef object _filled(object step, tuple blocks, list aliases):
 
 def launch_plan_stream(stream, executed, device, LaunchMemo memo=None):
     """The executed steps' ``PlanStep``s with ``aliases`` and block ``width``s filled in: equal
-    to ``refimpl.interpreter.launch_plan_stream(stream, executed, device)``. ``memo`` (a
+    to ``refimpl.planner.launch.execute.launch_plan_stream(stream, executed, device)``. ``memo`` (a
     ``LaunchMemo``, kept by the caller across calls) serves fused steps seen before. A stream
     outside fastplan's boundary (a tensor id that is no exact int in [0, 2**64):
     ``BoundaryError``)
