@@ -15,7 +15,7 @@ export HYPOTHESIS_PROFILE
 # pyproject.toml (numpy, and the `test` extra: pytest, hypothesis, wgpu, rich)
 BUILD_REQUIREMENTS := "Cython>=3.1" "setuptools>=77" wheel
 
-EXT_SOURCES := setup.py $(wildcard fastplan/*.pyx fastplan/*.pxd)
+EXT_SOURCES := setup.py $(wildcard fastplan/*.pyx fastplan/*.pxd fastplan/*/*.pyx fastplan/*/*.pxd)
 
 .PHONY: venv build vulkan test demo clean distclean
 

@@ -9,8 +9,6 @@ Environment (a switch is on when set to anything but empty or ``0``):
   instrumented, run ``tools/pgo_train.py`` on that build, build again with its counts. A
   failed training run gives a plain build with a warning (fatal under
   ``FASTPLAN_REQUIRE_EXTENSIONS``); another compiler, a plain build with a note.
-* ``FASTPLAN_BUNDLE=0``           a shared library per module instead of the one bundle (for
-  an A/B of the two; see ``BUNDLE``).
 """
 
 import os
@@ -27,13 +25,29 @@ from setuptools.modified import newer_group
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# fastplan modules that are compiled, by basename (fastplan/<name>.pyx).
-MODULES = ["opinfo", "relative", "builder", "scoring", "trace_fuser", "elemwise", "matmul",
-           "reduce", "reduce_broadcasted", "nhwc", "registry",
-           "_keys", "strategy", "graph", "block", "merging", "repair", "search", "_trie", "cache",
-           "queue", "processor", "planner",
-           "layout", "vectorization", "handles", "launch_planners", "launch_vectorize", "launch",
-           "launch_stream"]
+# fastplan modules that are compiled, by dotted name under fastplan ("search.block":
+# fastplan/search/block.pyx, the module fastplan.search.block).
+MODULES = ["opinfo", "stream.relative", "engine.builder", "engine.scoring", "engine.trace_fuser",
+           "fusers.elemwise", "fusers.matmul", "fusers.reduce", "fusers.reduce_broadcasted",
+           "fusers.nhwc", "fusers.registry",
+           "_keys", "search.strategy", "search.graph", "search.block", "search.merging",
+           "search.repair", "search.search", "stream._trie", "stream.cache",
+           "stream.queue", "stream.processor", "planner",
+           "launch.layout", "launch.vectorization", "launch.handles", "launch.launch_planners",
+           "launch.launch_vectorize", "launch.launch", "launch.launch_stream"]
+
+
+def _init_symbol(module):
+    """The ``PyInit_`` function of a module of MODULES: Cython names it after the last part of
+    the dotted name only (``search.block``: ``PyInit_block``)."""
+    return "PyInit_" + module.rpartition(".")[2]
+
+
+# Every module's PyInit_ is a symbol of the one bundle: two modules may not share a last part.
+_SYMBOLS = [_init_symbol(module) for module in MODULES]
+if len(set(_SYMBOLS)) != len(_SYMBOLS):
+    raise SystemExit("setup.py: two fastplan modules share a PyInit_ symbol: "
+                     + ", ".join(sorted({s for s in _SYMBOLS if _SYMBOLS.count(s) > 1})))
 
 
 def _flag(name):
@@ -42,10 +56,10 @@ def _flag(name):
 
 NO_EXTENSIONS = _flag("FASTPLAN_NO_EXTENSIONS")
 # Every module's C file is linked into one shared library, fastplan/_bundle<suffix>, and
-# fastplan/__init__.py imports each module from it (its own PyInit_<name>). One library keeps
-# the hot code of all modules in one region and calls the interpreter through one PLT, so
-# that a call starting on cold caches reloads less (docs/fastplan.md, "One library").
-BUNDLE = os.environ.get("FASTPLAN_BUNDLE", "1") not in ("", "0")
+# fastplan/__init__.py imports each module from it (by its own PyInit_, see _init_symbol). One
+# library keeps the hot code of all modules in one region and calls the interpreter through one
+# PLT, so that a call starting on cold caches reloads less (docs/fastplan.md, "One library").
+# It is the only layout: there is no library per module.
 BUNDLE_NAME = "fastplan._bundle"  # fastplan/__init__.py's _BUNDLE names the same file
 REQUIRE_EXTENSIONS = _flag("FASTPLAN_REQUIRE_EXTENSIONS")
 DEBUG = _flag("FASTPLAN_CYTHON_DEBUG")
@@ -129,7 +143,7 @@ class optional_build_ext(build_ext):
         self._compiler_choice = self.compiler
         self.force = self.force or _read(MODE_FILE) != mode
         if self.extensions:
-            self._drop_other_layout()
+            self._drop_module_libraries()
         try:
             if PGO and self.extensions and (self.force or self._stale()):
                 mode = self._profile_guided()
@@ -141,13 +155,12 @@ class optional_build_ext(build_ext):
         if self.extensions:
             _write_mode(mode)
 
-    def _drop_other_layout(self):
-        """Before building, remove the libraries of the layout not built (the bundle, or the
-        per-module ones) from the build directory a wheel is made of and, built in place,
-        from the tree: fastplan imports from the bundle whenever it is there, so a stale one
-        would shadow a fresh per-module build, stale per-module ones would ship beside the
-        bundle, and after a failed build none of them is left to pass for it."""
-        names = [f"fastplan.{name}" for name in MODULES] if BUNDLE else [BUNDLE_NAME]
+    def _drop_module_libraries(self):
+        """Before building, remove any library of a single module (left by a build from before
+        the bundle was the only layout) from the build directory a wheel is made of and, built
+        in place, from the tree: it would ship beside the bundle, and after a failed build
+        (no bundle, so fastplan's finder steps aside) it would be imported in its place."""
+        names = [f"fastplan.{name}" for name in MODULES]
         roots = [self.build_lib] + ([HERE] if self.inplace else [])
         for name in names:
             for root in roots:
@@ -156,10 +169,10 @@ class optional_build_ext(build_ext):
                     os.remove(path)
 
     def get_export_symbols(self, ext):
-        """The bundle's exported names: every module's ``PyInit_<name>`` (only a Windows link
+        """The bundle's exported names: every module's ``PyInit_`` (only a Windows link
         exports no more than it is told; elsewhere they are exported anyway)."""
         if ext.name == BUNDLE_NAME:
-            return [f"PyInit_{name}" for name in MODULES]
+            return list(_SYMBOLS)
         return super().get_export_symbols(ext)
 
     def _stale(self):
@@ -331,7 +344,8 @@ def _ext_modules():
     macros = [("FASTPLAN_DEBUG_CHECKS", "1")] if DEBUG else []
     if DICT_VERSIONS:
         macros.append(("CYTHON_USE_DICT_VERSIONS", "1"))
-    extensions = [Extension(f"fastplan.{m}", [f"fastplan/{m}.pyx"], define_macros=macros)
+    extensions = [Extension(f"fastplan.{m}", [f"fastplan/{m.replace('.', '/')}.pyx"],
+                            define_macros=macros)
                   for m in MODULES]
     modules = cythonize(
         extensions,
@@ -341,10 +355,8 @@ def _ext_modules():
         # one C file per mode, so that switching modes never reuses the other's
         build_dir="build/cython-debug" if DEBUG else "build/cython",
     )
-    if not BUNDLE:
-        return modules
-    # each C file keeps its module's name and PyInit_<name>; Cython's own functions are static
-    # to their file, so the files link together
+    # each C file keeps its module's full name and its PyInit_ (unique: _SYMBOLS); Cython's own
+    # functions are static to their file, so the files link together
     return [Extension(BUNDLE_NAME, [source for ext in modules for source in ext.sources],
                       define_macros=macros,
                       depends=sorted({path for ext in modules for path in ext.depends}))]

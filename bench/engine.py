@@ -33,11 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fastplan
 from refimpl.frontend import Session
 from refimpl.ir import OperationIr, Sync
-from refimpl.planner.fuser import FuserStatus
-from refimpl.planner.relative import OperationConverter, to_relative
+from refimpl.planner.engine.fuser import FuserStatus
+from refimpl.planner.stream.relative import OperationConverter, to_relative
 
-FUSERS = (("elemwise", "ElementWiseFuser"), ("matmul", "MatmulFuser"), ("reduce", "ReduceFuser"),
-          ("reduce_broadcasted", "ReduceBroadcastedFuser"), ("nhwc", "NHWCRelayoutFuser"))
+FUSERS = (("fusers.elemwise", "ElementWiseFuser"), ("fusers.matmul", "MatmulFuser"),
+          ("fusers.reduce", "ReduceFuser"), ("fusers.reduce_broadcasted", "ReduceBroadcastedFuser"),
+          ("fusers.nhwc", "NHWCRelayoutFuser"))
 MAX_BINDINGS = 28  # the "metal" profile
 
 

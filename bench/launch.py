@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from refimpl import interpreter
 from refimpl.devices import profile_named
-from refimpl.planner.launch import LaunchError
-from refimpl.planner.launch import plan_launch as reference_plan_launch
+from refimpl.planner.launch.launch import LaunchError
+from refimpl.planner.launch.launch import plan_launch as reference_plan_launch
 from refimpl.stream import load_stream
 
 
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="metal")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from fastplan.launch import plan_launch as fast_plan_launch
+    from fastplan.launch.launch import plan_launch as fast_plan_launch
 
     calls, fused = record(profile_named(args.device))
     ref_mems = [c[2].fork() for c in calls]

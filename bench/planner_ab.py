@@ -43,7 +43,7 @@ stream = workloads.build(sys.argv[2], int(sys.argv[3]))
 n = len(stream.items)
 found = bench.measure(stream, "metal", bench.runs_for(n, int(sys.argv[4])), with_refimpl=False)
 print(json.dumps({"items": n, "us": {p: found["fastplan"][p][0] / n * 1e6 for p in bench.PATHS},
-                  "module": fastplan.planner_module("processor").__file__}))
+                  "module": fastplan.planner_module("stream.processor").__file__}))
 """
 
 

@@ -20,8 +20,6 @@
 # cores the two leave; `fuzz` alone: every core).
 # `pgo-ab`: the profile-guided build against a plain build of the same tree (a copy under
 # /tmp), the two taking turns (bench/planner_ab.py, PLANNER_SIZES, 7 rounds).
-# `bundle-ab`: the same, the one library of every module (setup.py's BUNDLE) against a
-# library per module (FASTPLAN_BUNDLE=0), both profile-guided.
 # `tree-ab`: this tree against an earlier one, both profile-guided, in turns: PLANNER_AB_BASE
 # names a folder inside this tree that holds the earlier tree's files (carried with it), e.g.
 #   mkdir ab-base && git archive BASE | tar -x -C ab-base    # here, before the device call
@@ -43,9 +41,9 @@ machine() {
         "load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 case "$phase" in
-bench|bench-100k|check|equality|fuzz|pgo-ab|bundle-ab|tree-ab) ;;
+bench|bench-100k|check|equality|fuzz|pgo-ab|tree-ab) ;;
 *)
-    echo "usage: bench/planner_device.sh bench|bench-100k|check|equality|fuzz|pgo-ab|bundle-ab|tree-ab" >&2
+    echo "usage: bench/planner_device.sh bench|bench-100k|check|equality|fuzz|pgo-ab|tree-ab" >&2
     exit 2
     ;;
 esac
@@ -118,7 +116,7 @@ check|equality|fuzz)
     fi
     [ "$phase" = equality ] || tail -3 "$out/fuzz.txt"
     ;;
-pgo-ab|bundle-ab|tree-ab)
+pgo-ab|tree-ab)
     machine
     other=$(mktemp -d)  # the same tree built the other way, or (tree-ab) the earlier tree
     if [ "$phase" = tree-ab ]; then
@@ -130,8 +128,6 @@ pgo-ab|bundle-ab|tree-ab)
     rm -f "$other"/fastplan/*.so
     if [ "$phase" = pgo-ab ]; then
         how=(FASTPLAN_PGO=0)
-    elif [ "$phase" = bundle-ab ]; then
-        how=(FASTPLAN_PGO=1 FASTPLAN_BUNDLE=0)
     else
         how=(FASTPLAN_PGO=1)
     fi

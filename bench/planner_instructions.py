@@ -44,10 +44,10 @@ def _child(root: str, workload: str, size: int, path: str, measured: bool) -> No
         from fuselab import workloads
     except ImportError:  # a checkout from before fuselab/: the workloads were fastplan.bench's
         from fastplan import bench as workloads
-    from fastplan.launch_stream import LaunchMemo
+    from fastplan.fusers.registry import FusionRegistry
+    from fastplan.launch.launch_stream import LaunchMemo
     from fastplan.planner import _launch_planned, plan
-    from fastplan.processor import StreamPlanner
-    from fastplan.registry import FusionRegistry
+    from fastplan.stream.processor import StreamPlanner
     from refimpl.devices import profile_named
 
     profile = profile_named("metal")

@@ -4,15 +4,17 @@ The facade picks the compiled modules when they were built and import cleanly, a
 pure-Python equivalents otherwise. ``FASTPLAN_NO_EXTENSIONS=1`` forces the pure-Python side.
 
 * ``fastplan.opinfo`` — the op table as C arrays (pure twin: ``fastplan._pure``);
-* ``PLANNER_TWINS`` — the compiled twins of ``refimpl.planner``'s modules, file by file
-  (``fastplan.elemwise`` mirrors ``refimpl.planner.elemwise``, ...). ``planner_module(name)``
-  gives the twin, or refimpl's own module when fastplan is not compiled. refimpl's plain-data
-  modules (``fuse_ir``, ``trace``, ``settings``, ``fuser``) have no twin: both sides use them.
+* ``PLANNER_TWINS`` — the compiled twins of ``refimpl.planner``'s modules, file by file, each
+  named by its room and module (``"fusers.elemwise"``: ``fastplan.fusers.elemwise`` mirrors
+  ``refimpl.planner.fusers.elemwise``, ...). ``planner_module(name)`` gives the twin, or
+  refimpl's own module when fastplan is not compiled. refimpl's plain-data modules
+  (``engine.fuse_ir``, ``engine.trace``, ``engine.settings``, ``engine.fuser``) have no twin:
+  both sides use them.
 
 ``COMPILED`` is true only when every compiled module imported (docs/fastplan.md). The compiled
-modules live in one shared library, ``fastplan/_bundle<suffix>`` (setup.py's ``BUNDLE``):
-``fastplan.block`` is imported from it by its own ``PyInit_block``. A build with a library
-per module (``FASTPLAN_BUNDLE=0``) is imported the usual way.
+modules live in one shared library, ``fastplan/_bundle<suffix>`` (setup.py's ``BUNDLE_NAME``):
+``fastplan.search.block`` is imported from it by its own ``PyInit_block``; there is no other
+layout.
 ``plan(stream, device)`` is then ``fastplan.planner.plan`` (the compiled twin of
 ``refimpl.planner.plan``), and refimpl's own ``plan`` otherwise.
 """
@@ -37,28 +39,36 @@ __all__ = [
     "planner_module",
 ]
 
-# refimpl.planner modules with a compiled twin in fastplan (of COMPILED_MODULES, below).
-PLANNER_TWINS = ("relative", "builder", "scoring", "trace_fuser", "elemwise", "matmul",
-                 "reduce", "reduce_broadcasted", "nhwc", "registry",
-                 "strategy", "graph", "block", "merging", "repair", "search", "cache", "queue",
-                 "processor",
-                 "layout", "vectorization", "launch_planners", "launch_vectorize", "launch")
+# refimpl.planner modules with a compiled twin in fastplan (of COMPILED_MODULES, below), as
+# "<room>.<module>": the same name under refimpl.planner and under fastplan.
+PLANNER_TWINS = ("stream.relative", "engine.builder", "engine.scoring", "engine.trace_fuser",
+                 "fusers.elemwise", "fusers.matmul", "fusers.reduce",
+                 "fusers.reduce_broadcasted", "fusers.nhwc", "fusers.registry",
+                 "search.strategy", "search.graph", "search.block", "search.merging",
+                 "search.repair", "search.search", "stream.cache", "stream.queue",
+                 "stream.processor",
+                 "launch.layout", "launch.vectorization", "launch.launch_planners",
+                 "launch.launch_vectorize", "launch.launch")
 
 
-# fastplan's compiled modules (setup.py's MODULES), all in the bundle when it was built.
-COMPILED_MODULES = ("opinfo", "relative", "builder", "scoring", "trace_fuser", "elemwise",
-                    "matmul", "reduce", "reduce_broadcasted", "nhwc", "registry", "_keys",
-                    "strategy", "graph", "block", "merging", "repair", "search", "_trie",
-                    "cache", "queue", "processor", "planner", "layout", "vectorization",
-                    "handles", "launch_planners", "launch_vectorize", "launch",
-                    "launch_stream")
+# fastplan's compiled modules (setup.py's MODULES), by their names under fastplan, all in the
+# bundle when it was built.
+COMPILED_MODULES = ("opinfo", "stream.relative", "engine.builder", "engine.scoring",
+                    "engine.trace_fuser", "fusers.elemwise", "fusers.matmul", "fusers.reduce",
+                    "fusers.reduce_broadcasted", "fusers.nhwc", "fusers.registry", "_keys",
+                    "search.strategy", "search.graph", "search.block", "search.merging",
+                    "search.repair", "search.search", "stream._trie", "stream.cache",
+                    "stream.queue", "stream.processor", "planner", "launch.layout",
+                    "launch.vectorization", "launch.handles", "launch.launch_planners",
+                    "launch.launch_vectorize", "launch.launch", "launch.launch_stream")
 _BUNDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "_bundle" + importlib.machinery.EXTENSION_SUFFIXES[0])
 
 
 class _BundleFinder:
     """Finds ``fastplan.<name>`` of ``COMPILED_MODULES`` in the bundle, when there is one: an
-    extension loader for that name on the bundle's path calls its ``PyInit_<name>``."""
+    extension loader for that full dotted name on the bundle's path calls the ``PyInit_`` of
+    its last part (``fastplan.search.block``: ``PyInit_block``; setup.py keeps them unique)."""
 
     @staticmethod
     def find_spec(fullname, path=None, target=None):
@@ -96,8 +106,8 @@ if not NO_EXTENSIONS:
 
 
 def planner_module(name: str):
-    """The module that plays ``refimpl.planner.<name>``: fastplan's compiled twin, or (not
-    compiled, or a shared plain-data module) refimpl's own."""
+    """The module that plays ``refimpl.planner.<name>`` (``name``: ``"<room>.<module>"``):
+    fastplan's compiled twin, or (not compiled, or a shared plain-data module) refimpl's own."""
     if COMPILED and name in PLANNER_TWINS:
         return importlib.import_module(f"fastplan.{name}")
     return importlib.import_module(f"refimpl.planner.{name}")

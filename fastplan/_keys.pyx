@@ -20,8 +20,8 @@ integral ``float`` in that range counts as the equal ``int``, as ``==`` says), a
 decide, as they do for refimpl). A dtype or status slot is the member's position, or
 ``2**62 + n`` for anything else.
 
-The boundary is H's (``fastplan.relative.encode``): an op is an ``OperationIr`` of an entry of
-``refimpl.ops.OPS``, its operand struct one of ``OP_IR_STRUCTS``, its tensors ``TensorIr``s
+The boundary is H's (``fastplan.stream.relative.encode``): an op is an ``OperationIr`` of an entry
+of ``refimpl.ops.OPS``, its operand struct one of ``OP_IR_STRUCTS``, its tensors ``TensorIr``s
 whose shape is a tuple, its ``TENSORS`` field a tuple; anything else is a ``TypeError``.
 A value that is not hashable is a ``TypeError`` too.
 

@@ -2,9 +2,9 @@
 
 from typing import Any
 
-from fastplan.processor import StreamPlanner as StreamPlanner
+from fastplan.stream.processor import StreamPlanner as StreamPlanner
 from refimpl.planner.log import FusionLog
-from refimpl.planner.plan import (
+from refimpl.planner.stream.plan import (
     Plan as Plan,
     PlanBlock as PlanBlock,
     PlanStep as PlanStep,

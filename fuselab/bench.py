@@ -24,7 +24,7 @@ turns, one run of every path each), the same for refimpl and fastplan:
   runtime's next step allocates new ids): the plan-cache hit path;
 * ``cache+launch`` — the same plus launch planning of its steps: the steady state of a
   runtime that repeats its iteration, i.e. the amortised cost per op. fastplan's launch
-  planning (``fastplan.launch_stream``) keeps a ``LaunchMemo`` beside the planner, as a
+  planning (``fastplan.launch.launch_stream``) keeps a ``LaunchMemo`` beside the planner, as a
   runtime would: it was filled by launch-planning iteration 1 (not timed), so iteration 2's
   fused steps are replayed from it; refimpl plans every launch again.
 
@@ -52,9 +52,9 @@ from typing import TextIO
 
 import fastplan
 import refimpl.planner as ref
-import refimpl.planner.registry as ref_registry
+import refimpl.planner.fusers.registry as ref_registry
 from refimpl.devices import profile_named
-from refimpl.planner.processor import StreamPlanner as RefPlanner
+from refimpl.planner.stream.processor import StreamPlanner as RefPlanner
 from refimpl.stream import Stream
 from fuselab.workloads import ITERATIONS, WORKLOADS, build, shifted
 
@@ -105,10 +105,10 @@ def _planners():
     (``fastplan.COMPILED``)."""
     fast_memo = _no_memo
     if fastplan.COMPILED:
-        from fastplan.launch_stream import LaunchMemo as fast_memo
+        from fastplan.launch.launch_stream import LaunchMemo as fast_memo
     return {"refimpl": (ref.plan, RefPlanner, ref_registry.FusionRegistry, _no_memo),
-            "fastplan": (fastplan.plan, fastplan.planner_module("processor").StreamPlanner,
-                         fastplan.planner_module("registry").FusionRegistry, fast_memo)}
+            "fastplan": (fastplan.plan, fastplan.planner_module("stream.processor").StreamPlanner,
+                         fastplan.planner_module("fusers.registry").FusionRegistry, fast_memo)}
 
 
 def _timed(call: Callable[[], object]) -> float:

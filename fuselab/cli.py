@@ -28,7 +28,7 @@ from refimpl.compare import Judge, exact
 from refimpl.devices import PRESETS, DeviceProfile, profile_named
 from refimpl.errors import FuselabError
 from refimpl.planner import plan
-from refimpl.planner.plan import Plan, plan_to_json
+from refimpl.planner.stream.plan import Plan, plan_to_json
 from refimpl.stream import Stream, load_stream
 from gpu.check.agreement import judge as gpu_judge
 from fuselab import bench, compare, demo, gpu_commands, run

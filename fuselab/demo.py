@@ -25,9 +25,9 @@ from refimpl.errors import ServiceRunning
 from refimpl.frontend import Session, cat
 from refimpl.planner import Plan, plan, resolve_device
 from refimpl.interpreter import Interpreter, executed_steps, run_planned
-from refimpl.planner.launch import config_id
+from refimpl.planner.launch.launch import config_id
 from refimpl.planner.log import FusionLog, LogLevel
-from refimpl.planner.registry import BUILTIN_NAMES, FusionRegistry
+from refimpl.planner.fusers.registry import BUILTIN_NAMES, FusionRegistry
 from refimpl.seed import SEED_DESCRIPTIONS, SEED_STREAMS
 from refimpl.stream import Stream
 from fuselab import demo_gpu

@@ -19,8 +19,8 @@ from typing import Any
 import fastplan
 from refimpl.devices import profile_named
 from refimpl.planner import plan, plan_to_json
-from refimpl.planner.processor import StreamPlanner as RefPlanner
-from refimpl.planner.registry import FusionRegistry as RefRegistry
+from refimpl.planner.fusers.registry import FusionRegistry as RefRegistry
+from refimpl.planner.stream.processor import StreamPlanner as RefPlanner
 from refimpl.seed import SEED_STREAMS
 from fuselab import workloads
 
@@ -44,9 +44,9 @@ def _seed_plans_equal(device: str) -> list[str]:
 def _next_iteration(stream: Any, nxt: Any, device: str) -> dict[str, Any]:
     """Plan ``stream`` then ``nxt`` with one warm planner per twin: what the second pass did."""
     # compiled modules only (the section is skipped when fastplan is not compiled)
-    from fastplan.launch_stream import LaunchMemo
-    from fastplan.processor import StreamPlanner
-    from fastplan.registry import FusionRegistry
+    from fastplan.launch.launch_stream import LaunchMemo
+    from fastplan.stream.processor import StreamPlanner
+    from fastplan.fusers.registry import FusionRegistry
 
     profile = profile_named(device)
     planner, memo = StreamPlanner(FusionRegistry().fusers(profile)), LaunchMemo()

@@ -27,7 +27,7 @@ import numpy as np
 from refimpl.devices import PRESETS, profile_named
 from refimpl.footprint import allocations, size_text
 from refimpl.planner import executed_steps
-from refimpl.planner.launch import config_id
+from refimpl.planner.launch.launch import config_id
 from refimpl.stream import Stream, load_stream
 from gpu.check.tolerance import LOOSEST_SINGLE_OP
 from gpu.errors import GpuLimitError

@@ -149,7 +149,7 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     """Row-major strides: each is the product of the dims to its right (burn-std).
 
     A zero-size dim makes every stride left of it 0. The one definition: the planner's
-    layout rules (``refimpl.planner.layout`` re-exports it) and the buffers use it alike."""
+    layout rules (``refimpl.planner.launch.layout`` re-exports it) and the buffers use it alike."""
     strides = [0] * len(shape)
     current = 1
     for i in range(len(shape) - 1, -1, -1):

@@ -46,14 +46,14 @@ from typing import Callable, Mapping
 import numpy as np
 
 from refimpl.dtypes import DType, DTypeClass
-from refimpl.handles import Handle, Memory
-from refimpl.planner.launch import (
+from refimpl.planner.launch.handles import Handle, Memory
+from refimpl.planner.launch.launch import (
     ConcreteLayout, FuseBlockConfig, Launch, ReshapedLayout, RuntimeLayout, ShapeLayout,
     SwapDimsLayout,
 )
-from refimpl.planner.execute import check_covered
-from refimpl.planner.layout import contiguous_strides, swap_dims_transform, unsqueezed
-from refimpl.planner.trace import (
+from refimpl.planner.launch.execute import check_covered
+from refimpl.planner.launch.layout import contiguous_strides, swap_dims_transform, unsqueezed
+from refimpl.planner.engine.trace import (
     BlockLocal, FuseArg, FuseOp, FuseType, Input, InputReshaped, InputSwapDims, LayoutInfo,
     Literal, MultiBlockGlobal, MultiBlockLocal, Output, Scalar, ScalarShape,
 )

@@ -2,10 +2,11 @@
 
 burn counterpart: the cubecl side of each optimization's ``execute``
 (``optim/{elemwise,matmul,reduce,reduce_broadcasted,nhwc_relayout}/optimization.rs``); the
-walk that decides each step's path is ``refimpl.planner.execute`` (notes §1 step 4–6, §8).
+walk that decides each step's path is ``refimpl.planner.launch.execute`` (notes §1 step 4–6,
+§8).
 
 ``Interpreter`` is that walk's numpy backend, the oracle of every other backend. Every step
-runs against a simulated memory (``refimpl.handles.Memory``):
+runs against a simulated memory (``refimpl.planner.launch.handles.Memory``):
 
 * unfused ops run as their own kernel (``NUMPY_IMPL`` values, burn-cubecl's output layouts:
   views share buffers);
@@ -27,12 +28,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from refimpl.fused_kernel import FUSE_TYPE_DTYPE, run_block, shared_values
-from refimpl.handles import Memory
 from refimpl.ir import OperationIr, Sync
 from refimpl.planner import executed_steps
-from refimpl.planner.execute import StepRecord, StepRun, Walk, launch_plan_stream
-from refimpl.planner.launch import Launch, LaunchError
-from refimpl.planner.trace import FuseTrace
+from refimpl.planner.engine.trace import FuseTrace
+from refimpl.planner.launch.execute import StepRecord, StepRun, Walk, launch_plan_stream
+from refimpl.planner.launch.handles import Memory
+from refimpl.planner.launch.launch import Launch, LaunchError
 from refimpl.semantics import NUMPY_IMPL, scalar_value
 from refimpl.stream import Stream
 

@@ -28,7 +28,7 @@ out (``UNARY_FUSE_OPS``, the generators' lists); per-op tables are keyed by op n
 and tests check the semantics, shape, FuseOp, WGSL, tolerance and domain tables against it:
 
 * numpy semantics: ``refimpl.semantics`` (``NUMPY_IMPL``); shape rules: ``refimpl.shapes``;
-* FuseOp vocabulary and args structs: ``refimpl.planner.fuse_ir`` (``FUSE_OP_ARGS``; its unary
+* FuseOp vocabulary and args structs: ``refimpl.planner.engine.fuse_ir`` (``FUSE_OP_ARGS``; its unary
   and binary groups are read from the ``fuse`` column);
 * WGSL expression: ``gpu.codegen.ops`` (``FUSE_EXPR`` per FuseOp, ``OP_EXPR`` per variant,
   ``WGSL_EXPR`` per op);

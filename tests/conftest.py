@@ -55,7 +55,8 @@ def gpu_adapter():
 
 # --- planner twins ---------------------------------------------------------------------------
 # Every test in tests/planner takes ``planner_impl`` and runs on both implementations (style
-# §6.10): ``planner_impl.elemwise`` is ``refimpl.planner.elemwise`` or ``fastplan.elemwise``.
+# §6.10): ``planner_impl.fusers.elemwise`` is ``refimpl.planner.fusers.elemwise`` or its
+# compiled twin (``fastplan.planner_module("fusers.elemwise")``).
 # The fastplan case is skipped only when fastplan is not compiled, and then fails instead under
 # FASTPLAN_REQUIRE_EXTENSIONS=1 (a broken build must not pass as "skipped").
 REQUIRE_EXTENSIONS = os.environ.get("FASTPLAN_REQUIRE_EXTENSIONS", "") not in ("", "0")
@@ -63,14 +64,24 @@ REQUIRE_EXTENSIONS = os.environ.get("FASTPLAN_REQUIRE_EXTENSIONS", "") not in ("
 
 @dataclasses.dataclass(frozen=True)
 class PlannerImpl:
-    """One implementation of refimpl.planner's modules, reached as attributes."""
+    """One implementation of refimpl.planner's modules, reached as attributes by room and
+    module (``impl.search.block``, or ``getattr(impl, "search.block")``); ``room`` is set on
+    the object an ``impl.<room>`` gives."""
 
     name: str
+    room: str = ""
 
-    def __getattr__(self, module: str):
-        if module.startswith("__"):
-            raise AttributeError(module)
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        if "." in attr:  # "<room>.<module>", as PLANNER_TWINS names them
+            room, _, module = attr.partition(".")
+            return getattr(getattr(self, room), module)
+        module = f"{self.room}.{attr}" if self.room else attr
         try:
+            if not self.room:  # a room: its package under refimpl.planner must exist
+                importlib.import_module(f"refimpl.planner.{module}")
+                return PlannerImpl(self.name, attr)
             if self.name == "refimpl":
                 return importlib.import_module(f"refimpl.planner.{module}")
             return fastplan.planner_module(module)

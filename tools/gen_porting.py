@@ -9,7 +9,7 @@ Nothing is imported: the module docstrings are read from the sources (``ast`` fo
 regular expression for the docstring that opens a ``.pyx`` file). A refimpl or gpu docstring
 names its burn counterpart in a paragraph that starts ``burn counterpart:``; a fastplan module
 names the refimpl module it mirrors after ``Mirrors`` (or ``twin of``), as a path
-(``refimpl/planner/block.py``) or a dotted name (``refimpl.interpreter.launch_plan_stream``).
+(``refimpl/planner/search/block.py``) or a dotted name (``refimpl.interpreter.launch_plan_stream``).
 The packages are walked recursively and every path is printed relative to the repository root,
 so a module moved into a subfolder keeps its row; a twin named by a path that no longer exists
 is found by its file name when that is unique. Rows are sorted by path.
@@ -54,7 +54,7 @@ The corpus (`tests/golden/`, see its README) pins down what the planner decides:
 - `tests/golden/plans/<device>/<name>.json`: the plan refimpl makes for that stream on each
   device preset of `refimpl.devices.PRESETS` (`webgpu-default`, `lavapipe`, `metal`, `cuda`:
   they differ in `max_bindings`, and `cuda` in its vector widths), in canonical plan JSON
-  (`refimpl.planner.plan_to_json`, described in `refimpl/planner/plan.py`): a header line,
+  (`refimpl.planner.plan_to_json`, described in `refimpl/planner/stream/plan.py`): a header line,
   then one line per step, keys in a fixed order, no spaces.
 
 A port passes when, for every stream and every preset, the plan it makes serialises to the

@@ -58,9 +58,9 @@ def _golden() -> int:
 def _runtime(stream, profile) -> None:
     """A runtime's loop: a planner and a launch memo kept across iterations of ``stream``."""
     from fuselab import workloads
-    from fastplan.launch_stream import LaunchMemo
-    from fastplan.processor import StreamPlanner
-    from fastplan.registry import FusionRegistry
+    from fastplan.launch.launch_stream import LaunchMemo
+    from fastplan.stream.processor import StreamPlanner
+    from fastplan.fusers.registry import FusionRegistry
 
     planner, memo = StreamPlanner(FusionRegistry().fusers(profile)), LaunchMemo()
     span = 10 * (max(stream.inputs, default=0) + len(stream.items) + 1)
@@ -75,8 +75,8 @@ def _runtime(stream, profile) -> None:
 def _incremental(stream, profile) -> None:
     """The incremental API: each op registered as it comes, syncs, then a drain (the loop of
     refimpl's ``StreamPlanner.run``, which fastplan's ``run`` runs in C instead)."""
-    from fastplan.processor import StreamPlanner
-    from fastplan.registry import FusionRegistry
+    from fastplan.stream.processor import StreamPlanner
+    from fastplan.fusers.registry import FusionRegistry
 
     planner = StreamPlanner(FusionRegistry().fusers(profile))
     for index, item in enumerate(stream.items):

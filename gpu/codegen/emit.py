@@ -38,8 +38,8 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 from refimpl.dtypes import DType
-from refimpl.planner.launch import FuseBlockConfig
-from refimpl.planner.trace import BinaryFuseArgs, FuseOp, UnaryFuseArgs
+from refimpl.planner.launch.launch import FuseBlockConfig
+from refimpl.planner.engine.trace import BinaryFuseArgs, FuseOp, UnaryFuseArgs
 from gpu.codegen.fuse_io import BodyWriter, plus, plus_lane, times
 from gpu.codegen.fused_signature import (
     KernelSignature, MetadataLayout, TensorArg, VectorAccess, compute_dtype, metadata_layout,

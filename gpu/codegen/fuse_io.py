@@ -19,9 +19,9 @@ import re
 from typing import Callable, Sequence
 
 from refimpl.dtypes import DType
-from refimpl.planner.launch import FuseBlockConfig
-from refimpl.planner.layout import swap_dims_transform
-from refimpl.planner.trace import (
+from refimpl.planner.launch.launch import FuseBlockConfig
+from refimpl.planner.launch.layout import swap_dims_transform
+from refimpl.planner.engine.trace import (
     BlockLocal, FuseArg, Input, InputReshaped, InputSwapDims, LayoutInfo, Literal, Output,
     Scalar,
 )

@@ -14,8 +14,8 @@ from typing import Sequence
 
 from refimpl.dtypes import DType
 from refimpl.fused_kernel import FUSE_TYPE_DTYPE
-from refimpl.planner.launch import FuseBlockConfig
-from refimpl.planner.trace import (
+from refimpl.planner.launch.launch import FuseBlockConfig
+from refimpl.planner.engine.trace import (
     FuseArg, FuseType, InputReshaped, InputSwapDims, Literal, Scalar, ScalarShape,
 )
 from gpu.codegen.render import scalar_word

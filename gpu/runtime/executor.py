@@ -7,14 +7,14 @@ burn counterpart: ``OperationQueue::execute`` (burn-fusion) with each optimizati
 ``optim/reduce/optimization.rs`` (read trace, unfused reduce, write trace),
 ``optim/reduce_broadcasted`` (its per-block optimizations) and ``optim/nhwc_relayout``.
 
-It is a backend of the one walk (``refimpl.planner.execute.Walk``), as the interpreter is,
+It is a backend of the one walk (``refimpl.planner.launch.execute.Walk``), as the interpreter is,
 with a simulated ``Memory`` (``with_values=False``: layouts and buffer identities only) and the
 same launch planning, so both make the same decisions; where the interpreter computes values
 on numpy, this one dispatches kernels on the buffers ``Memory`` names:
 
 * unfused steps: each op through ``gpu.runtime.unfused`` (its own kernel), except the metadata ops
   burn-cubecl never launches (swap_dims, permute, expand, a reshape or an aligned slice
-  that keep the buffer: ``refimpl.handles.unfused_view``); ``Init`` uploads, ``Drop``
+  that keep the buffer: ``refimpl.planner.launch.handles.unfused_view``); ``Init`` uploads, ``Drop``
   releases;
 * fused steps: each element-wise trace through the kernel ``gpu.codegen.emit`` prints for its
   ``FuseBlockConfig`` (``gpu.runtime.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by
@@ -39,14 +39,14 @@ import numpy as np
 
 from refimpl.data import contiguous_strides, logical_values, strided_buffer
 from refimpl.fused_kernel import FUSE_TYPE_DTYPE
-from refimpl.handles import Handle, Memory, unfused_view
 from refimpl.ir import OperationIr, Sync
 from refimpl.ops import OpKind
 from refimpl.planner import executed_steps
-from refimpl.planner.execute import StepRecord, StepRun, Walk
-from refimpl.planner.launch import Launch, LaunchPlan, config_id
-from refimpl.planner.plan import PlanStep
-from refimpl.planner.trace import FuseTrace
+from refimpl.planner.engine.trace import FuseTrace
+from refimpl.planner.launch.execute import StepRecord, StepRun, Walk
+from refimpl.planner.launch.handles import Handle, Memory, unfused_view
+from refimpl.planner.launch.launch import Launch, LaunchPlan, config_id
+from refimpl.planner.stream.plan import PlanStep
 from refimpl.semantics import scalar_value
 from refimpl.stream import Stream
 from gpu.codegen.emit import FusedKernel
@@ -155,7 +155,7 @@ class GpuExecutor:
         return StepRecord(None, "unfused")
 
     def execute(self, item: Any) -> None:
-        """Run one executed step (``refimpl.planner.queue.ExecutedStep``)."""
+        """Run one executed step (``refimpl.planner.stream.queue.ExecutedStep``)."""
         ops = [self.stream.items[i] for i in item.step.ops]
         self._step(ops, lambda: self.walk.execute(item))
 

@@ -22,13 +22,13 @@ import numpy as np
 
 from refimpl.data import contiguous_strides
 from refimpl.fused_kernel import KernelError
-from refimpl.planner.execute import check_covered
-from refimpl.planner.launch import (
+from refimpl.planner.launch.execute import check_covered
+from refimpl.planner.launch.launch import (
     ConcreteLayout, FuseBlockConfig, Launch, ReshapedLayout, RuntimeLayout, ShapeLayout,
     SwapDimsLayout, config_id,
 )
-from refimpl.planner.layout import swap_dims_transform, unsqueezed
-from refimpl.planner.trace import Input
+from refimpl.planner.launch.layout import swap_dims_transform, unsqueezed
+from refimpl.planner.engine.trace import Input
 from gpu.codegen.emit import FusedKernel, KernelSignature, TensorArg, VectorAccess, emit_block
 from gpu.errors import GpuLimitError
 from gpu.runtime.server import DEBUG_LOG_ENV

@@ -14,7 +14,7 @@ builds for a device (``fusion/registry.rs``); notes §9.
    drain, the end of the stream drains;
 4. the executed steps become the ``Plan``, with their launch plans (``aliases`` per step,
    ``width`` per block) from the walk's layout backend
-   (``refimpl.planner.execute.launch_plan_stream``).
+   (``refimpl.planner.launch.execute.launch_plan_stream``).
 
 ``executed_steps`` stops after step 3: the executed steps with their contexts, which every
 backend of the walk runs (the interpreter, the GPU).
@@ -30,8 +30,8 @@ from typing import Any
 
 from refimpl.devices import resolve_device
 from refimpl.planner.log import FusionLog
-from refimpl.planner.plan import Plan, PlanBlock, PlanStep, plan_from_json, plan_to_json
-from refimpl.planner.processor import StreamPlanner
+from refimpl.planner.stream.plan import Plan, PlanBlock, PlanStep, plan_from_json, plan_to_json
+from refimpl.planner.stream.processor import StreamPlanner
 from refimpl.stream import Stream
 
 __all__ = [
@@ -52,20 +52,20 @@ def plan(stream: Stream, device: Any = "metal", registry: Any = None,
 
     ``registry`` defaults to a fresh ``FusionRegistry`` (the five built-in fusers); ``log``
     to what ``FUSELAB_LOG`` asks for."""
-    from refimpl.planner.registry import FusionRegistry
+    from refimpl.planner.fusers.registry import FusionRegistry
 
     profile = resolve_device(device)
     fusers = (registry if registry is not None else FusionRegistry()).fusers(profile)
     planner = StreamPlanner(fusers, log=log if log is not None else FusionLog.from_env())
     steps = planner.run(stream)
-    # launch planning (refimpl.planner.launch): aliases per step, width per block
+    # launch planning (refimpl.planner.launch.launch): aliases per step, width per block
     return Plan(profile.name,
                 planner.launch_planned(stream, len(planner.queue.steps) - len(steps), profile))
 
 
 def executed_steps(stream: Stream, device: Any = "metal") -> tuple[Any, tuple]:
     """Plan ``stream``: the device profile and the executed steps with their contexts."""
-    from refimpl.planner.registry import FusionRegistry
+    from refimpl.planner.fusers.registry import FusionRegistry
 
     profile = resolve_device(device)
     planner = StreamPlanner(FusionRegistry().fusers(profile))

@@ -30,11 +30,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from refimpl.planner.strategy import Operations, leaves
+from refimpl.planner.search.strategy import Operations, leaves
 
 if TYPE_CHECKING:  # block imports log; log only names Block in annotations
-    from refimpl.planner.block import Block
-    from refimpl.planner.strategy import BlockOptimization
+    from refimpl.planner.search.block import Block
+    from refimpl.planner.search.strategy import BlockOptimization
 
 __all__ = ["LogLevel", "FusionLog", "NO_LOG", "ENV_VAR", "log_block", "describe_fuser",
            "unfused_reason", "log_left_at_sync", "log_capped", "remember_plan",

@@ -18,7 +18,7 @@ from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, Sync, TensorIr, TensorStatus
 from refimpl.liveness import with_liveness
 from refimpl.ops import op_named
-from refimpl.planner.layout import strides_for
+from refimpl.planner.launch.layout import strides_for
 from refimpl.stream import InputSpec, Stream
 
 __all__ = [

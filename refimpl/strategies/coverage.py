@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from refimpl.planner.trace import Input, InputReshaped, InputSwapDims
+from refimpl.planner.engine.trace import Input, InputReshaped, InputSwapDims
 from refimpl.stream import Stream
 
 __all__ = ["BROADCAST_VIEW", "EMPTY_TENSOR", "stream_classes"]

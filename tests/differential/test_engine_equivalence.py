@@ -24,14 +24,15 @@ from refimpl.dtypes import DType
 from refimpl.frontend import Session
 from refimpl.ir import FieldKind, OperationIr, TensorIr, TensorStatus
 from refimpl.ops import OPS
-from refimpl.planner.fuser import FuserStatus
-from refimpl.planner.relative import OperationConverter, to_relative
+from refimpl.planner.engine.fuser import FuserStatus
+from refimpl.planner.stream.relative import OperationConverter, to_relative
 from refimpl.strategies import streams
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
-FUSERS = (("elemwise", "ElementWiseFuser"), ("matmul", "MatmulFuser"), ("reduce", "ReduceFuser"),
-          ("reduce_broadcasted", "ReduceBroadcastedFuser"), ("nhwc", "NHWCRelayoutFuser"))
+FUSERS = (("fusers.elemwise", "ElementWiseFuser"), ("fusers.matmul", "MatmulFuser"),
+          ("fusers.reduce", "ReduceFuser"), ("fusers.reduce_broadcasted", "ReduceBroadcastedFuser"),
+          ("fusers.nhwc", "NHWCRelayoutFuser"))
 MAX_BINDINGS = st.sampled_from((3, 5, 7, 28))
 
 
@@ -57,7 +58,7 @@ def _best_index(fuser):
     import importlib
 
     package = "fastplan" if type(fuser).__module__.startswith("fastplan") else "refimpl.planner"
-    return importlib.import_module(f"{package}.block").find_best_fuser_index([fuser])
+    return importlib.import_module(f"{package}.search.block").find_best_fuser_index([fuser])
 
 
 def observe(fuser) -> tuple:

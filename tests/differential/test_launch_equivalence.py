@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 import fastplan
 from refimpl import interpreter
-from refimpl.planner import execute
+from refimpl.planner.launch import execute
 from refimpl.devices import PRESETS, profile_named
-from refimpl.planner import layout as ref_layout
-from refimpl.planner import vectorization as ref_vect
-from refimpl.planner.launch import LaunchError
-from refimpl.planner.launch import plan_launch as reference_plan_launch
+from refimpl.planner.launch import layout as ref_layout
+from refimpl.planner.launch import vectorization as ref_vect
+from refimpl.planner.launch.launch import LaunchError
+from refimpl.planner.launch.launch import plan_launch as reference_plan_launch
 from refimpl.seed import mul_add_exp
 from refimpl.strategies import streams
 from refimpl.stream import Stream, load_stream
@@ -68,7 +68,7 @@ def recorded_launches(stream: Stream, device) -> list[tuple]:
 
 
 def assert_same_launches(stream: Stream, device) -> int:
-    twin = fastplan.planner_module("launch").plan_launch
+    twin = fastplan.planner_module("launch.launch").plan_launch
     calls = recorded_launches(stream, device)
     for n, call in enumerate(calls):
         ref_memory, fast_memory = call[2].fork(), call[2].fork()
@@ -83,8 +83,8 @@ def assert_same_launches(stream: Stream, device) -> int:
 
 
 def test_launch_twin_is_compiled():
-    module = fastplan.planner_module("launch")
-    assert module.__name__ == "fastplan.launch"
+    module = fastplan.planner_module("launch.launch")
+    assert module.__name__ == "fastplan.launch.launch"
     assert module.plan_launch is not reference_plan_launch
 
 
@@ -155,10 +155,10 @@ def assert_same_passes(stream: Stream, device, prepare=None) -> int:
     """Each launch of ``stream`` planned pass by pass on refimpl's working state and on
     fastplan's: after every pass the states hold equal contents (or both passes raise the same
     class). ``prepare(state)`` edits both states after ``plan_inputs``."""
-    from refimpl.planner import launch_planners as ref_planners
-    from refimpl.planner import launch_vectorize as ref_vectorize
-    fast_planners = fastplan.planner_module("launch_planners")
-    fast_vectorize = fastplan.planner_module("launch_vectorize")
+    from refimpl.planner.launch import launch_planners as ref_planners
+    from refimpl.planner.launch import launch_vectorize as ref_vectorize
+    fast_planners = fastplan.planner_module("launch.launch_planners")
+    fast_vectorize = fastplan.planner_module("launch.launch_vectorize")
     assert fast_planners.PlanningState is not ref_planners.PlanningState
     calls = recorded_launches(stream, device)
     for n, (trace, context, memory, device, operands) in enumerate(calls):
@@ -207,8 +207,8 @@ def test_launch_passes_read_a_state_position_as_python_indexes_it(position):
 def test_launch_passes_refuse_a_state_entry_of_another_class():
     """An entry of a twin state's lists that is not the twin's record is a ``TypeError``
     naming the field (refimpl fails on the missing attribute); nothing is read through it."""
-    planners = fastplan.planner_module("launch_planners")
-    vectorize = fastplan.planner_module("launch_vectorize")
+    planners = fastplan.planner_module("launch.launch_planners")
+    vectorize = fastplan.planner_module("launch.launch_vectorize")
     trace, context, memory, device, operands = recorded_launches(mul_add_exp((4, 8)), "metal")[0]
     state = _new_state(planners, trace, context, memory.fork())
     planners.plan_inputs(state)
@@ -220,7 +220,7 @@ def test_launch_passes_refuse_a_state_entry_of_another_class():
     state.blocks.append("a block")
     with pytest.raises(TypeError, match=r"PlanningState\.blocks\[\d+\]: expected a BlockPlan"):
         planners.plan_inputs(state)
-    from refimpl.planner import launch_planners as ref_planners
+    from refimpl.planner.launch import launch_planners as ref_planners
     with pytest.raises(TypeError):  # the twins' states do not mix
         planners.plan_inputs(_new_state(ref_planners, trace, context, memory.fork()))
 
@@ -253,7 +253,8 @@ SIZES = st.sampled_from([(4, 2, 1), (2, 1), (8, 4, 2, 1), (16, 8, 4, 2, 1), (3, 
 
 
 def _same(name, module_ref, *args):
-    twin = getattr(fastplan.planner_module(module_ref.__name__.rsplit(".", 1)[1]), name)
+    twin = getattr(fastplan.planner_module(module_ref.__name__.removeprefix("refimpl.planner.")),
+                   name)
     try:
         expected = getattr(module_ref, name)(*args)
     except Exception as exc:  # noqa: BLE001  (the error class must match)

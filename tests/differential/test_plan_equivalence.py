@@ -129,13 +129,13 @@ def _state(planner) -> tuple:
 @settings(max_examples=settings().max_examples)
 @given(stream=streams(max_ops=12), device=DEVICES)
 def test_fastplan_stream_planner_cache_matches_refimpl(stream, device):
-    import refimpl.planner.processor as ref_processor
-    import refimpl.planner.registry as ref_registry
+    import refimpl.planner.fusers.registry as ref_registry
+    import refimpl.planner.stream.processor as ref_processor
 
     note(stream_to_json(stream))
     reference = _planner(ref_processor, ref_registry, device)
-    twin = _planner(fastplan.planner_module("processor"), fastplan.planner_module("registry"),
-                    device)
+    twin = _planner(fastplan.planner_module("stream.processor"),
+                    fastplan.planner_module("fusers.registry"), device)
     for again in (stream, stream, shifted(stream, 1000)):
         assert twin.run(again) == reference.run(again)
         assert _state(twin) == _state(reference)
@@ -146,7 +146,7 @@ def test_fastplan_stream_planner_cache_matches_refimpl(stream, device):
 
 
 def _relative_ops(stream: Stream) -> list:
-    from refimpl.planner.relative import OperationConverter, to_relative
+    from refimpl.planner.stream.relative import OperationConverter, to_relative
 
     converter = OperationConverter()
     return [to_relative(op, converter) for op in stream.ops]
@@ -154,19 +154,19 @@ def _relative_ops(stream: Stream) -> list:
 
 def _search(module_of, ops, device: str):
     """Register ``ops`` into a fresh search with the real fusers; what every pass saw."""
-    fusers = module_of("registry").FusionRegistry().fusers(profile_named(device))
-    search = module_of("search").StreamOptimizer(fusers)
+    fusers = module_of("fusers.registry").FusionRegistry().fusers(profile_named(device))
+    search = module_of("search.search").StreamOptimizer(fusers)
     seen = []
     for op in ops:
         search.register(op)
         blocks = [(list(b.ordering), b.produced(), b.read(), b.freed(), b.still_optimizing())
                   for b in search.blocks]
         seen.append((search.length, search.stopped, search.still_optimizing(), blocks))
-    dag = module_of("graph").Dag(search.blocks)
+    dag = module_of("search.graph").Dag(search.blocks)
     order = dag.topological_order()
     reach = dag.reachability()
     result = search.optimize(ops) if search.blocks else None
-    repaired = module_of("repair").repair_order(result, ops) if result is not None else None
+    repaired = module_of("search.repair").repair_order(result, ops) if result is not None else None
     return seen, order, (reach.ancestors, reach.descendants), result, repaired
 
 
@@ -181,7 +181,7 @@ def _ref_module(name: str):
 def test_fastplan_search_passes_match_refimpl(stream, device):
     note(stream_to_json(stream))
     ops = _relative_ops(stream)
-    fast_rel = fastplan.planner_module("relative")
+    fast_rel = fastplan.planner_module("stream.relative")
     converter = fast_rel.OperationConverter()
     assert [fast_rel.to_relative(op, converter) for op in stream.ops] == ops
     assert _search(fastplan.planner_module, ops, device) == _search(_ref_module, ops, device)
@@ -203,13 +203,13 @@ def _fed_item_by_item(stream: Stream, device: str, forget: frozenset = frozenset
     """Both twins fed ``stream`` as a runtime feeds them (``register`` / ``sync``), their
     executed steps forgotten after the items in ``forget``; yields ``(reference, twin)``
     after every item, then once more after the final ``drain``."""
-    import refimpl.planner.processor as ref_processor
-    import refimpl.planner.registry as ref_registry
+    import refimpl.planner.fusers.registry as ref_registry
+    import refimpl.planner.stream.processor as ref_processor
 
     note(stream_to_json(stream))
     reference = _planner(ref_processor, ref_registry, device)
-    twin = _planner(fastplan.planner_module("processor"), fastplan.planner_module("registry"),
-                    device)
+    twin = _planner(fastplan.planner_module("stream.processor"),
+                    fastplan.planner_module("fusers.registry"), device)
     for index, item in enumerate(stream.items):
         for planner in (reference, twin):
             if isinstance(item, Sync):

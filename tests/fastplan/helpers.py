@@ -15,17 +15,17 @@ from refimpl.interpreter import launch_plan_stream as reference_launch_plan_stre
 from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
 from refimpl.planner import StreamPlanner as RefStreamPlanner
-from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
+from refimpl.planner.fusers.registry import FusionRegistry as RefFusionRegistry
+from refimpl.planner.search.strategy import BlockOptimization, Operations
 from refimpl.stream import Stream
 
 if fastplan.COMPILED:
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
     from fastplan.planner import _launch_planned
-    from fastplan.processor import StreamPlanner as FastStreamPlanner
-    from fastplan.queue import OperationQueue
-    from fastplan.registry import FusionRegistry as FastFusionRegistry
+    from fastplan.stream.processor import StreamPlanner as FastStreamPlanner
+    from fastplan.stream.queue import OperationQueue
+    from fastplan.fusers.registry import FusionRegistry as FastFusionRegistry
 
 
 # --- stream planners and queues ----------------------------------------------------------------

@@ -315,7 +315,7 @@ def test_boundary_edge_stream_planned_alike(name):
 
 def test_boundary_stream_planner_raises_boundary_error_on_foreign_items():
     from fastplan._keys import BoundaryError
-    from fastplan.processor import StreamPlanner
+    from fastplan.stream.processor import StreamPlanner
 
     planner = StreamPlanner([])
     with pytest.raises(BoundaryError) as info:
@@ -330,12 +330,13 @@ def test_boundary_stream_planner_raises_boundary_error_on_foreign_items():
 
 def _api_calls(module_of):
     """Calls of the twins' APIs with ids and positions a planner never produces itself."""
-    from refimpl.planner.cache import Always, ExecutionPlan, OnSync
-    from refimpl.planner.strategy import BlockOptimization, Operations
+    from refimpl.planner.stream.cache import Always, ExecutionPlan, OnSync
+    from refimpl.planner.search.strategy import BlockOptimization, Operations
 
-    cache, processor = module_of("cache"), module_of("processor")
+    cache, processor = module_of("stream.cache"), module_of("stream.processor")
     op = _add(0, 1, 2, (4, 6))
-    relative = module_of("relative").to_relative(op, module_of("relative").OperationConverter())
+    relative = module_of("stream.relative").to_relative(
+        op, module_of("stream.relative").OperationConverter())
 
     def store_with_one_plan():
         store = cache.ExecutionPlanStore()

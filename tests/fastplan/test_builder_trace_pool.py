@@ -1,5 +1,5 @@
 """The exploration's trace engine: traces dropped by the search are kept, cleared, in a pool
-(``fastplan.builder``: ``trace_new`` and ``trace_clone`` take them back); a fuser built on a
+(``fastplan.engine.builder``: ``trace_new`` and ``trace_clone`` take them back); a fuser built on a
 reused trace must equal refimpl's, whatever the dropped trace held.
 
 Each case makes and drops many fusers (filling the pool past its 64 traces, and dropping
@@ -19,8 +19,8 @@ from tests.planner.fuser_ops import NI, RO, RW, feed, op, t, unary_chain
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
-FUSERS = (("elemwise", "ElementWiseFuser"), ("matmul", "MatmulFuser"), ("reduce", "ReduceFuser"),
-          ("reduce_broadcasted", "ReduceBroadcastedFuser"), ("nhwc", "NHWCRelayoutFuser"))
+FUSERS = (("fusers.elemwise", "ElementWiseFuser"), ("fusers.matmul", "MatmulFuser"), ("fusers.reduce", "ReduceFuser"),
+          ("fusers.reduce_broadcasted", "ReduceBroadcastedFuser"), ("fusers.nhwc", "NHWCRelayoutFuser"))
 
 SOFTMAX = [
     op("BaseFloat.Ones", out=t(0, (1, 2), NI)),

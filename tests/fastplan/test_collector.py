@@ -24,10 +24,10 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fuselab.workloads import WORKLOADS, build, shifted
-    from fastplan.launch_stream import LaunchMemo
+    from fastplan.launch.launch_stream import LaunchMemo
     from fastplan.planner import _launch_planned
-    from fastplan.processor import StreamPlanner
-    from fastplan.registry import FusionRegistry
+    from fastplan.stream.processor import StreamPlanner
+    from fastplan.fusers.registry import FusionRegistry
 else:  # pragma: no cover - the module is skipped
     WORKLOADS = {}
 

@@ -34,15 +34,13 @@ def test_compiled_opinfo_is_an_extension_module():
     assert fastplan.OpTable is opinfo.OpTable
 
 
-def test_compiled_modules_come_from_the_built_layout():
-    """With the bundle in place every compiled module is loaded from it (its own PyInit in
-    the one library); without it, each from a library of its own."""
+def test_compiled_modules_come_from_the_bundle():
+    """Every compiled module is loaded from the one library (its own PyInit there), under its
+    full dotted name."""
     if NO_EXTENSIONS:
         return
+    assert os.path.exists(fastplan._BUNDLE)
     for name in fastplan.COMPILED_MODULES:
         module = importlib.import_module(f"fastplan.{name}")
-        if os.path.exists(fastplan._BUNDLE):
-            assert module.__file__ == fastplan._BUNDLE, name
-            assert module.__spec__.loader.name == f"fastplan.{name}"
-        else:
-            assert os.path.basename(module.__file__).startswith(f"{name}."), module.__file__
+        assert module.__file__ == fastplan._BUNDLE, name
+        assert module.__spec__.loader.name == module.__name__ == f"fastplan.{name}"

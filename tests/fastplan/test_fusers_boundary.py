@@ -27,8 +27,8 @@ from tests.planner.fuser_ops import NI, RO, op, relative, t, unary_chain
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
-FUSERS = (("elemwise", "ElementWiseFuser"), ("matmul", "MatmulFuser"), ("reduce", "ReduceFuser"),
-          ("reduce_broadcasted", "ReduceBroadcastedFuser"), ("nhwc", "NHWCRelayoutFuser"))
+FUSERS = (("fusers.elemwise", "ElementWiseFuser"), ("fusers.matmul", "MatmulFuser"), ("fusers.reduce", "ReduceFuser"),
+          ("fusers.reduce_broadcasted", "ReduceBroadcastedFuser"), ("fusers.nhwc", "NHWCRelayoutFuser"))
 
 
 def make(package: str, module: str, name: str, max_bindings: int = 28):

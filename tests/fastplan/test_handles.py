@@ -1,5 +1,5 @@
-"""fastplan's planning memory (``fastplan.handles.Memory``) against refimpl's
-(``refimpl.handles.Memory(with_values=False)``).
+"""fastplan's planning memory (``fastplan.launch.handles.Memory``) against refimpl's
+(``refimpl.planner.launch.handles.Memory(with_values=False)``).
 
 * drawn streams (``refimpl.strategies.streams``), some with inputs turned into ``Init``
   targets or an item deleted: every op runs unfused through both memories; after each op the
@@ -34,9 +34,9 @@ from refimpl.data import contiguous_strides
 from refimpl.dtypes import DType
 from refimpl.errors import TensorIdError
 from refimpl.frontend import Session
-from refimpl.handles import Handle
-from refimpl.handles import Memory as RefMemory
-from refimpl.handles import init_targets as ref_init_targets
+from refimpl.planner.launch.handles import Handle
+from refimpl.planner.launch.handles import Memory as RefMemory
+from refimpl.planner.launch.handles import init_targets as ref_init_targets
 from refimpl.ir import InitOperationIr, OperationIr, Sync, TensorIr, TensorStatus
 from refimpl.ops import OPS, OpKind, op_named
 from refimpl.strategies import elementwise_streams, streams
@@ -45,10 +45,10 @@ from refimpl.stream import InputSpec, Stream
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
-    from fastplan.handles import Memory as FastMemory
-    from fastplan.handles import init_targets as fast_init_targets
-    from fastplan.handles import unfused_view
-    from refimpl.handles import unfused_view as ref_unfused_view
+    from fastplan.launch.handles import Memory as FastMemory
+    from fastplan.launch.handles import init_targets as fast_init_targets
+    from fastplan.launch.handles import unfused_view
+    from refimpl.planner.launch.handles import unfused_view as ref_unfused_view
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -293,7 +293,7 @@ def test_memory_with_values_refused() -> None:
     ((4, 5), (1, 4)),
 ])
 def test_alloc_builds_refimpls_handle(shape, strides) -> None:
-    from fastplan.handles import Memory
+    from fastplan.launch.handles import Memory
 
     fast, ref = Memory(), RefMemory(with_values=False)
     handle, expected = fast.alloc(shape, DType.F16, strides), ref.alloc(shape, DType.F16, strides)
@@ -412,8 +412,8 @@ def test_init_targets_match_refimpl_on_odd_items() -> None:
 
 
 def test_init_targets_skips_every_plain_op_of_the_table() -> None:
-    from fastplan.handles import init_targets as fast_init_targets
-    from refimpl.handles import init_targets as ref_init_targets
+    from fastplan.launch.handles import init_targets as fast_init_targets
+    from refimpl.planner.launch.handles import init_targets as ref_init_targets
 
     spec = InputSpec((2, 3), DType.F32, random=1)
     plain = [OperationIr(op, object()) for op in OPS if op.kind is not OpKind.INIT]
@@ -515,13 +515,13 @@ def _relaid_inputs(stream: Stream, how: str, offset: int) -> Stream:
 @pytest.mark.parametrize("how", ["same", "dtype", "strides", "explicit", "bool", "list",
                                  "fewer"])
 def test_memory_load_inputs_through_a_memo_is_refimpls(how: str) -> None:
-    """fastplan.launch_stream loads each stream's inputs into a fresh memory through its
+    """fastplan.launch.launch_stream loads each stream's inputs into a fresh memory through its
     memo's handles (``Memory.load_inputs_with``): an input takes the handle the memo made for
     its position only where its layout is that handle's. Streams of the same inputs, then
     changed (``how``), then the same again, under new ids every time: the memory holds
     refimpl's handles, buffers and sizes, and one layout table gives equal layouts equal ids
     across the memories."""
-    from fastplan.handles import _InputsMemo, _load_inputs_memoized
+    from fastplan.launch.handles import _InputsMemo, _load_inputs_memoized
 
     inputs = {3: InputSpec((1, 8), DType.F32), 1: InputSpec((4, 8), DType.F32),
               7: InputSpec((8, 4), DType.F32, strides=(1, 8)), 2: InputSpec((), DType.I32),
@@ -541,7 +541,7 @@ def test_memory_load_inputs_through_a_memo_is_refimpls(how: str) -> None:
 
 def _same_home(count: int, cap: int = 64) -> list[int]:
     """``count`` ids whose probes start at the same slot of a table of ``cap`` slots
-    (fastplan.handles' ``_home``: Fibonacci hashing): a run a delete must close up."""
+    (fastplan.launch.handles' ``_home``: Fibonacci hashing): a run a delete must close up."""
     def home(key: int) -> int:
         return ((key * 0x9E3779B97F4A7C15) % 2**64 >> 32) & (cap - 1)
 
@@ -596,8 +596,8 @@ def test_live_table_probe_after_growth_and_removals() -> None:
     """``Memory``'s lookups probe the live table inline (``live_find``): ids that collide,
     a table grown several times and entries removed between them are found as a dict
     finds them."""
-    from fastplan.handles import Memory as FastMemory
-    from refimpl.handles import Memory as RefMemory
+    from fastplan.launch.handles import Memory as FastMemory
+    from refimpl.planner.launch.handles import Memory as RefMemory
 
     fast, ref = FastMemory(), RefMemory(with_values=False)
     ids = [k * 2**32 for k in range(40)] + list(range(300, 700, 3)) + [2**64 - 1, 2**63]

@@ -15,8 +15,8 @@ from hypothesis import given, note
 
 import fastplan
 from refimpl.ir import OperationIr
-from refimpl.planner.relative import OperationConverter, to_relative
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.relative import OperationConverter, to_relative
+from refimpl.planner.search.strategy import BlockOptimization, Operations
 from refimpl.strategies import streams
 from refimpl.stream import stream_to_json
 from tests.planner.burn_mocks import operation_1, operation_2
@@ -30,9 +30,9 @@ def _with_scalar(op: OperationIr, value) -> OperationIr:
 
 def _encodings_from_keys(stream) -> list[tuple[tuple, tuple]]:
     """Per op the queue relativises: its ``EncodedOp`` read from the key, and the one encoded
-    from the relative ``OperationIr`` (``fastplan.relative.encode``), as C values."""
-    from fastplan.queue import OperationQueue
-    from fastplan.relative import encode_key_op, encode_op
+    from the relative ``OperationIr`` (``fastplan.stream.relative.encode``), as C values."""
+    from fastplan.stream.queue import OperationQueue
+    from fastplan.stream.relative import encode_key_op, encode_op
 
     queue = OperationQueue()
     for index, op in enumerate(stream.ops):
@@ -64,8 +64,8 @@ def test_encoding_read_from_a_key_on_the_benchmark_streams(workload):
 
 
 def test_encoding_read_from_a_key_refuses_a_key_of_another_layout():
-    from fastplan.queue import OperationQueue
-    from fastplan.relative import encode_key_op
+    from fastplan.stream.queue import OperationQueue
+    from fastplan.stream.relative import encode_key_op
 
     queue = OperationQueue()
     queue.add(0, operation_1())
@@ -93,7 +93,7 @@ def _swap(first: int, out: int, dim1, dim2=0) -> OperationIr:
 
 def _relative_after_drains(ops: list[OperationIr]) -> list[OperationIr]:
     """Each op queued alone (the one before drained), as the queue relativises it."""
-    from fastplan.queue import OperationQueue
+    from fastplan.stream.queue import OperationQueue
 
     queue = OperationQueue()
     found = []

@@ -1,4 +1,4 @@
-"""The launch walk's extents guard (``fastplan.launch._extents_fit``): a fused step goes to the
+"""The launch walk's extents guard (``fastplan.launch.launch._extents_fit``): a fused step goes to the
 C layout cores only while every extent it reads fits int64 arithmetic; each answer is the rule's,
 in Python ints.
 
@@ -23,15 +23,15 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 
 def _context(tid: int, shape: tuple):
-    from fastplan.launch import FusedContext
+    from fastplan.launch.launch import FusedContext
 
     return FusedContext({0: TensorIr(tid, shape, DType.F32, TensorStatus.ReadOnly)}, {}, ())
 
 
 def test_extents_verdict_follows_the_live_handle() -> None:
     """A handle found to fit is not checked again; the next handle of the tensor is."""
-    from fastplan.handles import Memory
-    from fastplan.launch import _extents_fit
+    from fastplan.launch.handles import Memory
+    from fastplan.launch.launch import _extents_fit
 
     memory = Memory()
     memory.register(7, memory.alloc((2, 3), DType.F32))
@@ -49,8 +49,8 @@ def test_extents_verdict_follows_the_live_handle() -> None:
 def test_extents_verdict_survives_a_trial_rolled_back() -> None:
     """An entry put back by ``undo_trial`` is the one checked before; a trial's own entries
     are gone with it."""
-    from fastplan.handles import Memory
-    from fastplan.launch import _extents_fit
+    from fastplan.launch.handles import Memory
+    from fastplan.launch.launch import _extents_fit
 
     memory = Memory()
     memory.register(4, memory.alloc((5,), DType.F32))
@@ -88,8 +88,8 @@ _ANY = st.lists(_EDGE | st.sampled_from((True, 2.0)), max_size=4).map(tuple)
 
 def _extents_case(shape, handle=None):
     """A one-tensor context and a memory whose handle of it is ``(shape, strides, offset)``."""
-    from fastplan.launch import FusedContext
-    from refimpl.handles import Handle
+    from fastplan.launch.launch import FusedContext
+    from refimpl.planner.launch.handles import Handle
     from refimpl.ir import TensorIr, TensorStatus
 
     handles = {} if handle is None else {7: Handle(0, *handle, DType.F32)}
@@ -113,7 +113,7 @@ def _extents_case(shape, handle=None):
 ])
 def test_extents_fit_at_the_edges(shape, handle, fits):
     """``_extents_fit`` at the bounds of the rule and of C long long arithmetic."""
-    from fastplan.launch import _extents_fit
+    from fastplan.launch.launch import _extents_fit
 
     context, memory = _extents_case(shape, handle)
     assert _extents_fit_rule(context.tensors, memory.handles) is fits
@@ -122,11 +122,11 @@ def test_extents_fit_at_the_edges(shape, handle, fits):
 
 @given(data=st.data())
 def test_extents_fit_follows_the_rule_in_python_ints(data):
-    """``fastplan.launch._extents_fit`` decides in C arithmetic where it can and steps aside
+    """``fastplan.launch.launch._extents_fit`` decides in C arithmetic where it can and steps aside
     to Python ints where it cannot (a product or sum past a long long, a value that is no
     exact int, a tensor or handle of another class): the answer is the rule's either way."""
-    from fastplan.launch import FusedContext, _extents_fit
-    from refimpl.handles import Handle
+    from fastplan.launch.launch import FusedContext, _extents_fit
+    from refimpl.planner.launch.handles import Handle
     from refimpl.ir import TensorIr, TensorStatus
 
     dims = _INTS if data.draw(st.integers(0, 4), label="kind") else _ANY

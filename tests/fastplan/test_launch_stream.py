@@ -1,4 +1,4 @@
-"""fastplan's launch planning of a whole stream (``fastplan.launch_stream.launch_plan_stream``,
+"""fastplan's launch planning of a whole stream (``fastplan.launch.launch_stream.launch_plan_stream``,
 with and without its ``LaunchMemo``) against refimpl's
 (``refimpl.interpreter.launch_plan_stream``): the same ``PlanStep``s, aliases and block widths
 included, or an error of the same class.
@@ -35,7 +35,7 @@ from refimpl.frontend import Session
 from refimpl.interpreter import executed_steps
 from refimpl.interpreter import launch_plan_stream as reference_launch_plan_stream
 from refimpl.planner import StreamPlanner as RefStreamPlanner
-from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
+from refimpl.planner.fusers.registry import FusionRegistry as RefFusionRegistry
 from refimpl.strategies import elementwise_streams, streams, strides_for_layout
 from refimpl.stream import Stream, Sync, load_stream, stream_to_json
 from tests.fastplan.helpers import (check_fast_outcomes, fast_plan_launched, fast_planner,
@@ -45,10 +45,10 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fuselab.workloads import build, shifted, with_tensors
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
     from fastplan.planner import _launch_planned
-    from fastplan.processor import StreamPlanner as FastStreamPlanner
-    from fastplan.registry import FusionRegistry as FastFusionRegistry
+    from fastplan.stream.processor import StreamPlanner as FastStreamPlanner
+    from fastplan.fusers.registry import FusionRegistry as FastFusionRegistry
 
 GOLDEN_STREAMS = sorted((Path(__file__).parents[1] / "golden" / "streams").glob("*.json"))
 DEVICES = tuple(sorted(PRESETS))
@@ -491,7 +491,7 @@ def test_launch_memo_serves_the_next_iteration(device: str) -> None:
 def test_launch_stream_memo_restarts_when_full_and_stays_right(monkeypatch, capacity):
     """A memo past its capacity (stored outcomes, or distinct layouts) forgets everything and
     gives the live handles new layout ids: the plans stay refimpl's, the memo stays small."""
-    from fastplan import launch_stream
+    from fastplan.launch import launch_stream
 
     monkeypatch.setattr(launch_stream, capacity, 3)
     memo = launch_stream.LaunchMemo()

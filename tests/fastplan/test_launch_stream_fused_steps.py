@@ -1,4 +1,4 @@
-"""The launch walk's fused steps of each fuser (``fastplan.launch_stream.launch_plan_stream``,
+"""The launch walk's fused steps of each fuser (``fastplan.launch.launch_stream.launch_plan_stream``,
 with and without its ``LaunchMemo``), against refimpl's walk.
 
 * the walk reads a ``ReduceBroadcasted`` optimization's main trace and its fallbacks' op
@@ -37,13 +37,13 @@ def _norm_stream():
 
 
 def test_reduce_broadcasted_walk_matches_refimpl() -> None:
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
-    from fastplan.processor import StreamPlanner as FastPlanner
-    from fastplan.registry import FusionRegistry as FastRegistry
+    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.stream.processor import StreamPlanner as FastPlanner
+    from fastplan.fusers.registry import FusionRegistry as FastRegistry
     from refimpl.devices import PRESETS
     from refimpl.interpreter import launch_plan_stream as ref_launch_plan_stream
     from refimpl.planner import StreamPlanner as RefPlanner
-    from refimpl.planner.registry import FusionRegistry as RefRegistry
+    from refimpl.planner.fusers.registry import FusionRegistry as RefRegistry
 
     stream = _norm_stream()
     for profile in PRESETS.values():
@@ -81,13 +81,13 @@ def _matmul_stream(transposed: bool, move: bool):
 def test_matmul_stream_walk_matches_refimpl(transposed: bool, move: bool) -> None:
     """The walk's fused matmul launch (or its fallback, by what burn's matmul refuses: vector
     sizes and strides read from the planning state) plans as refimpl's."""
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
-    from fastplan.processor import StreamPlanner as FastPlanner
-    from fastplan.registry import FusionRegistry as FastRegistry
+    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.stream.processor import StreamPlanner as FastPlanner
+    from fastplan.fusers.registry import FusionRegistry as FastRegistry
     from refimpl.devices import PRESETS
     from refimpl.interpreter import launch_plan_stream as ref_launch_plan_stream
     from refimpl.planner import StreamPlanner as RefPlanner
-    from refimpl.planner.registry import FusionRegistry as RefRegistry
+    from refimpl.planner.fusers.registry import FusionRegistry as RefRegistry
 
     stream = _matmul_stream(transposed, move)
     for profile in PRESETS.values():
@@ -105,9 +105,9 @@ def test_memo_walk_matches_refimpl_on_a_transformer() -> None:
     """Many executions replayed from the memo (keys read through ``live_find``), with and
     without a warm memo, against refimpl's walk."""
     from fuselab import workloads
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
-    from fastplan.processor import StreamPlanner as FastPlanner
-    from fastplan.registry import FusionRegistry as FastRegistry
+    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.stream.processor import StreamPlanner as FastPlanner
+    from fastplan.fusers.registry import FusionRegistry as FastRegistry
     from refimpl.devices import profile_named
     from refimpl.interpreter import launch_plan_stream as ref_launch_plan_stream
 

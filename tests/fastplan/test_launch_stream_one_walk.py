@@ -18,17 +18,17 @@ from refimpl.devices import PRESETS
 from refimpl.interpreter import executed_steps
 from refimpl.interpreter import launch_plan_stream as reference_launch_plan_stream
 from refimpl.planner import StreamPlanner as RefStreamPlanner
-from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
+from refimpl.planner.fusers.registry import FusionRegistry as RefFusionRegistry
 from refimpl.stream import load_stream
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
     from fuselab.workloads import build
-    from fastplan.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
     from fastplan.planner import _launch_planned, plan
-    from fastplan.processor import StreamPlanner as FastStreamPlanner
-    from fastplan.registry import FusionRegistry as FastFusionRegistry
+    from fastplan.stream.processor import StreamPlanner as FastStreamPlanner
+    from fastplan.fusers.registry import FusionRegistry as FastFusionRegistry
 
 GOLDEN_STREAMS = sorted((Path(__file__).parents[1] / "golden" / "streams").glob("*.json"))
 DEVICES = ("metal", "webgpu-default")

@@ -1,7 +1,7 @@
-"""The launch memo's replay (``fastplan.launch_stream._replay``) on fastplan's ``Memory``:
+"""The launch memo's replay (``fastplan.launch.launch_stream._replay``) on fastplan's ``Memory``:
 
 * a replayed step registers its handles by their fields; the ``Handle`` is built when
-  something first reads it (``fastplan.handles.live_handle``): a later first-seen launch
+  something first reads it (``fastplan.launch.handles.live_handle``): a later first-seen launch
   reading a replayed handle, a memory snapshot, and the next replay all see refimpl's
   handles;
 * a replay counts the buffers it allocates but writes no ``sizes`` entry for them (the walk's
@@ -21,16 +21,16 @@ from refimpl.frontend import Session
 from refimpl.interpreter import Interpreter
 from refimpl.interpreter import launch_plan_stream as reference_launch_plan_stream
 from refimpl.planner import StreamPlanner as RefStreamPlanner
-from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
+from refimpl.planner.fusers.registry import FusionRegistry as RefFusionRegistry
 from refimpl.stream import Stream
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
 if fastplan.COMPILED:
     from fuselab.workloads import build, shifted
-    from fastplan.launch_stream import LaunchMemo, _walked_memory
-    from fastplan.processor import StreamPlanner as FastStreamPlanner
-    from fastplan.registry import FusionRegistry as FastFusionRegistry
+    from fastplan.launch.launch_stream import LaunchMemo, _walked_memory
+    from fastplan.stream.processor import StreamPlanner as FastStreamPlanner
+    from fastplan.fusers.registry import FusionRegistry as FastFusionRegistry
 
 DEVICES = tuple(sorted(PRESETS))
 

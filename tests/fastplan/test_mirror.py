@@ -1,10 +1,12 @@
 """API parity: every fastplan twin module mirrors its refimpl.planner module (style §6.8.4).
 
-For each pair: the same ``__all__`` (same order), the same signatures (``inspect.signature``;
-a ``cdef class`` constructor from its ``__init__`` in the .pyx source), the same
-public methods on each class and the same first docstring line, checked in both directions;
-twins defined in fastplan (not re-exported refimpl objects) say ``Mirrors refimpl.planner.<module>
-.<name>.`` and are defined in the same order as in refimpl's file.
+A pair is ``fastplan.<room>.<module>`` and ``refimpl.planner.<room>.<module>``, for each
+``"<room>.<module>"`` of ``fastplan.PLANNER_TWINS``. For each pair: the same ``__all__`` (same
+order), the same signatures (``inspect.signature``; a ``cdef class`` constructor from its
+``__init__`` in the .pyx source), the same public methods on each class and the same first
+docstring line, checked in both directions; twins defined in fastplan (not re-exported refimpl
+objects) say ``Mirrors refimpl.planner.<room>.<module>.<name>.`` and are defined in the same
+order as in refimpl's file.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ MODULES = fastplan.PLANNER_TWINS
 
 
 def pair(module: str):
+    """refimpl's module and its twin, for a ``"<room>.<module>"`` of ``PLANNER_TWINS``: the same
+    name under refimpl.planner and under fastplan."""
     return (importlib.import_module(f"refimpl.planner.{module}"),
             importlib.import_module(f"fastplan.{module}"))
 
@@ -54,7 +58,7 @@ def _default(node, namespace) -> object:
 def _init_source(cls) -> str | None:
     """The parameter list of a ``cdef class``'s ``__init__``, from its .pyx source (Cython's
     embedded class signature misplaces a bare ``*``, so the source is the reference)."""
-    path = ROOT / "fastplan" / f"{cls.__module__.split('.')[-1]}.pyx"
+    path = ROOT.joinpath(*cls.__module__.split(".")).with_suffix(".pyx")
     source = path.read_text() if path.is_file() else ""
     start = source.find(f"cdef class {cls.__name__}")
     if start < 0:
@@ -145,10 +149,9 @@ def public_methods(cls) -> dict[str, object]:
     return found
 
 
-def defined_here(module, name: str) -> bool:
+def defined_here(reference, twin, name: str) -> bool:
     """Whether ``name`` is defined by fastplan (not a re-exported refimpl object)."""
-    reference = importlib.import_module(f"refimpl.planner.{module.__name__.split('.')[-1]}")
-    return getattr(module, name) is not getattr(reference, name, object())
+    return getattr(twin, name) is not getattr(reference, name, object())
 
 
 # --- the tests ------------------------------------------------------------------------------------
@@ -225,10 +228,12 @@ def _definition_order(path: Path, names) -> list[str]:
 @pytest.mark.parametrize("module", MODULES)
 def test_mirror_same_order_in_the_file(module):
     reference, twin = pair(module)
-    names = [n for n in reference.__all__ if defined_here(twin, n) and callable(getattr(twin, n))
+    names = [n for n in reference.__all__
+             if defined_here(reference, twin, n) and callable(getattr(twin, n))
              and getattr(reference, n).__module__ == reference.__name__]  # not re-exported
-    ref_order = _definition_order(ROOT / "refimpl" / "planner" / f"{module}.py", names)
-    fast_order = _definition_order(ROOT / "fastplan" / f"{module}.pyx", names)
+    ref_order = _definition_order(Path(reference.__file__), names)
+    fast_order = _definition_order(ROOT.joinpath(*twin.__name__.split(".")).with_suffix(".pyx"),
+                                   names)
     assert fast_order == ref_order
 
 
@@ -236,20 +241,21 @@ def test_mirror_every_twin_module_is_built():
     tree = ast.parse((ROOT / "setup.py").read_text())
     [modules] = [ast.literal_eval(node.value) for node in tree.body
                  if isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["MODULES"]]
-    twins = {m for m in modules if m != "opinfo" and not m.startswith("_")}
+    twins = {m for m in modules if m != "opinfo" and not m.rpartition(".")[2].startswith("_")}
     assert set(MODULES) <= twins
-    # planner: refimpl/planner/__init__.py's twin; handles: the planning half of
-    # refimpl/handles.py; launch_stream: refimpl.interpreter.launch_plan_stream's walk
-    assert twins - set(MODULES) <= {"planner", "handles", "launch_stream"}
+    # planner: refimpl/planner/__init__.py's twin; launch.handles: the planning half of
+    # refimpl/planner/launch/handles.py; launch.launch_stream: the walk of
+    # refimpl.planner.launch.execute.launch_plan_stream
+    assert twins - set(MODULES) <= {"planner", "launch.handles", "launch.launch_stream"}
 
 
 def test_mirror_trace_fuser_handlers_match_refimpl():
     """fastplan dispatches on a handler code per op, computed by refimpl's rules: the code of
     every op of the table names the handler refimpl's ``_fuse_op`` would run."""
     from refimpl.ops import FUSED_CATEGORIES, OPS, OpKind
-    from refimpl.planner import trace_fuser as reference
+    from refimpl.planner.engine import trace_fuser as reference
 
-    twin = importlib.import_module("fastplan.trace_fuser")
+    twin = importlib.import_module("fastplan.engine.trace_fuser")
     for op in OPS:
         if op.kind is OpKind.DROP:
             expected = "drop"

@@ -1,11 +1,12 @@
 """API parity of fastplan's search-side twins with refimpl's modules (style §6.8 item 4).
 
-For ``strategy``, ``graph``, ``block``, ``merging``, ``repair``, ``search``, ``cache``,
-``queue``, ``processor`` (against ``refimpl.planner.<name>``) and ``planner`` (against
-``refimpl.planner``): the same ``__all__``; for every public name that is not refimpl's own
-object (plain data is shared), the same parameters (names, kinds, defaults: ``inspect``
-for functions and methods, the signature Cython embeds for constructors), the same first
-docstring line and a ``Mirrors refimpl.planner.<module>.<name>.`` line; every public method
+For the search room's ``strategy``, ``graph``, ``block``, ``merging``, ``repair``, ``search``
+and the stream room's ``cache``, ``queue``, ``processor`` (``fastplan.<room>.<name>`` against
+``refimpl.planner.<room>.<name>``) and ``planner`` (against ``refimpl.planner``): the same
+``__all__``; for every public name that is not refimpl's own object (plain data is shared),
+the same parameters (names, kinds, defaults: ``inspect`` for functions and methods, the
+signature Cython embeds for constructors), the same first docstring line and a
+``Mirrors refimpl.planner.<room>.<module>.<name>.`` line; every public method
 and property of refimpl's class exists on the twin. Both directions: no public function or
 class of the twin is missing from refimpl's ``__all__``.
 """
@@ -21,14 +22,19 @@ import fastplan
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
-MODULES = ("strategy", "graph", "block", "merging", "repair", "search", "cache", "queue",
-           "processor", "planner")
+MODULES = ("search.strategy", "search.graph", "search.block", "search.merging", "search.repair",
+           "search.search", "stream.cache", "stream.queue", "stream.processor", "planner")
+
+
+def _fast(name: str) -> str:
+    """The twin's module name for a ``"<room>.<module>"`` of MODULES (or ``planner``)."""
+    return f"fastplan.{name}"
 
 
 def pair(name: str):
     reference = importlib.import_module(
         "refimpl.planner" if name == "planner" else f"refimpl.planner.{name}")
-    return reference, importlib.import_module(f"fastplan.{name}")
+    return reference, importlib.import_module(_fast(name))
 
 
 def parameters(signature: inspect.Signature) -> list[tuple]:
@@ -102,12 +108,12 @@ def test_mirror_reexports_are_twins_of_the_reexported(name):
         if ours is theirs or home == twin.__name__:
             continue
         assert home.startswith("fastplan."), f"fastplan.{name}.{key} comes from {home}"
-        original_home = theirs.__module__.rsplit(".", 1)[-1]
-        assert home == f"fastplan.{original_home}", f"{key}: {home} vs {theirs.__module__}"
+        original_home = theirs.__module__.removeprefix("refimpl.planner.")
+        assert home == _fast(original_home), f"{key}: {home} vs {theirs.__module__}"
 
 
 def test_mirror_keyword_only_constructor_arguments():
-    from fastplan.processor import StreamPlanner
+    from fastplan.stream.processor import StreamPlanner
 
     with pytest.raises(TypeError):
         StreamPlanner([], 5)
@@ -143,6 +149,6 @@ def test_mirror_twins_are_compiled():
     import importlib.machinery
 
     for name in MODULES:
-        module = importlib.import_module(f"fastplan.{name}")
+        module = importlib.import_module(_fast(name))
         assert module.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
     assert fastplan.plan is importlib.import_module("fastplan.planner").plan

@@ -21,9 +21,9 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fuselab.workloads import WORKLOADS, build, shifted
-    from fastplan.launch_stream import LaunchMemo
-    from fastplan.processor import StreamPlanner
-    from fastplan.registry import FusionRegistry
+    from fastplan.launch.launch_stream import LaunchMemo
+    from fastplan.stream.processor import StreamPlanner
+    from fastplan.fusers.registry import FusionRegistry
 else:  # pragma: no cover - the module is skipped
     WORKLOADS = {}
 
@@ -51,8 +51,8 @@ def _fast_runtime(profile, forget: bool):
 @pytest.mark.parametrize("workload", sorted(WORKLOADS))
 def test_a_forgetting_runtime_plans_like_refimpl(workload: str) -> None:
     from refimpl.interpreter import launch_plan_stream
-    from refimpl.planner.processor import StreamPlanner as RefPlanner
-    from refimpl.planner.registry import FusionRegistry as RefRegistry
+    from refimpl.planner.stream.processor import StreamPlanner as RefPlanner
+    from refimpl.planner.fusers.registry import FusionRegistry as RefRegistry
 
     profile = profile_named("metal")
     _, fast_step = _fast_runtime(profile, forget=True)

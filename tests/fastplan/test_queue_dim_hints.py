@@ -1,4 +1,4 @@
-"""fastplan's queue finds a dim by its hint (``fastplan.queue``): the relative ops, shape
+"""fastplan's queue finds a dim by its hint (``fastplan.stream.queue``): the relative ops, shape
 counts and steps are refimpl's whatever the hints say.
 
 The queue looks a dim up first at the shape id it last gave a dim of the same hint byte (a

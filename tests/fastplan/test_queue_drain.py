@@ -20,8 +20,8 @@ import fastplan
 from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, ScalarOpIr, SliceOpIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
-from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
+from refimpl.planner.search.strategy import BlockOptimization, Operations
 from refimpl.strategies import streams
 from refimpl.stream import stream_to_json
 
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fuselab.workloads import build
-    from fastplan.queue import OperationQueue
+    from fastplan.stream.queue import OperationQueue
 
 
 def _queue(ops) -> OperationQueue:

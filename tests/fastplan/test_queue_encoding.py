@@ -1,4 +1,4 @@
-"""fastplan's queue encodes each op as it is added (``fastplan.queue``, ``fastplan._keys``):
+"""fastplan's queue encodes each op as it is added (``fastplan.stream.queue``, ``fastplan._keys``):
 
 * the steps it builds are plain ``PlanStep``s, untracked by the cyclic collector;
 * relative ops decoded from a segment of over 256 distinct dims own their shape ids (past
@@ -22,9 +22,9 @@ import pytest
 import fastplan
 from refimpl.devices import profile_named
 from refimpl.ir import BinaryOpIr, OperationIr, UnaryOpIr
-from refimpl.planner.plan import PlanStep
-from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.plan import PlanStep
+from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
+from refimpl.planner.search.strategy import BlockOptimization, Operations
 from refimpl.stream import Stream
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
@@ -32,9 +32,9 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 if fastplan.COMPILED:
     from fastplan._keys import BoundaryError
     from fuselab.workloads import build
-    from fastplan.processor import StreamPlanner
-    from fastplan.queue import OperationQueue
-    from fastplan.registry import FusionRegistry
+    from fastplan.stream.processor import StreamPlanner
+    from fastplan.stream.queue import OperationQueue
+    from fastplan.fusers.registry import FusionRegistry
 
 
 def test_steps_are_plain_untracked_plan_steps():

@@ -34,8 +34,8 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 if fastplan.COMPILED:
     from fastplan._keys import BoundaryError
     from fuselab.workloads import build, shifted
-    from fastplan.cache import ExecutionPlanStore
-    from fastplan.queue import OperationQueue
+    from fastplan.stream.cache import ExecutionPlanStore
+    from fastplan.stream.queue import OperationQueue
 
 
 def _fresh_keys(queue) -> list:

@@ -1,4 +1,4 @@
-"""fastplan's search blocks (``fastplan.search``, ``fastplan.block``):
+"""fastplan's search blocks (``fastplan.search.search``, ``fastplan.search.block``):
 
 * the five fusers a drop closes on the spot are shared, frozen, by the next blocks a drop opens
   (``StreamOptimizer._opened``); a block's clone has fusers of its own, and fusers replaced
@@ -15,16 +15,16 @@ import pytest
 
 import fastplan
 from refimpl.devices import profile_named
-from refimpl.planner import registry as ref_registry
-from refimpl.planner import search as ref_search
+from refimpl.planner.fusers import registry as ref_registry
+from refimpl.planner.search import search as ref_search
 from refimpl.planner.log import NO_LOG
 from tests.planner.burn_mocks import add, builders
 from tests.planner.fuser_ops import drop, relative
 
 pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled")
 
-from fastplan import registry as fast_registry  # noqa: E402
-from fastplan import search as fast_search  # noqa: E402
+from fastplan.fusers import registry as fast_registry  # noqa: E402
+from fastplan.search import search as fast_search  # noqa: E402
 
 S = (4, 6)
 

@@ -23,17 +23,17 @@ from refimpl.data import contiguous_strides
 from refimpl.devices import profile_named
 from refimpl.dtypes import DType
 from refimpl.fused_kernel import KernelError, run_block
-from refimpl.handles import Handle, Memory
 from refimpl.interpreter import executed_steps
-from refimpl.planner.launch import (
-    ConcreteLayout, FuseBlockConfig, Launch, LaunchInput, LaunchOutput, LaunchPlan,
-    ReshapedLayout, RuntimeLayout, ShapeLayout, SwapDimsLayout,
-)
-from refimpl.planner.layout import unsqueezed
-from refimpl.planner.trace import (
+from refimpl.planner.engine.trace import (
     BinaryFuseArgs, BlockLocal, CatArgs, FuseOp, GatherArgs, Input, InputReshaped,
     InputSwapDims, LayoutInfo, Literal, Output, Scalar, ScalarShape, SelectArgs, fuse_type_of,
 )
+from refimpl.planner.launch.handles import Handle, Memory
+from refimpl.planner.launch.launch import (
+    ConcreteLayout, FuseBlockConfig, Launch, LaunchInput, LaunchOutput, LaunchPlan,
+    ReshapedLayout, RuntimeLayout, ShapeLayout, SwapDimsLayout,
+)
+from refimpl.planner.launch.layout import unsqueezed
 from refimpl.seed import SEED_STREAMS, mul_add_exp
 from refimpl.stream import Stream
 from fuselab.gpu_commands import kernel_listing, wgsl_text

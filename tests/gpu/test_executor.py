@@ -14,7 +14,7 @@ import pytest
 from refimpl.dtypes import DType
 from refimpl.frontend import Session
 from refimpl.interpreter import Interpreter, executed_steps
-from refimpl.planner.trace import InputSwapDims
+from refimpl.planner.engine.trace import InputSwapDims
 from refimpl.seed import SEED_STREAMS, mul_add_exp
 from refimpl.strategies import StreamBuilder
 from refimpl.stream import Stream

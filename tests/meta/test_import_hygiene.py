@@ -87,7 +87,7 @@ def test_import_refimpl_loads_no_argparse_gpu_fastplan_or_fuselab():
 
 def test_refimpl_modules_load_no_gpu_fastplan_or_fuselab_and_import_no_argparse():
     modules = _modules("refimpl")
-    assert "refimpl.strategies" in modules and "refimpl.planner.search" in modules
+    assert "refimpl.strategies" in modules and "refimpl.planner.search.search" in modules
     loaded, executed = _probe(modules)
     assert _loaded(loaded, ("gpu", "fastplan", "fuselab")) == []
     assert [(who, what) for who, what in executed

@@ -19,8 +19,16 @@ def _setup_modules() -> list[str]:
 
 
 def test_setup_modules_match_pyx_files():
-    pyx = sorted(path.stem for path in (ROOT / "fastplan").glob("*.pyx"))
+    """MODULES names every .pyx under fastplan/, subfolders included, by its dotted name."""
+    pyx = sorted(".".join(path.relative_to(ROOT / "fastplan").with_suffix("").parts)
+                 for path in (ROOT / "fastplan").rglob("*.pyx"))
     assert sorted(_setup_modules()) == pyx
+
+
+def test_bundle_init_symbols_are_unique():
+    """The bundle holds every module's ``PyInit_<last part of its name>``: no two may clash."""
+    last_parts = [name.rpartition(".")[2] for name in _setup_modules()]
+    assert sorted(last_parts) == sorted(set(last_parts))
 
 
 def test_fastplan_bundles_the_modules_setup_builds():
@@ -32,11 +40,11 @@ def test_fastplan_bundles_the_modules_setup_builds():
 
 def test_compiled_modules_ship_a_stub():
     for name in _setup_modules():
-        assert (ROOT / "fastplan" / f"{name}.pyi").is_file(), name
+        assert (ROOT / "fastplan" / f"{name.replace('.', '/')}.pyi").is_file(), name
 
 
 def test_pyproject_ships_stubs_and_declarations():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     data = config["tool"]["setuptools"]["package-data"]["fastplan"]
-    assert {"*.pxd", "*.pyi", "py.typed"} <= set(data)
+    assert {"*.pxd", "*.pyi", "py.typed", "*/*.pxd", "*/*.pyi"} <= set(data)
     assert config["project"]["scripts"]["fuselab"] == "fuselab.cli:main"

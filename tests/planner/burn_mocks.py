@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from refimpl.dtypes import DType
 from refimpl.ir import BinaryOpIr, OperationIr, ScalarOpIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
-from refimpl.planner.fuser import FuserProperties, FuserStatus
-from refimpl.planner.strategy import Composed, Operations, Optimization, leaves
+from refimpl.planner.engine.fuser import FuserProperties, FuserStatus
+from refimpl.planner.search.strategy import Composed, Operations, Optimization, leaves
 
 SHAPE = (32, 32)
 

@@ -1,5 +1,5 @@
 """Hand-built op sequences for the fuser tests: real ops (refimpl.ir + op_named), turned into
-the relative form fusers receive (refimpl.planner.relative)."""
+the relative form fusers receive (refimpl.planner.stream.relative)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, TensorIr, TensorStatus
 from refimpl.ops import op_named
-from refimpl.planner.relative import OperationConverter, to_relative
+from refimpl.planner.stream.relative import OperationConverter, to_relative
 
 RO = TensorStatus.ReadOnly
 RW = TensorStatus.ReadWrite

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from refimpl.devices import profile_named
 from refimpl.planner import StreamPlanner as RefStreamPlanner
-from refimpl.planner import cache as reference_cache
-from refimpl.planner.cache import ExecutionPlan
-from refimpl.planner.registry import FusionRegistry as RefFusionRegistry
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.stream import cache as reference_cache
+from refimpl.planner.stream.cache import ExecutionPlan
+from refimpl.planner.fusers.registry import FusionRegistry as RefFusionRegistry
+from refimpl.planner.search.strategy import BlockOptimization, Operations
 from tests.planner.burn_mocks import add
 from tests.planner.fuser_ops import NI, RO, RW, op, t
 
@@ -80,7 +80,7 @@ C1 = add(30, 31, 32)
 def planners(impl) -> tuple:
     """``impl``'s and refimpl's ``StreamPlanner`` for the metal profile."""
     profile = profile_named("metal")
-    return (impl.processor.StreamPlanner(impl.registry.FusionRegistry().fusers(profile)),
+    return (impl.stream.processor.StreamPlanner(impl.fusers.registry.FusionRegistry().fusers(profile)),
             RefStreamPlanner(RefFusionRegistry().fusers(profile)))
 
 

@@ -12,17 +12,17 @@ import dataclasses
 
 import pytest
 
-import refimpl.planner.builder as rbuilder
-import refimpl.planner.reduce_broadcasted as rrb
+import refimpl.planner.engine.builder as rbuilder
+import refimpl.planner.fusers.reduce_broadcasted as rrb
 from refimpl.dtypes import DType
 from refimpl.ir import TensorIr, TensorStatus
-from refimpl.planner.builder import Refusal
-from refimpl.planner.settings import (
+from refimpl.planner.engine.builder import Refusal
+from refimpl.planner.engine.settings import (
     ELEMENTWISE_SETTINGS,
     REDUCE_READ_SETTINGS,
     REDUCE_WRITE_SETTINGS,
 )
-from refimpl.planner.trace import (
+from refimpl.planner.engine.trace import (
     BinaryFuseArgs, BlockLocal, CatArgs, FuseBlock, FuseOp, FuseResources, FuseTrace, FuseType,
     Input, RegisteredTensor, RegisteredTensors, Scalar, UnaryFuseArgs,
 )
@@ -65,7 +65,7 @@ def _scenario(builder, settings):
 
 @pytest.mark.parametrize("settings", [ELEMENTWISE_SETTINGS, REDUCE_READ_SETTINGS])
 def test_trace_finish_equals_refimpl_class_for_class(planner_impl, settings):
-    fbuilder = planner_impl.builder
+    fbuilder = planner_impl.engine.builder
     fast, ref = _scenario(fbuilder, settings), _scenario(rbuilder, settings)
     assert fast == ref
     assert _classes(fast) == _classes(ref)
@@ -81,7 +81,7 @@ def test_trace_finish_equals_refimpl_class_for_class(planner_impl, settings):
 
 
 def test_finishing_twice_builds_equal_fresh_objects(planner_impl):
-    fbuilder = planner_impl.builder
+    fbuilder = planner_impl.engine.builder
     fuser = fbuilder.TraceFuser(ELEMENTWISE_SETTINGS)
     fuser.fuse_operation(FuseOp("Add", BinaryFuseArgs(
         fuser.input(t(0, (1, 2))), fuser.input(t(1, (1, 2))), fuser.output(t(2, (1, 2), NI)))))
@@ -93,7 +93,7 @@ def test_finishing_twice_builds_equal_fresh_objects(planner_impl):
 def test_settings_found_by_address_past_the_table(planner_impl):
     # more distinct (equal) settings objects than the table of addresses holds: each still
     # gives its settings back, equal to the one refimpl keeps
-    fbuilder = planner_impl.builder
+    fbuilder = planner_impl.engine.builder
     copies = [dataclasses.replace(REDUCE_READ_SETTINGS) for _ in range(100)]
     for settings in copies + copies[:5]:
         fast, ref = _scenario(fbuilder, settings), _scenario(rbuilder, settings)
@@ -106,7 +106,7 @@ def test_settings_found_by_address_past_the_table(planner_impl):
 
 @pytest.mark.parametrize("steps", WORKFLOWS)
 def test_reduce_broadcasted_finish_classes(planner_impl, steps):
-    frb = planner_impl.reduce_broadcasted
+    frb = planner_impl.fusers.reduce_broadcasted
     fast, ref = frb.ReduceBroadcastedFuser(28), rrb.ReduceBroadcastedFuser(28)
     finished = 0
     for step in steps:
@@ -146,7 +146,7 @@ def test_def_twins_trace_fuser_calls(run_both):
         out.append(clone.finish((1, 0)))
         return out
 
-    assert run_both("builder", scenario)[0] == "ok"
+    assert run_both("engine.builder", scenario)[0] == "ok"
 
 
 def test_def_twins_block_builder_and_pool(run_both):
@@ -173,7 +173,7 @@ def test_def_twins_block_builder_and_pool(run_both):
                     pool.clone().get(FuseType.F16, 3)]
         return results
 
-    assert run_both("builder", scenario)[0] == "ok"
+    assert run_both("engine.builder", scenario)[0] == "ok"
 
 
 def test_def_twins_scalar_and_indexed_errors(run_both):
@@ -181,7 +181,7 @@ def test_def_twins_scalar_and_indexed_errors(run_both):
         fuser = builder.TraceFuser(ELEMENTWISE_SETTINGS)
         return fuser.scalar(2.0, DType.F32)
 
-    assert run_both("builder", scenario)[0] == "raised"
+    assert run_both("engine.builder", scenario)[0] == "raised"
     assert Scalar(0, F) != Input(0, F)  # the twins build refimpl's classes
     assert FuseOp.assign(BlockLocal(0, F), Input(0, F)).args == UnaryFuseArgs(BlockLocal(0, F),
                                                                              Input(0, F))

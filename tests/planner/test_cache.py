@@ -16,7 +16,7 @@ from refimpl.devices import profile_named
 from refimpl.dtypes import DType
 from refimpl.ir import BinaryOpIr, OperationIr, ScalarOpIr, Sync, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
-from refimpl.planner.cache import (
+from refimpl.planner.stream.cache import (
     Always,
     Defer,
     Execute,
@@ -26,9 +26,9 @@ from refimpl.planner.cache import (
     OnOperations,
     Policy,
 )
-from refimpl.planner.cache import ExecutionPlanStore as ReferenceStore
-from refimpl.planner.relative import OperationConverter, to_relative
-from refimpl.planner.strategy import BlockOptimization, Operations, Optimization
+from refimpl.planner.stream.cache import ExecutionPlanStore as ReferenceStore
+from refimpl.planner.stream.relative import OperationConverter, to_relative
+from refimpl.planner.search.strategy import BlockOptimization, Operations, Optimization
 from refimpl.seed import SEED_STREAMS
 from refimpl.strategies import streams
 from refimpl.stream import InputSpec, Stream, stream_to_json
@@ -67,20 +67,20 @@ def _expression(base: int, shape, scalar: float) -> Stream:
 
 
 def _relative(impl, stream: Stream) -> list[OperationIr]:
-    converter = impl.relative.OperationConverter()
-    return [impl.relative.to_relative(op, converter) for op in stream.ops]
+    converter = impl.stream.relative.OperationConverter()
+    return [impl.stream.relative.to_relative(op, converter) for op in stream.ops]
 
 
 def _planner_for(impl, stream: Stream):
     """A planner whose single mock fuser is ready on exactly this stream's relative ops."""
-    return impl.processor.StreamPlanner([TestOptimizationBuilder(0, _relative(impl, stream))])
+    return impl.stream.processor.StreamPlanner([TestOptimizationBuilder(0, _relative(impl, stream))])
 
 
 # --- relative form (stream/context.rs tests) -------------------------------------------------
 
 
 def test_cache_relative_ids_by_first_appearance_and_shape_ids(planner_impl):
-    converter = planner_impl.relative.OperationConverter()
+    converter = planner_impl.stream.relative.OperationConverter()
     first = converter.tensor(_t(500, (512, 32, 2048)))
     second = converter.tensor(_t(501, (512, 128, 2048)))
     assert first == _t(0, (1, 2, 3))
@@ -88,15 +88,15 @@ def test_cache_relative_ids_by_first_appearance_and_shape_ids(planner_impl):
 
 
 def test_cache_relative_size_one_is_shape_id_zero(planner_impl):
-    converter = planner_impl.relative.OperationConverter()
+    converter = planner_impl.stream.relative.OperationConverter()
     assert converter.tensor(_t(9, (1, 8))).shape == (0, 1)
     assert converter.tensor(_t(4, (8, 1, 1))).shape == (1, 0, 0)
 
 
 def test_cache_relative_scalars_become_placeholders(planner_impl):
-    converter = planner_impl.relative.OperationConverter()
-    first = planner_impl.relative.to_relative(_add_scalar(3, 1.0, 4, (2, 2)), converter)
-    second = planner_impl.relative.to_relative(_add_scalar(4, 7, 5, (2, 2)), converter)
+    converter = planner_impl.stream.relative.OperationConverter()
+    first = planner_impl.stream.relative.to_relative(_add_scalar(3, 1.0, 4, (2, 2)), converter)
+    second = planner_impl.stream.relative.to_relative(_add_scalar(4, 7, 5, (2, 2)), converter)
     assert (first.desc.rhs, second.desc.rhs) == (0, 1)
     assert converter.scalars == [1.0, 7]
 
@@ -158,12 +158,12 @@ def test_cache_sync_of_pending_result_splits_the_stream(planner_impl):
 
 
 def test_cache_plan_naming_unassigned_shape_id_runs_unfused(planner_impl):
-    planner = planner_impl.processor.StreamPlanner([])
+    planner = planner_impl.stream.processor.StreamPlanner([])
     op = _exp(0, 1, (4, 6))  # assigns shape ids 0 (size 1), 1 and 2
     planner.queue.add(0, op)
     for shape_id, kind in ((2, "fused"), (3, "unfused")):
         strategy = Optimization(ShapeIdOptimization(shape_id), (0,), 10)
-        relative = planner_impl.relative.to_relative(op, planner_impl.relative.OperationConverter())
+        relative = planner_impl.stream.relative.to_relative(op, planner_impl.stream.relative.OperationConverter())
         plan_id = planner.store.add(ExecutionPlan((relative,), [Always()],
                                                   BlockOptimization(strategy, (0,))))
         planner.queue.execute(plan_id, planner.store)
@@ -180,7 +180,7 @@ def _plan(ops) -> ExecutionPlan:
 
 
 def test_cache_index_finds_plans_by_first_operation(planner_impl):
-    store = planner_impl.cache.ExecutionPlanStore()
+    store = planner_impl.stream.cache.ExecutionPlanStore()
     o1, o2, o3 = operation_1(), operation_2(), operation_3()
     first = store.add(_plan([o1, o2, o1]))
     second = store.add(_plan([o1, o1, o2]))
@@ -191,7 +191,7 @@ def test_cache_index_finds_plans_by_first_operation(planner_impl):
 
 
 def test_cache_add_trigger_records_each_trigger_once(planner_impl):
-    store = planner_impl.cache.ExecutionPlanStore()
+    store = planner_impl.stream.cache.ExecutionPlanStore()
     plan_id = store.add(_plan([operation_1()]))
     for trigger in (Always(), OnOperations((operation_2(),)), Always()):
         store.add_trigger(plan_id, trigger)
@@ -223,7 +223,7 @@ def test_keys_equal_exactly_when_ops_are_equal(planner_impl, first, second):
     note(stream_to_json(first))
     note(stream_to_json(second))
     ops = _relative_ops(first) + _relative_ops(second)
-    twin = planner_impl.cache.ExecutionPlanStore
+    twin = planner_impl.stream.cache.ExecutionPlanStore
     assert _index(twin, ops) == _index(ReferenceStore, ops)
 
 
@@ -232,13 +232,13 @@ def test_keys_equal_exactly_when_ops_are_equal(planner_impl, first, second):
 def test_keys_scalar_values_compare_as_python_does(planner_impl, a, b):
     ops = [_with_scalar(operation_2(), a), _with_scalar(operation_2(), b),
            _with_scalar(operation_2(), 7)]
-    twin = planner_impl.cache.ExecutionPlanStore
+    twin = planner_impl.stream.cache.ExecutionPlanStore
     assert _index(twin, ops) == _index(ReferenceStore, ops)
 
 
 def test_keys_distinguish_burns_test_operations(planner_impl):
     ops = [operation_1(), operation_2(), operation_3(), operation_1()]
-    twin = planner_impl.cache.ExecutionPlanStore
+    twin = planner_impl.stream.cache.ExecutionPlanStore
     assert _index(twin, ops) == _index(ReferenceStore, ops) == [[0, 3], [1], [2], [0, 3]]
 
 
@@ -263,27 +263,27 @@ def _feed(policy: Policy, store, ops, start, stop, expected) -> None:
 
 def test_cache_policy_explores_without_plans(planner_impl):
     ops = _log_chain([1, 2, 3])
-    cache = planner_impl.cache
+    cache = planner_impl.stream.cache
     _feed(cache.Policy(), cache.ExecutionPlanStore(), ops, 0, 3, Explore())
 
 
 def test_cache_policy_sync_executes_the_plan_as_long_as_the_queue(planner_impl):
     ops = _log_chain([1, 2, 3])
-    store = planner_impl.cache.ExecutionPlanStore()
+    store = planner_impl.stream.cache.ExecutionPlanStore()
     short = store.add(_plan(ops[:2]))
     store.add(_plan(ops[:3]))
-    policy = planner_impl.cache.Policy()
+    policy = planner_impl.stream.cache.Policy()
     _feed(policy, store, ops, 0, 2, Defer())
     assert policy.action(store, ops[:2], ExecutionMode.Sync) == Execute(short)
 
 
 def test_cache_policy_never_executes_a_plan_longer_than_the_segment(planner_impl):
     ops = _log_chain([1, 2, 3])
-    store = planner_impl.cache.ExecutionPlanStore()
+    store = planner_impl.stream.cache.ExecutionPlanStore()
     plan = _plan(ops)
     plan.triggers.append(Always())
     plan_id = store.add(plan)
-    policy = planner_impl.cache.Policy()
+    policy = planner_impl.stream.cache.Policy()
     for op in ops:
         policy.update(store, op)
     assert policy.action(store, ops, ExecutionMode.Lazy) == Execute(plan_id)
@@ -292,34 +292,34 @@ def test_cache_policy_never_executes_a_plan_longer_than_the_segment(planner_impl
 
 def test_cache_policy_executes_when_a_trigger_matches(planner_impl):
     ops = _log_chain([1, 2, 3])
-    store = planner_impl.cache.ExecutionPlanStore()
+    store = planner_impl.stream.cache.ExecutionPlanStore()
     plan = _plan(ops[:2])
     plan.triggers.append(OnOperations((ops[2],)))
     plan_id = store.add(plan)
-    policy = planner_impl.cache.Policy()
+    policy = planner_impl.stream.cache.Policy()
     _feed(policy, store, ops, 0, 2, Defer())
     _feed(policy, store, ops, 2, 3, Execute(plan_id))
 
 
 def test_cache_policy_supports_multiple_triggers_and_selects_the_right_plan(planner_impl):
     first, second = _log_chain([1, 2, 5]), _log_chain([1, 2, 6])
-    store = planner_impl.cache.ExecutionPlanStore()
+    store = planner_impl.stream.cache.ExecutionPlanStore()
     plan = _plan(first[:2])
     plan.triggers.extend([OnOperations((first[2],)), OnOperations((second[2],))])
     plan_id = store.add(plan)
     for ops in (first, second):
-        policy = planner_impl.cache.Policy()
+        policy = planner_impl.stream.cache.Policy()
         _feed(policy, store, ops, 0, 2, Defer())
         _feed(policy, store, ops, 2, 3, Execute(plan_id))
 
 
 def test_cache_policy_invalidates_wrong_plans(planner_impl):
     reference, other = _log_chain([1, 2, 3, 4]), _log_chain([1, 2, 6, 7])
-    store = planner_impl.cache.ExecutionPlanStore()
+    store = planner_impl.stream.cache.ExecutionPlanStore()
     plan = _plan(reference[:3])
     plan.triggers.append(OnOperations((reference[3],)))
     store.add(plan)
-    policy = planner_impl.cache.Policy()
+    policy = planner_impl.stream.cache.Policy()
     _feed(policy, store, other, 0, 2, Defer())
     _feed(policy, store, other, 2, 4, Explore())
 
@@ -328,7 +328,7 @@ def test_cache_policy_invalidates_wrong_plans(planner_impl):
 
 
 def _real_planner(impl, device: str = "metal"):
-    return impl.processor.StreamPlanner(impl.registry.FusionRegistry().fusers(
+    return impl.stream.processor.StreamPlanner(impl.fusers.registry.FusionRegistry().fusers(
         profile_named(device)))
 
 

@@ -2,9 +2,9 @@
 fastplan (the ``planner_impl`` fixture): driven by the same calls as refimpl's, it must give the
 same advice and expose the same candidates, available plans and found plan at every step.
 
-refimpl validates every candidate plan op by op (``refimpl/planner/cache.py``); fastplan walks a
-prefix trie of the stored plans' op keys (``fastplan/_trie.pyx``, walked by
-``fastplan/cache.pyx``), so the cases below also reach what a trie must get right: plans stored
+refimpl validates every candidate plan op by op (``refimpl/planner/stream/cache.py``); fastplan walks a
+prefix trie of the stored plans' op keys (``fastplan/stream/_trie.pyx``, walked by
+``fastplan/stream/cache.pyx``), so the cases below also reach what a trie must get right: plans stored
 mid-matching, plans ending inside one another, nodes with many children, very long plans.
 
 burn counterpart: ``crates/burn-fusion/src/stream/execution/{policy,validator}.rs`` (notes
@@ -22,8 +22,8 @@ from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition,
                                  run_state_machine_as_test)
 
 from refimpl.ir import OperationIr
-from refimpl.planner import cache as reference
-from refimpl.planner.cache import (
+from refimpl.planner.stream import cache as reference
+from refimpl.planner.stream.cache import (
     Always,
     Defer,
     Execute,
@@ -175,11 +175,11 @@ class WidePolicyTwins(PolicyTwins):
 
 
 def test_policy_trie_matches_refimpl(planner_impl):
-    run_state_machine_as_test(lambda: PolicyTwins(planner_impl.cache))
+    run_state_machine_as_test(lambda: PolicyTwins(planner_impl.stream.cache))
 
 
 def test_policy_trie_matches_refimpl_wide(planner_impl):
-    run_state_machine_as_test(lambda: WidePolicyTwins(planner_impl.cache))
+    run_state_machine_as_test(lambda: WidePolicyTwins(planner_impl.stream.cache))
 
 
 # --- the odd cases, spelled out --------------------------------------------------------------
@@ -228,7 +228,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_policy_trie_odd_cases_match_refimpl(planner_impl, case):
     plans, ops, add_after = CASES[case]
-    twin = planner_impl.cache
+    twin = planner_impl.stream.cache
     assert _run(twin, plans, ops, add_after) == _run(reference, plans, ops, add_after)
 
 
@@ -238,7 +238,7 @@ def test_policy_trie_wide_fanout_matches_refimpl(planner_impl, letter):
     ``o1``), whichever child the ops take."""
     plans = [([op], [OnOperations((o3,))]) for op in WIDE] + \
         [([o1, op, o3], [Always()]) for op in reversed(WIDE)]
-    twin = planner_impl.cache
+    twin = planner_impl.stream.cache
     for ops in ([WIDE[letter], o3], [o1, WIDE[letter], o3]):
         assert _run(twin, plans, ops) == _run(reference, plans, ops)
 
@@ -248,7 +248,7 @@ def test_policy_trie_very_wide_node_finds_every_child(planner_impl):
     of them, and no op it does not hold, as refimpl does."""
     many = tuple(_with_scalar(operation_2(), float(k)) for k in range(300))
     plans = [([op], [Always()]) for op in many]
-    twin = planner_impl.cache
+    twin = planner_impl.stream.cache
     for k in (0, 1, 7, 8, 9, 150, 299):
         assert _run(twin, plans, [many[k]]) == _run(reference, plans, [many[k]])
     stranger = _with_scalar(operation_2(), 1000.5)
@@ -256,7 +256,7 @@ def test_policy_trie_very_wide_node_finds_every_child(planner_impl):
 
 
 def test_policy_trie_plan_added_mid_matching_is_not_a_candidate(planner_impl):
-    twin = planner_impl.cache
+    twin = planner_impl.stream.cache
     store, policy = twin.ExecutionPlanStore(), twin.Policy()
     policy.update(store, o1)
     late = store.add(execution_plan([o1, o2], [Always()]))
@@ -274,7 +274,7 @@ def test_policy_trie_plan_added_mid_matching_is_not_a_candidate(planner_impl):
 def test_policy_trie_sees_a_trigger_replaced_after_add(planner_impl, replacement):
     """A stored plan's trigger swapped for another (same count) counts from then on."""
     seen = []
-    for impl in (reference, planner_impl.cache):
+    for impl in (reference, planner_impl.stream.cache):
         store, policy = impl.ExecutionPlanStore(), impl.Policy()
         plan_id = store.add(execution_plan([o1], []))
         store.add_trigger(plan_id, OnSync())
@@ -291,7 +291,7 @@ def test_policy_trie_sync_executes_a_candidate_as_long_as_the_queue(planner_impl
     plans = [execution_plan([o1, o2, o3], []), execution_plan([o1, o2], []),
              execution_plan([o1, o3], [])]
     advice = []
-    for impl in (reference, planner_impl.cache):
+    for impl in (reference, planner_impl.stream.cache):
         store, policy = impl.ExecutionPlanStore(), impl.Policy()
         for plan in plans:
             store.add(plan)
@@ -305,7 +305,7 @@ def test_policy_trie_frees_a_very_long_plan(planner_impl):
     """A plan's trie path is one node per op: freeing a long one must not recurse once per op
     (here on a thread with a small C stack, which such a recursion overflows: the process
     crashes)."""
-    twin = planner_impl.cache
+    twin = planner_impl.stream.cache
     store, policy = twin.ExecutionPlanStore(), twin.Policy()
     plan_id = store.add(execution_plan([o1] * 100_000, [Always()]))
     for _ in range(3):

@@ -2,8 +2,8 @@
 ``planner_impl`` fixture): driven by the same calls as refimpl's, the policy must give the same
 advice, available plans and found plan at every step, whatever a plan's triggers are or become.
 
-refimpl (``refimpl/planner/cache.py``) keeps ``_TriggerCheck`` objects per available plan;
-fastplan (``fastplan/cache.pyx``) keeps them as C structs, one pass over all of them per op,
+refimpl (``refimpl/planner/stream/cache.py``) keeps ``_TriggerCheck`` objects per available plan;
+fastplan (``fastplan/stream/cache.pyx``) keeps them as C structs, one pass over all of them per op,
 and reads a plan's triggers through borrowed items.
 
 burn counterpart: ``crates/burn-fusion/src/stream/execution/{policy,validator}.rs`` (notes
@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from refimpl.ir import OperationIr
-from refimpl.planner import cache as reference
-from refimpl.planner.cache import Always, ExecutionMode, OnOperations, OnSync
+from refimpl.planner.stream import cache as reference
+from refimpl.planner.stream.cache import Always, ExecutionMode, OnOperations, OnSync
 from tests.planner.burn_mocks import operation_1, operation_2, operation_3
 from tests.planner.helpers import availables, execution_plan
 
@@ -65,19 +65,19 @@ def test_checks_of_several_available_plans_fire_in_refimpl_order(planner_impl):
     plans = [([o1], [OnOperations((o2, o3, o1)), OnSync()]),
              ([o1], [OnSync(), OnOperations((o2, o4)), OnOperations((o2, o3))]),
              ([o1, o2], [OnOperations((o3,)), Always()])]
-    steps = _twins(planner_impl.cache, plans, [o1, o2, o3, o1])
+    steps = _twins(planner_impl.stream.cache, plans, [o1, o2, o3, o1])
     assert steps[1][1] is not None  # several checks fire at o1 o2: the first one names it
 
 
 def test_long_trigger_matched_to_its_end_and_one_past_it(planner_impl):
     plans = [([o2], [OnOperations((o1, o3, o4, o1))]), ([o2], [OnOperations((o1, o3))])]
-    steps = _twins(planner_impl.cache, plans, [o2, o1, o3, o4, o1, o2])
+    steps = _twins(planner_impl.stream.cache, plans, [o2, o1, o3, o4, o1, o2])
     assert steps[2][1] == (1, 1)  # o2 o1 o3: plan 1's trigger matched in full
 
 
 def test_trigger_that_does_not_match_invalidates_only_its_check(planner_impl):
     plans = [([o3], [OnOperations((o1, o2)), OnOperations((o1, o4))])]
-    _twins(planner_impl.cache, plans, [o3, o1, o4, o2])
+    _twins(planner_impl.stream.cache, plans, [o3, o1, o4, o2])
 
 
 def test_triggers_replaced_by_an_equal_new_list_and_by_a_tuple(planner_impl):
@@ -96,7 +96,7 @@ def test_triggers_replaced_by_an_equal_new_list_and_by_a_tuple(planner_impl):
 
     for edit in (same_objects, as_tuple, fewer):
         # the edit lands after the first op: the next segment (after a reset) sees it
-        twin = planner_impl.cache
+        twin = planner_impl.stream.cache
         for impl in (reference, twin):
             store, policy = impl.ExecutionPlanStore(), impl.Policy()
             for ops_of, triggers in plans:
@@ -116,7 +116,7 @@ def test_plans_list_shrunk_behind_the_store_raises_not_crashes(planner_impl):
     """``plans`` is public: a plan removed after the store recorded it makes refimpl's lookup
     raise ``IndexError`` (it reads every candidate's ops at each op); fastplan, which reads a
     plan when it matches in full, must raise it too, and not read past the list."""
-    for impl in (reference, planner_impl.cache):
+    for impl in (reference, planner_impl.stream.cache):
         store, policy = impl.ExecutionPlanStore(), impl.Policy()
         for k in range(3):
             store.add(execution_plan([o1] * (k + 1), [Always()]))
@@ -130,7 +130,7 @@ def test_many_available_plans_and_checks(planner_impl):
     """Hundreds of plans end along one path (the check arrays grow many times)."""
     plans = [([o1] * (k % 7 + 1), [OnOperations((o1,) * (k % 3 + 1)), Always()][:k % 2 + 1])
              for k in range(300)]
-    _twins(planner_impl.cache, plans, [o1] * 10)
+    _twins(planner_impl.stream.cache, plans, [o1] * 10)
 
 
 _letters = st.integers(0, len(ALPHABET) - 1)
@@ -153,4 +153,4 @@ def _make(drawn):
 def test_trigger_checks_match_refimpl(planner_impl, plans, ops):
     plans = [([ALPHABET[k] for k in ops_of], [_make(t) for t in triggers])
              for ops_of, triggers in plans]
-    _twins(planner_impl.cache, plans, [ALPHABET[k] for k in ops])
+    _twins(planner_impl.stream.cache, plans, [ALPHABET[k] for k in ops])

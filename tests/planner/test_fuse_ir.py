@@ -5,7 +5,7 @@ to burn's ``FuseOp`` enum, so an op table edit cannot change the vocabulary unno
 from __future__ import annotations
 
 from refimpl.ops import OPS
-from refimpl.planner.trace import (
+from refimpl.planner.engine.trace import (
     BINARY_FUSE_OPS, FUSE_OP_ARGS, UNARY_FUSE_OPS, BinaryFuseArgs, CatArgs, ClampArgs,
     ConditionalAssignArgs, GatherArgs, SelectArgs, UnaryFuseArgs,
 )

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from refimpl.dtypes import DType
-from refimpl.planner.fuser import FuserStatus
-from refimpl.planner.matmul import MatmulOptimization
-from refimpl.planner.reduce import ReduceOptimization
-from refimpl.planner.reduce_broadcasted import ReduceBroadcastedOptimization
-from refimpl.planner.trace import FuseType, MultiBlockLocal, MultiBlockPos, NhwcStridesView
+from refimpl.planner.engine.fuser import FuserStatus
+from refimpl.planner.engine.trace import FuseType, MultiBlockLocal, MultiBlockPos, NhwcStridesView
+from refimpl.planner.fusers.matmul import MatmulOptimization
+from refimpl.planner.fusers.reduce import ReduceOptimization
+from refimpl.planner.fusers.reduce_broadcasted import ReduceBroadcastedOptimization
 from tests.planner.fuser_ops import NI, RO, RW, feed, op, t
 
 # --- Matmul --------------------------------------------------------------------------------
@@ -26,7 +26,7 @@ def matmul_epilogue(c_shape=(4, 8)) -> list:
 
 
 def test_fusers_matmul_epilogue_is_ready(planner_impl):
-    fuser = feed(planner_impl.matmul.MatmulFuser(28), matmul_epilogue())
+    fuser = feed(planner_impl.fusers.matmul.MatmulFuser(28), matmul_epilogue())
     assert (fuser.len(), fuser.status(), fuser.properties().ready) == (3, FuserStatus.Open, True)
     optimization = fuser.finish()
     assert isinstance(optimization, MatmulOptimization) and optimization.len() == 3
@@ -38,12 +38,12 @@ def test_fusers_matmul_epilogue_is_ready(planner_impl):
 
 
 def test_fusers_lone_matmul_is_not_ready(planner_impl):
-    fuser = feed(planner_impl.matmul.MatmulFuser(28), matmul_epilogue()[:1])
+    fuser = feed(planner_impl.fusers.matmul.MatmulFuser(28), matmul_epilogue()[:1])
     assert (fuser.len(), fuser.properties().ready) == (1, False)
 
 
 def test_fusers_matmul_first_op_must_be_matmul(planner_impl):
-    fuser = feed(planner_impl.matmul.MatmulFuser(28), matmul_epilogue()[1:])
+    fuser = feed(planner_impl.fusers.matmul.MatmulFuser(28), matmul_epilogue()[1:])
     assert fuser.status() is FuserStatus.Closed
     assert fuser.closed_reason == "first op not a matmul"
     assert not fuser.properties().ready
@@ -54,7 +54,7 @@ def test_fusers_matmul_epilogue_cannot_grow_output(planner_impl):
               out=t(12, (4, 1), NI)),
            op("NumericFloat.Add", lhs=t(12, (4, 1), RW), rhs=t(13, (4, 8), RW),
               out=t(14, (4, 8), NI))]
-    fuser = feed(planner_impl.matmul.MatmulFuser(28), ops)
+    fuser = feed(planner_impl.fusers.matmul.MatmulFuser(28), ops)
     assert (fuser.len(), fuser.closed_reason) == (1, "shape")
 
 
@@ -70,7 +70,7 @@ def mul_sum_exp(dtype=DType.F32, reduction="NumericFloat.SumDim") -> list:
 
 
 def test_fusers_reduce_fuses_on_read_and_write(planner_impl):
-    fuser = feed(planner_impl.reduce.ReduceFuser(28), mul_sum_exp())
+    fuser = feed(planner_impl.fusers.reduce.ReduceFuser(28), mul_sum_exp())
     assert (fuser.len(), fuser.status(), fuser.properties().ready) == (3, FuserStatus.Open, True)
     optimization = fuser.finish()
     assert isinstance(optimization, ReduceOptimization)
@@ -86,7 +86,7 @@ def test_fusers_reduce_fuses_on_read_and_write(planner_impl):
 
 
 def test_fusers_reduce_first_op_closes(planner_impl):
-    fuser = feed(planner_impl.reduce.ReduceFuser(28), mul_sum_exp()[1:])
+    fuser = feed(planner_impl.fusers.reduce.ReduceFuser(28), mul_sum_exp()[1:])
     assert fuser.status() is FuserStatus.Closed
     assert (fuser.len(), fuser.properties().ready) == (0, False)
 
@@ -95,7 +95,7 @@ def test_fusers_reduce_full_sum_closes(planner_impl):
     full = (4, 6)
     ops = [op("NumericFloat.Mul", lhs=t(0, full), rhs=t(1, full), out=t(2, full, NI)),
            op("NumericFloat.Sum", input=t(2, full, RW), out=t(3, (1,), NI))]
-    fuser = feed(planner_impl.reduce.ReduceFuser(28), ops)
+    fuser = feed(planner_impl.fusers.reduce.ReduceFuser(28), ops)
     assert (fuser.status(), fuser.closed_reason) == (FuserStatus.Closed, "unsupported op")
     assert not fuser.properties().ready
 
@@ -103,15 +103,15 @@ def test_fusers_reduce_full_sum_closes(planner_impl):
 @pytest.mark.parametrize("reduction, acc", [("NumericFloat.SumDim", FuseType.F32),
                                             ("NumericFloat.MaxDim", FuseType.F16)])
 def test_fusers_reduce_accumulator(planner_impl, reduction, acc):
-    fuser = feed(planner_impl.reduce.ReduceFuser(28), mul_sum_exp(DType.F16, reduction))
+    fuser = feed(planner_impl.fusers.reduce.ReduceFuser(28), mul_sum_exp(DType.F16, reduction))
     assert fuser.finish().reduce.acc is acc
 
 
 def test_fusers_reduce_read_block_does_not_broadcast(planner_impl):
     ops = [op("Float.Exp", input=t(0, (4, 1)), out=t(1, (4, 1), NI)),
            op("NumericFloat.Add", lhs=t(1, (4, 1), RW), rhs=t(2, (4, 8)), out=t(3, (4, 8), NI))]
-    assert feed(planner_impl.elemwise.ElementWiseFuser(28), ops).len() == 2
-    fuser = feed(planner_impl.reduce.ReduceFuser(28), ops)
+    assert feed(planner_impl.fusers.elemwise.ElementWiseFuser(28), ops).len() == 2
+    fuser = feed(planner_impl.fusers.reduce.ReduceFuser(28), ops)
     assert (fuser.len(), fuser.closed_reason) == (1, "shape")
 
 
@@ -121,10 +121,10 @@ def test_fusers_reduce_of_indexed_input_closes(planner_impl):
     ops = [op("BaseFloat.Gather", tensor=t(0, (4, 6)), dim=1, indices=idx, out=t(2, (4, 3), NI)),
            op("NumericInt.SumDim", input=t(1, (4, 3), RW, DType.I32),
               out=t(3, (4, 1), NI, DType.I32), axis=1)]
-    fuser = feed(planner_impl.reduce.ReduceFuser(28), ops)
+    fuser = feed(planner_impl.fusers.reduce.ReduceFuser(28), ops)
     assert (fuser.status(), fuser.closed_reason) == (FuserStatus.Closed, "indexed input")
     assert not fuser.properties().ready
-    broadcasted = feed(planner_impl.reduce_broadcasted.ReduceBroadcastedFuser(28), ops)
+    broadcasted = feed(planner_impl.fusers.reduce_broadcasted.ReduceBroadcastedFuser(28), ops)
     assert broadcasted.status() is FuserStatus.Closed
 
 
@@ -136,7 +136,7 @@ def rel(tensor_id, shape, status):
 
 
 def test_fusers_reduce_broadcasted_workflow_1(planner_impl):
-    fuser = planner_impl.reduce_broadcasted.ReduceBroadcastedFuser(28)
+    fuser = planner_impl.fusers.reduce_broadcasted.ReduceBroadcastedFuser(28)
     steps = [
         op("BaseFloat.Ones", out=rel(0, (1, 2), NI)),
         op("NumericFloat.SumDim", input=rel(0, (1, 2), RW), out=rel(1, (1, 0), NI), axis=1),
@@ -160,7 +160,7 @@ def test_fusers_reduce_broadcasted_workflow_1(planner_impl):
 
 
 def test_fusers_reduce_broadcasted_workflow_2(planner_impl):
-    fuser = planner_impl.reduce_broadcasted.ReduceBroadcastedFuser(28)
+    fuser = planner_impl.fusers.reduce_broadcasted.ReduceBroadcastedFuser(28)
     steps = [
         op("BaseFloat.Ones", out=rel(0, (1, 2), NI)),
         op("NumericFloat.Add", lhs=rel(0, (1, 2), RW), rhs=rel(2, (1, 2), RO),
@@ -181,7 +181,7 @@ def test_fusers_reduce_broadcasted_needs_last_axis(planner_impl):
     full = (4, 6)
     ops = [op("NumericFloat.Mul", lhs=t(0, full), rhs=t(1, full), out=t(2, full, NI)),
            op("NumericFloat.SumDim", input=t(2, full, RW), out=t(3, (1, 6), NI), axis=0)]
-    fuser = feed(planner_impl.reduce_broadcasted.ReduceBroadcastedFuser(28), ops)
+    fuser = feed(planner_impl.fusers.reduce_broadcasted.ReduceBroadcastedFuser(28), ops)
     assert fuser.status() is FuserStatus.Closed
     assert fuser.closed_reason == "reduce axis not last"
     assert not fuser.properties().ready
@@ -191,7 +191,7 @@ def test_fusers_reduce_broadcasted_elementwise_only_not_ready(planner_impl):
     full = (4, 6)
     ops = [op("NumericFloat.Mul", lhs=t(0, full), rhs=t(1, full), out=t(2, full, NI)),
            op("Float.Exp", input=t(2, full, RW), out=t(3, full, NI))]
-    fuser = feed(planner_impl.reduce_broadcasted.ReduceBroadcastedFuser(28), ops)
+    fuser = feed(planner_impl.fusers.reduce_broadcasted.ReduceBroadcastedFuser(28), ops)
     assert (fuser.len(), fuser.status(), fuser.properties().ready) == (2, FuserStatus.Open, False)
 
 
@@ -207,8 +207,8 @@ def exp_then_pool(x_status=RW, with_exp=True) -> list:
 
 
 def test_fusers_nhwc_relayout_ready_after_elementwise_op(planner_impl):
-    fuser = feed(planner_impl.nhwc.NHWCRelayoutFuser(28), exp_then_pool())
-    elementwise = feed(planner_impl.elemwise.ElementWiseFuser(28), exp_then_pool()[:1])
+    fuser = feed(planner_impl.fusers.nhwc.NHWCRelayoutFuser(28), exp_then_pool())
+    elementwise = feed(planner_impl.fusers.elemwise.ElementWiseFuser(28), exp_then_pool()[:1])
     trace_score = elementwise.properties().score
     properties = fuser.properties()
     assert (fuser.len(), fuser.status(), properties.ready) == (2, FuserStatus.Closed, True)
@@ -219,13 +219,13 @@ def test_fusers_nhwc_relayout_ready_after_elementwise_op(planner_impl):
 
 
 def test_fusers_nhwc_relayout_needs_readwrite_input(planner_impl):
-    fuser = feed(planner_impl.nhwc.NHWCRelayoutFuser(28), exp_then_pool(x_status=RO))
+    fuser = feed(planner_impl.fusers.nhwc.NHWCRelayoutFuser(28), exp_then_pool(x_status=RO))
     assert fuser.closed_reason == "unsupported op variant"
     assert not fuser.properties().ready
 
 
 def test_fusers_nhwc_relayout_needs_an_elementwise_op(planner_impl):
-    fuser = feed(planner_impl.nhwc.NHWCRelayoutFuser(28), exp_then_pool(with_exp=False))
+    fuser = feed(planner_impl.fusers.nhwc.NHWCRelayoutFuser(28), exp_then_pool(with_exp=False))
     assert (fuser.len(), fuser.status(), fuser.properties().ready) == (1, FuserStatus.Closed,
                                                                        False)
 
@@ -234,10 +234,12 @@ def test_fusers_nhwc_relayout_needs_an_elementwise_op(planner_impl):
 
 
 @pytest.mark.parametrize("module, name", [
-    ("elemwise", "ElementWiseFuser"), ("matmul", "MatmulFuser"), ("reduce", "ReduceFuser"),
-    ("reduce_broadcasted", "ReduceBroadcastedFuser"), ("nhwc", "NHWCRelayoutFuser")])
+    ("fusers.elemwise", "ElementWiseFuser"), ("fusers.matmul", "MatmulFuser"),
+    ("fusers.reduce", "ReduceFuser"), ("fusers.reduce_broadcasted", "ReduceBroadcastedFuser"),
+    ("fusers.nhwc", "NHWCRelayoutFuser")])
 def test_fusers_clone_is_independent_and_reset_restores(planner_impl, module, name):
-    make = getattr(getattr(planner_impl, module), name)
+    room, _, module = module.partition(".")
+    make = getattr(getattr(getattr(planner_impl, room), module), name)
     fresh = make(28)
     fuser = feed(make(28), mul_sum_exp())
     copy = fuser.clone()
@@ -250,9 +252,9 @@ def test_fusers_clone_is_independent_and_reset_restores(planner_impl, module, na
 
 
 def test_fusers_max_relative_shape_id_spans_every_trace(planner_impl):
-    optimization = feed(planner_impl.reduce.ReduceFuser(28), mul_sum_exp()).finish()
+    optimization = feed(planner_impl.fusers.reduce.ReduceFuser(28), mul_sum_exp()).finish()
     # [4, 6] -> ids (1, 2); the write block's reference [4, 1] -> (1, 0)
     assert optimization.max_relative_shape_id() == 2
     assert len(optimization.traces()) == 3
-    matmul = feed(planner_impl.matmul.MatmulFuser(28), matmul_epilogue()).finish()
+    matmul = feed(planner_impl.fusers.matmul.MatmulFuser(28), matmul_epilogue()).finish()
     assert matmul.max_relative_shape_id() == 3  # 4 -> 1, 6 -> 2, 8 -> 3

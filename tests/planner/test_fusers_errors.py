@@ -18,12 +18,12 @@ import pytest
 
 from refimpl.dtypes import DType
 from refimpl.ir import TensorIr
-from refimpl.planner.builder import Refusal
-from refimpl.planner.settings import ELEMENTWISE_SETTINGS
+from refimpl.planner.engine.builder import Refusal
+from refimpl.planner.engine.settings import ELEMENTWISE_SETTINGS
 from tests.planner.fuser_ops import NI, RO, RW, op, t
 
-FUSERS = (("elemwise", "ElementWiseFuser"), ("matmul", "MatmulFuser"), ("reduce", "ReduceFuser"),
-          ("reduce_broadcasted", "ReduceBroadcastedFuser"), ("nhwc", "NHWCRelayoutFuser"))
+FUSERS = (("fusers.elemwise", "ElementWiseFuser"), ("fusers.matmul", "MatmulFuser"), ("fusers.reduce", "ReduceFuser"),
+          ("fusers.reduce_broadcasted", "ReduceBroadcastedFuser"), ("fusers.nhwc", "NHWCRelayoutFuser"))
 
 
 def make(module, name: str, max_bindings: int = 28):
@@ -67,7 +67,7 @@ def test_engine_boundary_rank0_swap_dims_raises_index_error_in_both(planner_impl
     shape = (0, 1)
     ops = [op("NumericFloat.AddScalar", lhs=t(0, shape), rhs=0, out=t(1, (), NI)),
            op("BaseFloat.SwapDims", input=t(0, shape, RW), out=t(2, (), NI), dim1=0, dim2=0)]
-    reference, twin = both(planner_impl, "elemwise", "ElementWiseFuser")
+    reference, twin = both(planner_impl, "fusers.elemwise", "ElementWiseFuser")
     for fuser in (reference, twin):
         fuser.fuse(ops[0])
         with pytest.raises(IndexError):
@@ -78,14 +78,14 @@ def test_engine_boundary_rank0_swap_dims_raises_index_error_in_both(planner_impl
 
 def test_engine_boundary_non_int_scalar_raises_type_error_in_both(planner_impl):
     bad = op("NumericFloat.MulScalar", lhs=t(0, (0, 1)), rhs=2.0, out=t(1, (0, 1), NI))
-    for elemwise in (importlib.import_module("refimpl.planner.elemwise"), planner_impl.elemwise):
+    for elemwise in (importlib.import_module("refimpl.planner.fusers.elemwise"), planner_impl.fusers.elemwise):
         with pytest.raises(TypeError, match="placeholder"):
             make(elemwise, "ElementWiseFuser").fuse(bad)
     assert_same_run(planner_impl, [exp(5, 0), bad])
 
 
 def test_engine_boundary_trace_fuser_runtime_errors_match(planner_impl):
-    builder = planner_impl.builder
+    builder = planner_impl.engine.builder
     fuser = builder.TraceFuser(ELEMENTWISE_SETTINGS)
     indexed = TensorIr(3, (1, 2), DType.F32, RO)
     fuser.input_indexed(indexed)

@@ -1,7 +1,7 @@
-"""Launch planning (``refimpl.planner.launch``): the seed page's width and in-place facts,
+"""Launch planning (``refimpl.planner.launch.launch``): the seed page's width and in-place facts,
 kernel identity, reference layouts, view outputs, and the plan JSON it fills in (SPEC §3, §7;
 notes §6). Every test runs on refimpl and on fastplan (the ``planner_impl`` fixture): the
-walk plans its launches with ``planner_impl.launch.plan_launch``."""
+walk plans its launches with ``planner_impl.launch.launch.plan_launch``."""
 
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ import dataclasses
 
 import pytest
 
-from refimpl.planner import execute
+from refimpl.planner.launch import execute
 from refimpl.dtypes import DType
 from refimpl.interpreter import Interpreter, executed_steps, launch_plan_stream
 from refimpl.ir import OperationIr, TensorIr, TensorStatus
 from refimpl.ops import op_named
-from refimpl.planner.launch import (
+from refimpl.planner.launch.launch import (
     ConcreteLayout,
     LaunchPlan,
     RuntimeLayout,
     ShapeLayout,
 )
-from refimpl.planner.plan import Plan, plan_to_json
-from refimpl.planner.trace import LayoutInfo, Output
+from refimpl.planner.stream.plan import Plan, plan_to_json
+from refimpl.planner.engine.trace import LayoutInfo, Output
 from refimpl.seed import mul_add_exp, mul_sum_dim_exp
 from refimpl.strategies import StreamBuilder
 from refimpl.stream import Stream
@@ -30,8 +30,8 @@ from refimpl.stream import Stream
 @pytest.fixture(autouse=True)
 def launch_twin(planner_impl, monkeypatch):
     """The walk plans every launch with ``planner_impl``'s ``plan_launch``."""
-    monkeypatch.setattr(execute, "plan_launch", planner_impl.launch.plan_launch)
-    return planner_impl.launch
+    monkeypatch.setattr(execute, "plan_launch", planner_impl.launch.launch.plan_launch)
+    return planner_impl.launch.launch
 
 
 def records(stream: Stream, device: str = "metal"):
@@ -252,13 +252,13 @@ def test_launch_is_the_same_on_a_repeated_pass():
 def test_context_of_matches_refimpl_on_executed_steps(planner_impl, workload: str) -> None:
     from fuselab import workloads
     from refimpl.devices import profile_named
-    from refimpl.planner.launch import context_of as ref_context_of
+    from refimpl.planner.launch.launch import context_of as ref_context_of
 
-    fast_context_of = planner_impl.launch.context_of
+    fast_context_of = planner_impl.launch.launch.context_of
     profile = profile_named("metal")
     stream = workloads.build(workload, 120)
-    planner = planner_impl.processor.StreamPlanner(
-        planner_impl.registry.FusionRegistry().fusers(profile))
+    planner = planner_impl.stream.processor.StreamPlanner(
+        planner_impl.fusers.registry.FusionRegistry().fusers(profile))
     planner.run(stream)
     fused = [item for item in planner.queue.executed if item.step.kind == "fused"]
     assert fused
@@ -269,9 +269,9 @@ def test_context_of_matches_refimpl_on_executed_steps(planner_impl, workload: st
 
 
 def test_context_of_fails_as_refimpl_on_an_out_without_dtype(planner_impl) -> None:
-    from refimpl.planner.launch import context_of as ref_context_of
+    from refimpl.planner.launch.launch import context_of as ref_context_of
 
-    fast_context_of = planner_impl.launch.context_of
+    fast_context_of = planner_impl.launch.launch.context_of
 
     @dataclasses.dataclass(frozen=True)
     class Odd:  # an id and a shape, no dtype

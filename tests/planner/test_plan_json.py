@@ -1,4 +1,4 @@
-"""The plan data model and its canonical JSON (``refimpl/planner/plan.py``); the last test
+"""The plan data model and its canonical JSON (``refimpl/planner/stream/plan.py``); the last test
 round-trips plans made by refimpl and by fastplan (the ``plan`` fixture)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refimpl.planner.plan import (
+from refimpl.planner.stream.plan import (
     Plan,
     PlanBlock,
     PlanFormatError,

@@ -25,7 +25,7 @@ from refimpl.planner.log import (
     log_left_at_sync,
     remember_plan,
 )
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.search.strategy import BlockOptimization, Operations
 from refimpl.seed import SEED_STREAMS
 from refimpl.stream import Stream, load_stream
 
@@ -186,8 +186,8 @@ def test_plan_log_reasons_of_unfused_ops(plan):
 
 def test_plan_log_exploration_cap_reason(planner_impl):
     out = io.StringIO()
-    fusers = planner_impl.registry.FusionRegistry().fusers(profile_named("metal"))
-    planner = planner_impl.processor.StreamPlanner(
+    fusers = planner_impl.fusers.registry.FusionRegistry().fusers(profile_named("metal"))
+    planner = planner_impl.stream.processor.StreamPlanner(
         fusers, max_explorations=1, log=FusionLog(LogLevel.BASIC, out))
     planner.run(_golden("search_six_independent"))
     text = out.getvalue()

@@ -136,13 +136,13 @@ def test_a_long_stream_keeps_every_step_like_refimpl(planner_impl) -> None:
     """Every step and record of a stream of 20k ops, in order (past 4096 entries fastplan's
     queue history, steps and records grow by doubling their item arrays:
     ``fastplan._keys.list_append_long``)."""
-    from refimpl.planner.processor import StreamPlanner as RefPlanner
-    from refimpl.planner.registry import FusionRegistry as RefRegistry
+    from refimpl.planner.stream.processor import StreamPlanner as RefPlanner
+    from refimpl.planner.fusers.registry import FusionRegistry as RefRegistry
 
     profile = profile_named("metal")
     stream = build("transformer", 20_000)
-    fast = planner_impl.processor.StreamPlanner(
-        planner_impl.registry.FusionRegistry().fusers(profile))
+    fast = planner_impl.stream.processor.StreamPlanner(
+        planner_impl.fusers.registry.FusionRegistry().fusers(profile))
     fast.run(stream)
     reference = RefPlanner(RefRegistry().fusers(profile))
     reference.run(stream)

@@ -34,11 +34,11 @@ from fuselab.workloads import build, shifted
 from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, TensorIr, TensorStatus, UnaryOpIr
 from refimpl.ops import op_named
-from refimpl.planner.cache import Always, ExecutionPlan
-from refimpl.planner.processor import StreamPlanner as ReferencePlanner
-from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.relative import OperationConverter, to_relative
-from refimpl.planner.strategy import BlockOptimization, Operations, Optimization
+from refimpl.planner.stream.cache import Always, ExecutionPlan
+from refimpl.planner.stream.processor import StreamPlanner as ReferencePlanner
+from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
+from refimpl.planner.stream.relative import OperationConverter, to_relative
+from refimpl.planner.search.strategy import BlockOptimization, Operations, Optimization
 from tests.planner.helpers import ShapeIdOptimization, planners
 
 
@@ -73,7 +73,7 @@ def test_dims_of_distinct_equal_ints_and_changed_dims_are_refimpls(planner_impl)
     for i in range(12):
         big = int(str(1000 + i % 3))  # equal values, distinct objects
         shapes.append((4, big) if i % 2 else (big, 8, 1 + i))
-    twin, reference = planner_impl.queue.OperationQueue(), ReferenceQueue()
+    twin, reference = planner_impl.stream.queue.OperationQueue(), ReferenceQueue()
     index = 0
     for round_ in range(3):
         for shape in shapes:
@@ -92,7 +92,7 @@ def test_dims_of_distinct_equal_ints_and_changed_dims_are_refimpls(planner_impl)
 def test_hand_made_orderings_index_as_refimpl(planner_impl, ordering):
     """A plan's positions of every kind: in range, negative (refimpl's list indexing), a
     ``bool``, past the queue (both raise ``IndexError``), repeated."""
-    twin, reference = planner_impl.queue.OperationQueue(), ReferenceQueue()
+    twin, reference = planner_impl.stream.queue.OperationQueue(), ReferenceQueue()
     for queue in (twin, reference):
         for index in range(3):
             queue.add(index, _exp(10 * index, (4, 4)))
@@ -161,7 +161,7 @@ def test_ids_that_are_tracked_objects_keep_refimpls_contexts(planner_impl):
     """Tensor ids the id table does not hold (tracked objects): the contexts' tensor orders
     keep them, and the collector still sees what it must (no list of them is untracked)."""
     shape = (4, 6)
-    twin = planner_impl.processor.StreamPlanner([])
+    twin = planner_impl.stream.processor.StreamPlanner([])
     reference = ReferencePlanner([])
     for round_ in range(3):
         ids = [_Id(100 * round_ + k, []) for k in range(4)]
@@ -185,7 +185,7 @@ def test_plan_naming_shape_ids_of_every_kind_runs_as_refimpls(planner_impl, shap
 
     outcomes = []
     op = _exp_of(0, 1)  # assigns shape ids 0 (size 1), 1 and 2
-    for planner in (planner_impl.processor.StreamPlanner([]), ReferencePlanner([])):
+    for planner in (planner_impl.stream.processor.StreamPlanner([]), ReferencePlanner([])):
         planner.queue.add(0, op)
         strategy = Optimization(ShapeIdOptimization(shape_id), (0,), 10)
         relative = to_relative(op, OperationConverter())
@@ -202,15 +202,15 @@ def test_plan_naming_shape_ids_of_every_kind_runs_as_refimpls(planner_impl, shap
 @pytest.mark.parametrize("workload", ["elementwise", "transformer", "mixed"])
 def test_def_twins_optimization_reading(planner_impl, workload):
     """What the queue reads of a stored plan's optimizations at their fields
-    (``fastplan.strategy``: ``max_relative_shape_id``, and each fused step's inputs, outputs
+    (``fastplan.search.strategy``: ``max_relative_shape_id``, and each fused step's inputs, outputs
     and block op names) equals what their methods answer, on every plan a stream stores."""
     from fuselab import workloads
     from refimpl.devices import profile_named
-    from refimpl.planner import strategy as ref_strategy
+    from refimpl.planner.search import strategy as ref_strategy
 
-    max_relative_shape_id = planner_impl.strategy.max_relative_shape_id
-    planner = planner_impl.processor.StreamPlanner(
-        planner_impl.registry.FusionRegistry().fusers(profile_named("metal")))
+    max_relative_shape_id = planner_impl.search.strategy.max_relative_shape_id
+    planner = planner_impl.stream.processor.StreamPlanner(
+        planner_impl.fusers.registry.FusionRegistry().fusers(profile_named("metal")))
     planner.run(workloads.build(workload, 1500))
     by_fuser: dict[str, int] = {}
     for plan in planner.store.plans:

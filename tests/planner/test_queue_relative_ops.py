@@ -18,8 +18,8 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from refimpl.ir import OperationIr
-from refimpl.planner.queue import OperationQueue as ReferenceQueue
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
+from refimpl.planner.search.strategy import BlockOptimization, Operations
 from refimpl.strategies import streams
 from refimpl.stream import stream_to_json
 
@@ -36,7 +36,7 @@ def test_relative_ops_read_between_adds_and_executions_match_refimpl(planner_imp
     any point: both queues show the same pending ops, relative ops and steps throughout."""
     note(stream_to_json(stream))
     ops = [item for item in stream.items if isinstance(item, OperationIr)]
-    twin, reference = planner_impl.queue.OperationQueue(), ReferenceQueue()
+    twin, reference = planner_impl.stream.queue.OperationQueue(), ReferenceQueue()
     for index, op in enumerate(ops):
         twin.add(index, op)
         reference.add(index, op)
@@ -57,7 +57,7 @@ def test_produces_pending_matches_refimpl(planner_impl, stream, data):
     partial executions (the ops' ``out`` ids are read from the pending ops)."""
     note(stream_to_json(stream))
     ops = [item for item in stream.items if isinstance(item, OperationIr)]
-    twin, reference = planner_impl.queue.OperationQueue(), ReferenceQueue()
+    twin, reference = planner_impl.stream.queue.OperationQueue(), ReferenceQueue()
     known = sorted({t.id for op in ops for t in (*op.inputs(), *op.outputs())}) or [0]
     for index, op in enumerate(ops):
         twin.add(index, op)
@@ -100,11 +100,11 @@ def test_queue_ids_map_as_refimpls_converter_does(planner_impl, ids):
     """The queue's relative ids, snapshots and relative ops are refimpl's, segment after
     segment (ops drained in between), whatever the ids: fastplan maps global tensor ids with a
     C table while they are exact int64 ints and with a dict otherwise."""
-    from refimpl.planner.queue import OperationQueue as ReferenceQueue
+    from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
 
     ops = [_add(ids[i], ids[(i + 1) % len(ids)], ids[(i + 2) % len(ids)])
            for i in range(len(ids))]
-    fast, ref = planner_impl.queue.OperationQueue(), ReferenceQueue()
+    fast, ref = planner_impl.stream.queue.OperationQueue(), ReferenceQueue()
     for index, op in enumerate(ops):
         fast.add(index, op)
         ref.add(index, op)
@@ -127,7 +127,7 @@ def test_queue_shapes_map_as_refimpls_converter_does_around_one_digit(planner_im
     from refimpl.dtypes import DType
     from refimpl.ir import BinaryOpIr, TensorIr, TensorStatus
     from refimpl.ops import op_named
-    from refimpl.planner.queue import OperationQueue as ReferenceQueue
+    from refimpl.planner.stream.queue import OperationQueue as ReferenceQueue
 
     def shaped(tid, k, status=TensorStatus.ReadOnly):
         dims = _DIGIT_EDGE_DIMS
@@ -137,7 +137,7 @@ def test_queue_shapes_map_as_refimpls_converter_does_around_one_digit(planner_im
     ops = [OperationIr(op_named("NumericFloat.Add"), BinaryOpIr(
         shaped(3 * i, i), shaped(3 * i + 1, i + 1), shaped(3 * i + 2, i, TensorStatus.NotInit)))
         for i in range(12)]
-    fast, ref = planner_impl.queue.OperationQueue(), ReferenceQueue()
+    fast, ref = planner_impl.stream.queue.OperationQueue(), ReferenceQueue()
     for index, op in enumerate(ops):
         fast.add(index, op)
         ref.add(index, op)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import pytest
 
-import refimpl.planner.block as rblock
-import refimpl.planner.reduce_broadcasted as rrb
-from refimpl.planner import reduce_broadcasted as ref_rb
-from refimpl.planner.reduce_broadcasted import ReduceBroadcastedState, ReduceBroadcastedStatus
+import refimpl.planner.search.block as rblock
+import refimpl.planner.fusers.reduce_broadcasted as rrb
+from refimpl.planner.fusers import reduce_broadcasted as ref_rb
+from refimpl.planner.fusers.reduce_broadcasted import ReduceBroadcastedState, ReduceBroadcastedStatus
 from tests.planner.fuser_ops import NI, RO, RW, op, t
 from tests.planner.helpers import WORKFLOWS
 
@@ -46,7 +46,7 @@ def _analyses(analyzer, boundaries):
 
 @pytest.mark.parametrize("steps", STREAMS)
 def test_analyzer_and_consistency_match_refimpl_after_every_op(planner_impl, steps):
-    frb = planner_impl.reduce_broadcasted
+    frb = planner_impl.fusers.reduce_broadcasted
     fast, ref = frb.ReduceBroadcastedFuser(28), rrb.ReduceBroadcastedFuser(28)
     for step in steps:
         fast.fuse(step)
@@ -65,7 +65,7 @@ def test_analyzer_and_consistency_match_refimpl_after_every_op(planner_impl, ste
 
 
 def test_crossing_stream_receives_from_two_blocks_back(planner_impl):
-    frb = planner_impl.reduce_broadcasted
+    frb = planner_impl.fusers.reduce_broadcasted
     ref = rrb.ReduceBroadcastedFuser(28)
     fast = frb.ReduceBroadcastedFuser(28)
     for step in CROSSING:
@@ -81,7 +81,7 @@ def test_crossing_stream_receives_from_two_blocks_back(planner_impl):
 
 
 def test_analyzer_of_no_blocks_raises_like_refimpl(planner_impl):
-    frb = planner_impl.reduce_broadcasted
+    frb = planner_impl.fusers.reduce_broadcasted
     with pytest.raises(IndexError):
         rrb.FullFuserAnalyzer([])
     with pytest.raises(IndexError):
@@ -90,7 +90,7 @@ def test_analyzer_of_no_blocks_raises_like_refimpl(planner_impl):
 
 @pytest.mark.parametrize("steps", WORKFLOWS)
 def test_reduce_broadcasted_finish_matches_refimpl_after_every_op(planner_impl, steps):
-    frb = planner_impl.reduce_broadcasted
+    frb = planner_impl.fusers.reduce_broadcasted
     fast, ref = frb.ReduceBroadcastedFuser(28), rrb.ReduceBroadcastedFuser(28)
     finished = 0
     for step in steps:
@@ -113,7 +113,7 @@ def test_reduce_broadcasted_finish_matches_refimpl_after_every_op(planner_impl, 
 
 @pytest.mark.parametrize("steps", WORKFLOWS)
 def test_block_ids_match_refimpl(planner_impl, steps):
-    frb, fblock = planner_impl.reduce_broadcasted, planner_impl.block
+    frb, fblock = planner_impl.fusers.reduce_broadcasted, planner_impl.search.block
     fast = fblock.Block([frb.ReduceBroadcastedFuser(28)])
     ref = rblock.Block([rrb.ReduceBroadcastedFuser(28)])
     for pos, step in enumerate(steps):
@@ -128,7 +128,7 @@ def test_block_ids_match_refimpl(planner_impl, steps):
 def test_closing_status(planner_impl, state):
     """``_set_closed`` leaves the status refimpl builds, for every state (the two a fuser
     closes with are shared objects)."""
-    fast_rb = planner_impl.reduce_broadcasted
+    fast_rb = planner_impl.fusers.reduce_broadcasted
     ours = fast_rb.ReduceBroadcastedFuser(28)
     theirs = ref_rb.ReduceBroadcastedFuser(28)
     ours._set_closed(state, "why")

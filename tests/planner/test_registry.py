@@ -14,12 +14,12 @@ DEVICE = profile_named("webgpu-default")
 def custom_of(impl):
     """A custom fuser factory built on ``impl``'s ElementWise fuser."""
     def custom(device):
-        return impl.elemwise.ElementWiseFuser(device.max_bindings)
+        return impl.fusers.elemwise.ElementWiseFuser(device.max_bindings)
     return custom
 
 
 def test_registry_builtins_in_order(planner_impl):
-    registry = planner_impl.registry
+    registry = planner_impl.fusers.registry
     assert registry.BUILTIN_NAMES == ("ElementWise", "Matmul", "Reduce", "ReduceBroadcasted",
                                       "NHWCRelayout")
     fusers = registry.FusionRegistry().fusers(DEVICE)
@@ -29,18 +29,18 @@ def test_registry_builtins_in_order(planner_impl):
 
 def test_registry_register_then_remove_round_trips(planner_impl):
     custom = custom_of(planner_impl)
-    registry = planner_impl.registry.FusionRegistry()
+    registry = planner_impl.fusers.registry.FusionRegistry()
     registry.register("custom", custom)
-    assert registry.names() == planner_impl.registry.BUILTIN_NAMES + ("custom",)
+    assert registry.names() == planner_impl.fusers.registry.BUILTIN_NAMES + ("custom",)
     registry.remove("custom")
-    assert registry.names() == planner_impl.registry.BUILTIN_NAMES
+    assert registry.names() == planner_impl.fusers.registry.BUILTIN_NAMES
     registry.register("custom", custom)
     assert len(registry.fusers(DEVICE)) == 6
 
 
 def test_registry_duplicate_names_are_rejected(planner_impl):
     custom = custom_of(planner_impl)
-    registry = planner_impl.registry.FusionRegistry()
+    registry = planner_impl.fusers.registry.FusionRegistry()
     registry.register("custom", custom)
     with pytest.raises(DuplicateOptimization):
         registry.register("custom", custom)
@@ -48,7 +48,7 @@ def test_registry_duplicate_names_are_rejected(planner_impl):
 
 def test_registry_builtin_names_reserved_until_removed(planner_impl):
     custom = custom_of(planner_impl)
-    registry = planner_impl.registry.FusionRegistry()
+    registry = planner_impl.fusers.registry.FusionRegistry()
     with pytest.raises(DuplicateOptimization):
         registry.register("Matmul", custom)
     registry.remove("Matmul")
@@ -58,16 +58,16 @@ def test_registry_builtin_names_reserved_until_removed(planner_impl):
 
 
 def test_registry_remove_unknown_is_not_an_error(planner_impl):
-    registry = planner_impl.registry.FusionRegistry()
+    registry = planner_impl.fusers.registry.FusionRegistry()
     registry.remove("nothing")
-    assert registry.names() == planner_impl.registry.BUILTIN_NAMES
+    assert registry.names() == planner_impl.fusers.registry.BUILTIN_NAMES
 
 
 @pytest.mark.parametrize("change", [lambda r, custom: r.register("custom", custom),
                                     lambda r, custom: r.remove("ElementWise")])
 def test_registry_sealed_refuses_changes(planner_impl, change):
     custom = custom_of(planner_impl)
-    registry = planner_impl.registry.FusionRegistry()
+    registry = planner_impl.fusers.registry.FusionRegistry()
     registry.fusers(DEVICE)  # the first stream seals it
     assert registry.sealed
     with pytest.raises(ServiceRunning) as caught:
@@ -79,7 +79,8 @@ def test_registry_sealed_refuses_changes(planner_impl, change):
 
 def test_registry_seal_and_instances_independent(planner_impl):
     custom = custom_of(planner_impl)
-    first, second = planner_impl.registry.FusionRegistry(), planner_impl.registry.FusionRegistry()
+    registry = planner_impl.fusers.registry
+    first, second = registry.FusionRegistry(), registry.FusionRegistry()
     first.seal()
     second.register("custom", custom)  # another runtime's registry is unaffected
     assert second.names()[-1] == "custom"

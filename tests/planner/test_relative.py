@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from refimpl.dtypes import DType
 from refimpl.ir import OperationIr, TensorIr
-from refimpl.planner.cache import ExecutionPlan
-from refimpl.planner.strategy import BlockOptimization, Operations
+from refimpl.planner.stream.cache import ExecutionPlan
+from refimpl.planner.search.strategy import BlockOptimization, Operations
 from tests.planner.fuser_ops import NI, RO, RW, drop, op, t
 
 
@@ -21,13 +21,13 @@ def _exp(a: int, out: int, shape) -> OperationIr:
 
 
 def _relative(impl, ops) -> list[OperationIr]:
-    converter = impl.relative.OperationConverter()
-    return [impl.relative.to_relative(o, converter) for o in ops]
+    converter = impl.stream.relative.OperationConverter()
+    return [impl.stream.relative.to_relative(o, converter) for o in ops]
 
 
 def test_relative_drop_keeps_its_real_shape_as_shape_ids(planner_impl):
-    converter = planner_impl.relative.OperationConverter()
-    relative = planner_impl.relative.to_relative(drop(42, (4, 1, 8)), converter)
+    converter = planner_impl.stream.relative.OperationConverter()
+    relative = planner_impl.stream.relative.to_relative(drop(42, (4, 1, 8)), converter)
     assert relative == drop(0, (1, 0, 2))
     assert converter.num_relative_shapes() == 3
     assert converter.shapes_relative2global == {0: 1, 1: 4, 2: 8}
@@ -55,7 +55,7 @@ def test_relative_segments_differing_only_in_a_dropped_shape_differ(planner_impl
 
 
 def test_relative_plan_index_tells_dropped_shapes_apart(planner_impl):
-    store = planner_impl.cache.ExecutionPlanStore()
+    store = planner_impl.stream.cache.ExecutionPlanStore()
     ordering = (0,)
     plan = ExecutionPlan((drop(0, (1, 2)),), [],
                          BlockOptimization(Operations(ordering), ordering))
@@ -67,7 +67,7 @@ def test_relative_plan_index_tells_dropped_shapes_apart(planner_impl):
 
 
 def test_relative_queue_counts_the_shape_ids_of_a_drop(planner_impl):
-    queue = planner_impl.processor.StreamPlanner([]).queue
+    queue = planner_impl.stream.processor.StreamPlanner([]).queue
     queue.add(0, drop(9, (4, 6)))
     queue.add(1, _exp(10, 11, (6, 5)))
     assert list(queue.shapes_assigned) == [3, 4]
@@ -79,7 +79,7 @@ def test_relative_queue_counts_the_shape_ids_of_a_drop(planner_impl):
 def _queue_state(impl, ops) -> tuple:
     """What the queue of ``impl`` holds after queuing ``ops``: relative ops, shape ids handed
     out, and the converter's maps (the key objects included: 2.0 is not 2 in JSON)."""
-    queue = impl.processor.StreamPlanner([]).queue
+    queue = impl.stream.processor.StreamPlanner([]).queue
     for index, operation in enumerate(ops):
         queue.add(index, operation)
     converter = queue.converter
@@ -128,4 +128,4 @@ def test_def_twins_relative_conversion(run_both):
         converter.clear()
         return converted, fields, converter.tensor(TensorIr(5, (3,), DType.F32, RO))
 
-    assert run_both("relative", scenario)[0] == "ok"
+    assert run_both("stream.relative", scenario)[0] == "ok"

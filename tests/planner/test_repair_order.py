@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from refimpl.planner import repair as ref_repair
-from refimpl.planner.strategy import BlockOptimization, Composed, Operations
+from refimpl.planner.search import repair as ref_repair
+from refimpl.planner.search.strategy import BlockOptimization, Composed, Operations
 from tests.planner.burn_mocks import optimization
 from tests.planner.fuser_ops import NI, RO, RW, op, relative, t
 
@@ -31,7 +31,7 @@ def _segment():
                                    ((0, 2), (1, 3)), ((3, 2), (1, 0))])
 @pytest.mark.parametrize("fused", [True, False])
 def test_repair_of_chunks(planner_impl, order, fused):
-    fast_repair = planner_impl.repair
+    fast_repair = planner_impl.search.repair
     ops = _segment()
     strategies = tuple(optimization(i, len(chunk), list(chunk), len(chunk)) if fused
                        else Operations(tuple(chunk)) for i, chunk in enumerate(order))
@@ -42,7 +42,7 @@ def test_repair_of_chunks(planner_impl, order, fused):
 
 @pytest.mark.parametrize("ordering", [(0, 1, 2, 3), (0, 2), (3,), (1, 0), (0, 0, 1), ()])
 def test_repair_of_unfused(planner_impl, ordering):
-    fast_repair = planner_impl.repair
+    fast_repair = planner_impl.search.repair
     ops = _segment()
     opt = BlockOptimization(Operations(ordering), ordering)
     ours = fast_repair.repair_order(opt, ops)
@@ -62,7 +62,7 @@ def _read_only_segment():
 
 @pytest.mark.parametrize("positions", [(3, 1, 2), (2, 0, 0, 1), (0,), (5, 4), ()])
 def test_chunk_position_is_the_least(planner_impl, positions):
-    fast_repair = planner_impl.repair
+    fast_repair = planner_impl.search.repair
     ops = _read_only_segment() + _read_only_segment()
     ours = fast_repair.Chunk(positions, ops).position()
     theirs = ref_repair.Chunk(positions, ops).position()
@@ -71,7 +71,7 @@ def test_chunk_position_is_the_least(planner_impl, positions):
 
 @pytest.mark.parametrize("order", [((2, 3), (0, 1)), ((1, 3), (0, 2)), ((3,), (2,), (1, 0))])
 def test_repair_order_of_chunks_out_of_order(planner_impl, order):
-    fast_repair = planner_impl.repair
+    fast_repair = planner_impl.search.repair
     ops = _read_only_segment()
     strategies = tuple(optimization(i, len(chunk), list(chunk), len(chunk))
                        for i, chunk in enumerate(order))

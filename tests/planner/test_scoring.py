@@ -18,18 +18,18 @@ from tests.planner.fuser_ops import NI, RO, RW, abc_exp, drop, feed, op, relativ
 ])
 def test_scoring_unit_values(planner_impl, counts, fused, expected):
     reads, writes, ops = counts
-    scoring = planner_impl.scoring.Scoring(num_reads=reads, num_writes=writes, num_ops=ops)
+    scoring = planner_impl.engine.scoring.Scoring(num_reads=reads, num_writes=writes, num_ops=ops)
     assert scoring.calculate_score(*fused) == expected
 
 
 def test_scoring_reset(planner_impl):
-    scoring = planner_impl.scoring.Scoring(10, 10, 10)
+    scoring = planner_impl.engine.scoring.Scoring(10, 10, 10)
     scoring.reset()
-    assert scoring == planner_impl.scoring.Scoring(0, 0, 0)
+    assert scoring == planner_impl.engine.scoring.Scoring(0, 0, 0)
 
 
 def test_scoring_register_counts_unfused_io(planner_impl):
-    scoring = planner_impl.scoring.Scoring()
+    scoring = planner_impl.engine.scoring.Scoring()
     for o in relative(abc_exp() + [drop(16, (4, 6))]):
         scoring.register(o)
     # mul 2+1, add 2+1, exp 1+1, drop 1+0
@@ -37,7 +37,7 @@ def test_scoring_register_counts_unfused_io(planner_impl):
 
 
 def score(impl, ops) -> int:
-    return feed(impl.elemwise.ElementWiseFuser(28), ops).properties().score
+    return feed(impl.fusers.elemwise.ElementWiseFuser(28), ops).properties().score
 
 
 def test_scoring_lone_elementwise_op_scores_zero(planner_impl):
@@ -80,7 +80,7 @@ def test_scoring_100_op_chain_split(planner_impl):
 
 
 def test_def_twins_scoring_evaluate_on_finished_traces(run_both):
-    trace = importlib.import_module("refimpl.planner.elemwise").ElementWiseFuser(28)
+    trace = importlib.import_module("refimpl.planner.fusers.elemwise").ElementWiseFuser(28)
     for o in relative(abc_exp()):
         trace.fuse(o)
     finished = trace.finish().main_trace()
@@ -92,4 +92,4 @@ def test_def_twins_scoring_evaluate_on_finished_traces(run_both):
         return (score.evaluate(finished), other.evaluate(finished), repr(other),
                 score == scoring.Scoring(6, 3, 4), score.calculate_score(1, 1, 1))
 
-    assert run_both("scoring", scenario)[0] == "ok"
+    assert run_both("engine.scoring", scenario)[0] == "ok"

@@ -8,8 +8,8 @@ burn counterparts: ``search/optimization/tests.rs`` (StreamOptimizer / BlocksOpt
 
 from __future__ import annotations
 
-from refimpl.planner.cache import Always, ExecutionMode, OnOperations, OnSync
-from refimpl.planner.strategy import Composed, Operations
+from refimpl.planner.search.strategy import Composed, Operations
+from refimpl.planner.stream.cache import Always, ExecutionMode, OnOperations, OnSync
 from tests.planner.burn_mocks import (
     TestSegment,
     add,
@@ -30,7 +30,7 @@ B2 = add(202, 203, 204)
 
 
 def optimizer(impl, *patterns):
-    return impl.search.StreamOptimizer(builders(*patterns))
+    return impl.search.search.StreamOptimizer(builders(*patterns))
 
 
 def run(impl, ops, *patterns):
@@ -207,8 +207,8 @@ class MockStream:
     """burn's ``TestStream``: a processor over a plain list of (relative) ops."""
 
     def __init__(self, impl, *patterns):
-        self.processor = impl.processor.Processor(builders(*patterns))
-        self.store = impl.cache.ExecutionPlanStore()
+        self.processor = impl.stream.processor.Processor(builders(*patterns))
+        self.store = impl.stream.cache.ExecutionPlanStore()
         self.executed: list[int] = []
         self.ops: list = []
 

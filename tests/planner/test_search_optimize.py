@@ -23,8 +23,8 @@ from functools import partial
 import pytest
 
 from refimpl.devices import profile_named
-from refimpl.planner import registry as ref_registry
-from refimpl.planner import search as ref_search
+from refimpl.planner.fusers import registry as ref_registry
+from refimpl.planner.search import search as ref_search
 from refimpl.planner.log import NO_LOG, FusionLog, LogLevel
 from tests.planner.burn_mocks import add, add_rw, builders
 from tests.planner.fuser_ops import NI, RO, RW, drop, op, relative, t, unary_chain
@@ -49,7 +49,7 @@ def _search(module, ops, patterns, log=NO_LOG, max_blocks=5):
 
 @pytest.mark.parametrize(("ops", "patterns"), CASES)
 def test_first_pass_is_refimpls_result(planner_impl, ops, patterns):
-    fast_search = planner_impl.search
+    fast_search = planner_impl.search.search
     ours = _search(fast_search, ops, patterns)._first_pass()
     theirs = _search(ref_search, ops, patterns)._first_pass()
     assert type(ours) is ref_search.BlocksOptimizerResult
@@ -60,7 +60,7 @@ def test_first_pass_is_refimpls_result(planner_impl, ops, patterns):
 @pytest.mark.parametrize(("ops", "patterns"), CASES)
 @pytest.mark.parametrize("max_blocks", [1, 2, 5])
 def test_optimize_equals_refimpl(planner_impl, ops, patterns, max_blocks):
-    fast_search = planner_impl.search
+    fast_search = planner_impl.search.search
     ours = _search(fast_search, ops, patterns, max_blocks=max_blocks).optimize(ops)
     theirs = _search(ref_search, ops, patterns, max_blocks=max_blocks).optimize(ops)
     assert ours == theirs
@@ -68,7 +68,7 @@ def test_optimize_equals_refimpl(planner_impl, ops, patterns, max_blocks):
 
 @pytest.mark.parametrize(("ops", "patterns"), CASES)
 def test_blocks_optimizer_result(planner_impl, ops, patterns):
-    fast_search = planner_impl.search
+    fast_search = planner_impl.search.search
     ours = fast_search.BlocksOptimizer(_search(fast_search, ops, patterns).blocks).optimize()
     theirs = ref_search.BlocksOptimizer(_search(ref_search, ops, patterns).blocks).optimize()
     assert type(ours) is ref_search.BlocksOptimizerResult
@@ -76,7 +76,7 @@ def test_blocks_optimizer_result(planner_impl, ops, patterns):
 
 
 def test_blocks_optimizer_of_no_block_raises_as_refimpl(planner_impl):
-    fast_search = planner_impl.search
+    fast_search = planner_impl.search.search
     with pytest.raises(ValueError):
         ref_search.BlocksOptimizer([])
     with pytest.raises(ValueError):
@@ -91,7 +91,7 @@ def _log(level):
 def test_blocks_optimizer_reads_a_replaced_log(planner_impl):
     """The levels are read from the log the optimizer holds when it runs: a log set after
     construction prints, one replaced by NO_LOG does not."""
-    fast_search = planner_impl.search
+    fast_search = planner_impl.search.search
     blocks = _search(fast_search, [A1, A2], [[A1, A2]]).blocks
     optimizer = fast_search.BlocksOptimizer(blocks)
     log, out = _log(LogLevel.FULL)
@@ -112,7 +112,7 @@ def test_blocks_optimizer_reads_a_replaced_log(planner_impl):
 def test_search_log_matches_refimpl(planner_impl, level, ops, patterns):
     """The search's own BlocksOptimizers take the levels its log setter read: the same lines
     as refimpl's, at every level (and none when off)."""
-    fast_search = planner_impl.search
+    fast_search = planner_impl.search.search
     ours_log, ours_out = _log(level)
     theirs_log, theirs_out = _log(level)
     ours = _search(fast_search, ops, patterns, ours_log).optimize(ops)
@@ -126,7 +126,7 @@ def test_search_log_matches_refimpl(planner_impl, level, ops, patterns):
 
 
 def test_search_log_replaced_after_construction(planner_impl):
-    fast_search = planner_impl.search
+    fast_search = planner_impl.search.search
     search = _search(fast_search, [A1, B1, A2, B2], [[A1, A2], [B1, B2]])
     log, out = _log(LogLevel.FULL)
     search.log = log
@@ -167,7 +167,7 @@ def _optimized(module, ops, patterns, max_blocks):
 
 @pytest.mark.parametrize(("ops", "patterns", "max_blocks"), CAPPED_CASES)
 def test_search_is_refimpls(planner_impl, ops, patterns, max_blocks):
-    fast_search = planner_impl.search
+    fast_search = planner_impl.search.search
     ours, our_blocks = _optimized(fast_search, ops, patterns, max_blocks)
     theirs, their_blocks = _optimized(ref_search, ops, patterns, max_blocks)
     assert ours == theirs
@@ -176,7 +176,7 @@ def test_search_is_refimpls(planner_impl, ops, patterns, max_blocks):
 
 @pytest.mark.parametrize(("ops", "patterns", "max_blocks"), CAPPED_CASES)
 def test_blocks_optimizer_is_refimpls(planner_impl, ops, patterns, max_blocks):
-    fast_search = planner_impl.search
+    fast_search = planner_impl.search.search
     def run(module):
         search = module.StreamOptimizer(builders(*patterns), max_blocks)
         for operation in ops:
@@ -238,7 +238,7 @@ def _run(search_module, registry_module, ops, max_blocks, rounds):
 
 @pytest.mark.parametrize(("ops", "max_blocks"), DROP_CASES)
 def test_drop_opened_blocks_match_refimpl(planner_impl, ops, max_blocks):
-    fast_search, fast_registry = planner_impl.search, planner_impl.registry
+    fast_search, fast_registry = planner_impl.search.search, planner_impl.fusers.registry
     ops = relative(ops)
     ours = _run(fast_search, fast_registry, ops, max_blocks, 3)
     theirs = _run(ref_search, ref_registry, ops, max_blocks, 3)
@@ -247,8 +247,8 @@ def test_drop_opened_blocks_match_refimpl(planner_impl, ops, max_blocks):
 
 # --- blocks forced to take their ops (the real fusers) ----------------------------------------
 
-FUSERS = (("elemwise", "ElementWiseFuser"), ("matmul", "MatmulFuser"), ("reduce", "ReduceFuser"),
-          ("reduce_broadcasted", "ReduceBroadcastedFuser"), ("nhwc", "NHWCRelayoutFuser"))
+FUSERS = (("fusers.elemwise", "ElementWiseFuser"), ("fusers.matmul", "MatmulFuser"), ("fusers.reduce", "ReduceFuser"),
+          ("fusers.reduce_broadcasted", "ReduceBroadcastedFuser"), ("fusers.nhwc", "NHWCRelayoutFuser"))
 
 SOFTMAX = [
     op("BaseFloat.Ones", out=t(0, (1, 2), NI)),
@@ -273,8 +273,8 @@ def optimize_blocks(module_of, segments):
     """``BlocksOptimizer.optimize`` over one block per segment of ops (positions running on
     across the segments), each block forced to take its ops; ``module_of(name)`` gives the
     planner module ``name`` of one implementation."""
-    block_module = module_of("block")
-    search = module_of("search")
+    block_module = module_of("search.block")
+    search = module_of("search.search")
     blocks, pos = [], 0
     for segment in segments:
         block = block_module.Block([make(module_of, m, n) for m, n in FUSERS])

@@ -8,10 +8,10 @@ import pytest
 
 from refimpl.devices import profile_named
 from refimpl.dtypes import DType
-from refimpl.planner.builder import Refusal
-from refimpl.planner.fuser import FuserStatus
-from refimpl.planner.settings import ELEMENTWISE_SETTINGS, REDUCE_WRITE_SETTINGS
-from refimpl.planner.trace import (
+from refimpl.planner.engine.builder import Refusal
+from refimpl.planner.engine.fuser import FuserStatus
+from refimpl.planner.engine.settings import ELEMENTWISE_SETTINGS, REDUCE_WRITE_SETTINGS
+from refimpl.planner.engine.trace import (
     BinaryFuseArgs, BlockLocal, FuseOp, FuseType, Input, InputReshaped, InputSwapDims, Output,
     Scalar, ScalarShape, SwapDimsView, UnaryFuseArgs,
 )
@@ -24,7 +24,7 @@ F = FuseType.F32
 
 def elementwise(impl, ops, max_bindings: int = 28):
     """An ElementWise fuser of ``impl`` (refimpl or fastplan) fed the relative form of ``ops``."""
-    return feed(impl.elemwise.ElementWiseFuser(max_bindings), ops)
+    return feed(impl.fusers.elemwise.ElementWiseFuser(max_bindings), ops)
 
 
 # --- (a * b + c).exp(): the seed page's kernel ------------------------------------------------
@@ -285,7 +285,7 @@ def test_trace_fuser_fuse_op_checks_args_struct(planner_impl):
 
 
 def test_trace_fuser_empty_trace_estimate_is_metadata_only(planner_impl):
-    assert planner_impl.builder.TraceFuser(ELEMENTWISE_SETTINGS).estimate_bindings() == 1
+    assert planner_impl.engine.builder.TraceFuser(ELEMENTWISE_SETTINGS).estimate_bindings() == 1
 
 
 # --- TryTraceFuser with a Python add_ops, TraceOperationFuser's helpers: every result refimpl's -
@@ -313,7 +313,7 @@ def test_def_twins_try_trace_fuser_with_python_add_ops(run_both):
         reasons.append(fuser.fuse(refuse))
         return reasons, fuser.finish((0,)), fuser.clone().finish((0,))
 
-    assert run_both("trace_fuser", scenario)[0] == "ok"
+    assert run_both("engine.trace_fuser", scenario)[0] == "ok"
 
 
 def test_def_twins_trace_operation_fuser_helpers(run_both):
@@ -338,4 +338,4 @@ def test_def_twins_trace_operation_fuser_helpers(run_both):
         results += [fuser.len(), fuser.closed_reason, fuser.closed_log, fuser.properties()]
         return results
 
-    assert run_both("trace_fuser", scenario)[0] == "ok"
+    assert run_both("engine.trace_fuser", scenario)[0] == "ok"

@@ -1,6 +1,7 @@
-"""The interpreter (``refimpl.interpreter``, ``refimpl.fused_kernel``, ``refimpl.handles``):
-seed streams and burn's in-place tests (notes §10.1 item 8) by value, real in-place
-overwrites, the kernel's refusals, unfused layouts, and ``fuselab run --backend interp``."""
+"""The interpreter (``refimpl.interpreter``, ``refimpl.fused_kernel``,
+``refimpl.planner.launch.handles``): seed streams and burn's in-place tests (notes §10.1 item 8) by
+value, real in-place overwrites, the kernel's refusals, unfused layouts, and ``fuselab run --backend
+interp``."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from fuselab.cli import main
 from refimpl.dtypes import DType
 from refimpl.eager import run_stream
 from refimpl.fused_kernel import KernelError
-from refimpl.handles import Memory
 from refimpl.interpreter import Interpreter, executed_steps, run_planned
+from refimpl.planner.launch.handles import Memory
 from refimpl.seed import SEED_STREAMS
 from refimpl.strategies import StreamBuilder
 from refimpl.stream import Stream, save_stream

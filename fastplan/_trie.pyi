@@ -1,2 +1,0 @@
-"""Type stubs for the compiled fastplan._trie module: C-level only (``_trie.pxd``), nothing is
-exposed to Python."""

@@ -1,0 +1,15 @@
+# cython: language_level=3
+"""C-level declarations of fastplan.fusers.elemwise (used by fastplan.search.block)."""
+
+from libc.stdint cimport int64_t
+
+from fastplan.engine.trace_fuser cimport TraceOperationFuser
+from fastplan.stream.relative cimport EncodedOp
+
+
+cdef class ElementWiseFuser:
+    cdef readonly TraceOperationFuser fuser  # closed: ``fuse`` does nothing
+    cdef ElementWiseFuser copy(self)
+    cdef int fuse_open(self, EncodedOp encoded) except -1
+    cdef int score_ready(self, int64_t* score) except -1
+    cdef object finish_c(self)

@@ -1,0 +1,10 @@
+"""The launch room of fastplan: launch planning and the launch walk over a whole stream.
+
+Mirrors ``refimpl/planner/launch/``: ``launch``, ``launch_planners``, ``launch_vectorize``,
+``layout`` and ``vectorization`` under the same names; ``handles`` is the planning half of
+refimpl's ``handles``, and ``launch_stream`` the compiled walk of ``execute``'s
+``launch_plan_stream``.
+
+burn counterpart: ``crates/burn-cubecl-fusion/src/engine/launch/`` and burn-fusion's handle
+container (``crates/burn-fusion/src/handle.rs``).
+"""
