@@ -65,7 +65,8 @@ REQUIRE_EXTENSIONS = os.environ.get("FASTPLAN_REQUIRE_EXTENSIONS", "") not in ("
 @dataclasses.dataclass(frozen=True)
 class PlannerImpl:
     """One implementation of refimpl.planner's modules, reached as attributes by room and
-    module (``impl.search.block``); ``room`` is set on the object an ``impl.<room>`` gives."""
+    module (``impl.search.block``, or ``getattr(impl, "search.block")``); ``room`` is set on
+    the object an ``impl.<room>`` gives."""
 
     name: str
     room: str = ""
@@ -73,12 +74,22 @@ class PlannerImpl:
     def __getattr__(self, attr: str):
         if attr.startswith("__"):
             raise AttributeError(attr)
-        if not self.room:
-            return PlannerImpl(self.name, attr)
-        module = f"{self.room}.{attr}"
-        if self.name == "refimpl":
-            return importlib.import_module(f"refimpl.planner.{module}")
-        return fastplan.planner_module(module)
+        if "." in attr:  # "<room>.<module>", as PLANNER_TWINS names them
+            room, _, module = attr.partition(".")
+            return getattr(getattr(self, room), module)
+        module = f"{self.room}.{attr}" if self.room else attr
+        try:
+            if not self.room:  # a room: its package under refimpl.planner must exist
+                importlib.import_module(f"refimpl.planner.{module}")
+                return PlannerImpl(self.name, attr)
+            if self.name == "refimpl":
+                return importlib.import_module(f"refimpl.planner.{module}")
+            return fastplan.planner_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"refimpl.planner.{module}":
+                raise  # a module that exists failed to import
+            # no such module: an attribute error, as getattr and hypothesis's probes expect
+            raise AttributeError(f"no planner module {module!r}") from exc
 
     def __str__(self) -> str:
         return self.name
