@@ -5,7 +5,7 @@ Environment (a switch is on when set to anything but empty or ``0``):
 * ``FASTPLAN_NO_EXTENSIONS``      build nothing: fastplan runs its pure-Python fallback.
 * ``FASTPLAN_REQUIRE_EXTENSIONS`` a missing Cython or C compiler, or a failed build, is fatal.
 * ``FASTPLAN_CYTHON_DEBUG``       boundscheck and initializedcheck on, plus annotated HTML.
-* ``FASTPLAN_PGO``                a profile-guided build (GCC; ``make build`` sets it): build
+* ``FASTPLAN_PGO``                a profile-guided build (GCC; ``make build FASTPLAN_PGO=1``): build
   instrumented, run ``tools/pgo_train.py`` on that build, build again with its counts. A
   failed training run gives a plain build with a warning (fatal under
   ``FASTPLAN_REQUIRE_EXTENSIONS``); another compiler, a plain build with a note.
