@@ -32,7 +32,7 @@ turns, one run of every path each), the same for refimpl and fastplan:
 the same ``plan`` call is launch-planned in full.
 
 ``fuselab bench planner`` reports its progress on stderr (a ``rich`` progress display on a
-terminal, where ``rich`` is installed; one line per stream and per measurement otherwise): a
+terminal; one line per stream and per measurement otherwise): a
 default run lasts minutes.
 """
 
@@ -49,6 +49,12 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import TextIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn,
+)
+from rich.progress import Progress as Display
 
 import fastplan
 import refimpl.planner as ref
@@ -213,15 +219,7 @@ class _RichProgress(Progress):
     the stream being measured; the result lines print above it. It is refreshed by hand,
     between runs: no display thread runs beside the timed planner."""
 
-    def __init__(self, console) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-        from rich.progress import Progress as Display
-
+    def __init__(self, console: Console) -> None:
         super().__init__(console.print)
         self.display = Display(TextColumn("{task.description}"), BarColumn(),
                                MofNCompleteColumn(), TimeElapsedColumn(), console=console,
@@ -258,15 +256,9 @@ class _RichProgress(Progress):
 
 
 def progress_on(stream: TextIO) -> Progress:
-    """The progress display for ``stream``: ``rich``'s on a terminal (where it is installed),
-    plain lines otherwise."""
+    """The progress display for ``stream``: ``rich``'s on a terminal, plain lines otherwise."""
     if stream.isatty():
-        try:
-            from rich.console import Console
-        except ImportError:
-            pass
-        else:
-            return _RichProgress(Console(file=stream))
+        return _RichProgress(Console(file=stream))
     return Progress(lambda line: print(line, file=stream, flush=True))
 
 

@@ -19,6 +19,8 @@ import sys
 from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
+from rich import progress as bar
+from rich.console import Console
 
 from refimpl import eager
 from refimpl.compare import Judge, compare_results, dtype_name
@@ -131,12 +133,6 @@ def _progress(stream: Stream) -> Iterator[object | None]:
     """A ``rich`` progress display on stderr when stderr is a terminal and the stream creates
     at least ``PROGRESS_BYTES`` (removed when the run ends), else None."""
     if not sys.stderr.isatty() or sum(a.nbytes for a in allocations(stream)) < PROGRESS_BYTES:
-        yield None
-        return
-    try:
-        from rich.console import Console
-        from rich import progress as bar
-    except ImportError:  # rich is optional: no display then
         yield None
         return
     with bar.Progress(bar.SpinnerColumn(), bar.TextColumn("{task.description}"),

@@ -80,7 +80,6 @@ class _Terminal(io.StringIO):
 
 
 def test_progress_bar_on_a_terminal_only(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("rich")
     path = write(tmp_path, add_chain([4, 4], adds=3))
     monkeypatch.setattr(run, "PROGRESS_BYTES", 1)
     assert cli.main(["run", path]) == 0
