@@ -50,7 +50,7 @@ from gpu.codegen.types import WGSL_TYPE
 from gpu.errors import UnsupportedDTypeError, UnsupportedOpError
 
 __all__ = ["TensorArg", "KernelSignature", "MetadataLayout", "VectorAccess", "FusedKernel",
-           "emit_block", "metadata_layout"]
+           "emit_block", "emit_ops", "metadata_layout"]
 
 _COMPARISONS = frozenset({"Equal", "Lower", "Greater", "LowerEqual", "GreaterEqual"})
 
@@ -219,6 +219,12 @@ _OPS: Mapping[str, Callable[[BodyWriter, int, FuseOp], None]] = MappingProxyType
 })
 
 
+def emit_ops(body: BodyWriter) -> None:
+    """Print every op of ``body``'s config (``fuse``'s unrolled loop), reads and writes inlined."""
+    for i, op in enumerate(body.config.ops):
+        _OPS.get(op.name, _elementwise)(body, i, op)
+
+
 # --- the kernel ---------------------------------------------------------------------------------
 
 
@@ -244,8 +250,7 @@ def emit_block(config: FuseBlockConfig, signature: KernelSignature) -> FusedKern
     _check(config, signature)
     layout = metadata_layout(config, signature)
     body = BodyWriter(config, signature, layout)
-    for i, op in enumerate(config.ops):
-        _OPS.get(op.name, _elementwise)(body, i, op)
+    emit_ops(body)
     bindings, order = [], []
     for k, tensor in enumerate(signature.inputs):
         bindings.append(Binding(f"in{k}", tensor.dtype, tensor.vector_size,

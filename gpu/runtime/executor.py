@@ -20,9 +20,10 @@ on numpy, this one dispatches kernels on the buffers ``Memory`` names:
   ``FuseBlockConfig`` (``gpu.runtime.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by
   ``config_id`` and the binding signature, never by shape; the metadata words); an in-place
   output is the input's own buffer;
-* Matmul, Reduce, ReduceBroadcasted: always their fallback (``fused_matmul`` and
-  ``fused_reduce`` are off: the standalone matmul / reduce kernel, then the fused tail or
-  prologue as an emitted kernel);
+* Matmul: the fused matmul kernel (``gpu.runtime.fused_matmul``: the form ``matmul_form``
+  names, burn's default without it; a form the device cannot run falls back there);
+* Reduce, ReduceBroadcasted: always their fallback (``fused_reduce`` is off: the standalone
+  reduce kernel, then the fused tail or prologue as an emitted kernel);
 * NHWCRelayout: the trace, then the module op (which has no GPU kernel: a clear error).
 
 A synced tensor is snapshotted on the device (a buffer copy) when its producing step ends and
@@ -55,6 +56,7 @@ from gpu.errors import UnsupportedOpError
 from gpu.runtime.buffers import DeviceTensor
 from gpu.runtime.device import GpuDevice, default_device
 from gpu.runtime.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
+from gpu.runtime.fused_matmul import MATMUL_KERNELS, default_kernel, run_fused_matmul
 from gpu.runtime.unfused import execute as execute_op, launch as launch_kernel
 
 __all__ = ["KernelCache", "KERNEL_CACHE", "GpuStepRecord", "GpuExecutor", "WgslListing",
@@ -220,14 +222,20 @@ class GpuExecutor:
 
     # --- the walk's backend ---------------------------------------------------------------
 
-    fused_matmul = False  # Matmul steps run burn's fallback (no fused matmul kernel yet)
-    fused_reduce = False  # Reduce steps likewise
+    fused_matmul = True  # Matmul steps run the fused matmul kernel
+    fused_reduce = False  # Reduce steps run burn's fallback (no fused reduce kernel yet)
+    matmul_form: str | None = None  # the fused matmul's form (None: burn's default)
+    matmul_kernels = MATMUL_KERNELS
 
     def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
         """Emit (or find) the block's kernel and dispatch it over the launch's buffers."""
         kernel = emitted_kernel(self.kernels, launch)
         self._kernels.append(kernel)
         self.launch_block(kernel, launch, scalar_words(run, trace))
+
+    def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
+        """The matmul and its epilogue as one kernel (or its fallback, see ``fused_matmul``)."""
+        self._kernels.append(run_fused_matmul(self, run, opt, launch, self.matmul_form))
 
     # --- unfused ops --------------------------------------------------------------------------
 
@@ -260,8 +268,9 @@ class WgslListing:
     """The walk's listing backend: plans every step and emits every fused kernel
     (``emitted``: ``(step index, kernel)``), with no device; dispatches and uploads nothing."""
 
-    fused_matmul = False  # the kernels the GPU backend would launch: its fallbacks
+    fused_matmul = True  # the kernels the GPU backend would launch
     fused_reduce = False
+    matmul_kernels = MATMUL_KERNELS
 
     def __init__(self, stream: Stream, profile: Any,
                  kernels: KernelCache | None = None) -> None:
@@ -280,6 +289,9 @@ class WgslListing:
 
     def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
         self.emitted.append((len(self.records), emitted_kernel(self.kernels, launch)))
+
+    def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
+        self.emitted.append((len(self.records), default_kernel(self.matmul_kernels, opt, launch)))
 
     def run_op(self, op: OperationIr) -> None:
         self.memory.run_unfused(op)

@@ -149,7 +149,7 @@ def test_executor_unfused_view_is_metadata_only(gpu_device):
 @pytest.mark.parametrize("name, counts", [
     ("mul_add_exp", [("fused", 1)]),
     ("chain", [("fused", 1), ("fused", 1)]),
-    ("matmul_add_exp", [("fallback", 2)]),  # the matmul, then the fused tail
+    ("matmul_add_exp", [("fused", 1)]),  # the matmul and its epilogue, one kernel
     ("mul_sum_dim_exp", [("fallback", 3)]),  # prologue, the reduction, the fused tail
     ("full_sum_plus_one", [("unfused", 1), ("unfused", 1)]),
 ])

@@ -1,0 +1,12 @@
+${enable}// fuselab matmul_fuse: ${kernel}
+override WG_SIZE: u32 = ${wg_size}u;
+
+${bindings}
+${helpers}
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    // The linear workgroup index over a grid folded past 65535 workgroups per dimension.
+    let group = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+${body}
+}
