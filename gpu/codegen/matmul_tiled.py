@@ -78,8 +78,9 @@ def tiled_fits(ref_shape: Sequence[int], ref_strides: Sequence[int], width: int,
     return all(s % width == 0 for d, s in zip(ref_shape[:-1], ref_strides[:-1]) if d > 1)
 
 
-def _chunk_loads(mb: MatmulBody, t: Tiling, operand: str) -> list[str]:
-    """Load this invocation's chunks of one operand's ``K`` slice into workgroup memory."""
+def _chunk_loads(mb: MatmulBody, t: Tiling, operand: str) -> tuple[list[str], list[str]]:
+    """Load this invocation's chunks of one operand's ``K`` slice into workgroup memory: the
+    lines before the ``K`` loop (strides read once) and those inside it."""
     form, rank = mb.form, mb.rank
     slot = form.lhs if operand == "a" else form.rhs
     vs = mb.signature.inputs[slot].vector_size
@@ -97,6 +98,8 @@ def _chunk_loads(mb: MatmulBody, t: Tiling, operand: str) -> list[str]:
         first = {"k": "k0", "n": "n0"}
         width = t.bn
     other = next(axis for axis in strides if axis != fast)
+    hoisted = [f"    let {operand}_s{axis} = {word};" for axis, word in strides.items()]
+    strides = {axis: f"{operand}_s{axis}" for axis in strides}
     fast_len = t.bk if fast == "k" else outer_size  # elements per row of chunks
     chunks = (t.bk * outer_size) // 4
     lines = []
@@ -129,7 +132,7 @@ def _chunk_loads(mb: MatmulBody, t: Tiling, operand: str) -> list[str]:
                              f"[{c}_o % 4u] = {c}_v[{i}];")
         else:
             lines.append(f"        {tile}[{c}_o * {width // 4}u + {c}_f / 4u] = {c}_v;")
-    return lines
+    return hoisted, lines
 
 
 def plus_start(mb: MatmulBody, slot: int, index: str) -> str:
@@ -168,8 +171,10 @@ def tiled_main(mb: MatmulBody, t: Tiling) -> tuple[list[str], list[str]]:
               f"    let tx = lid % {cols}u;", f"    let ty = lid / {cols}u;"]
     accs = [[f"acc{i}_{q}" for q in range(t.tn // 4)] for i in range(t.tm)]
     lines += [f"    var {acc} = vec4<f32>(0.0);" for row in accs for acc in row]
+    (pre_a, load_a), (pre_b, load_b) = _chunk_loads(mb, t, "a"), _chunk_loads(mb, t, "b")
+    lines += pre_a + pre_b
     lines.append(f"    for (var k0 = 0u; k0 < size_k; k0 = k0 + {t.bk}u) {{")
-    lines += _chunk_loads(mb, t, "a") + _chunk_loads(mb, t, "b")
+    lines += load_a + load_b
     lines += ["        workgroupBarrier();",
               f"        for (var kk = 0u; kk < {t.bk}u; kk = kk + 1u) {{"]
     lines += [f"            let a{iq} = tile_a[kk * {t.bm // 4}u + ty * {t.tm // 4}u + {iq}u];"
@@ -181,7 +186,8 @@ def tiled_main(mb: MatmulBody, t: Tiling) -> tuple[list[str], list[str]]:
             lines.append(f"            {accs[i][q]} = fma(vec4<f32>(a{i // 4}[{i % 4}]), b{q}, "
                          f"{accs[i][q]});")
     lines += ["        }", "        workgroupBarrier();", "    }"]
-    row_stride = mb.ref_stride(rank - 2)
+    lines.append(f"    let row_stride = {mb.ref_stride(rank - 2)};")
+    row_stride = "row_stride"
     for i in range(t.tm):
         lines += [f"    let m_{i} = m0 + ty * {t.tm}u + {i}u;", f"    if (m_{i} < size_m) {{",
                   f"        let row_{i} = ref_b + m_{i} * {row_stride};"]

@@ -89,6 +89,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var acc6_1 = vec4<f32>(0.0);
     var acc7_0 = vec4<f32>(0.0);
     var acc7_1 = vec4<f32>(0.0);
+    let a_sm = info[12u];
+    let a_sk = info[13u];
+    let b_sk = info[19u];
+    let b_sn = info[20u];
     for (var k0 = 0u; k0 < size_k; k0 = k0 + 8u) {
         let ac0 = lid + 0u;
         let ac0_o = ac0 / 32u;
@@ -97,7 +101,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let ac0_go = k0 + ac0_o;
         var ac0_v = vec4<f32>(0.0);
         if (ac0_go < size_k && ac0_gf < size_m) {
-            ac0_v = vec4<f32>(in0[(lhs_b + ac0_go * info[13u] + ac0_gf) / 4u]);
+            ac0_v = vec4<f32>(in0[(lhs_b + ac0_go * a_sk + ac0_gf) / 4u]);
         }
         tile_a[ac0_o * 32u + ac0_f / 4u] = ac0_v;
         let bc0 = lid + 0u;
@@ -107,7 +111,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let bc0_go = n0 + bc0_o;
         var bc0_v = vec4<f32>(0.0);
         if (bc0_go < size_n && bc0_gf < size_k) {
-            bc0_v = vec4<f32>(in1[(rhs_b + bc0_go * info[20u] + bc0_gf) / 4u]);
+            bc0_v = vec4<f32>(in1[(rhs_b + bc0_go * b_sn + bc0_gf) / 4u]);
         }
         tile_b[(bc0_f + 0u) * 32u + bc0_o / 4u][bc0_o % 4u] = bc0_v[0];
         tile_b[(bc0_f + 1u) * 32u + bc0_o / 4u][bc0_o % 4u] = bc0_v[1];
@@ -138,9 +142,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         workgroupBarrier();
     }
+    let row_stride = info[5u];
     let m_0 = m0 + ty * 8u + 0u;
     if (m_0 < size_m) {
-        let row_0 = ref_b + m_0 * info[5u];
+        let row_0 = ref_b + m_0 * row_stride;
         let n_0_0 = n0 + (0u + tx) * 4u;
         if (n_0_0 < size_n) {
             fuse_on_write((row_0 + n_0_0) / 4u, acc0_0);
@@ -152,7 +157,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let m_1 = m0 + ty * 8u + 1u;
     if (m_1 < size_m) {
-        let row_1 = ref_b + m_1 * info[5u];
+        let row_1 = ref_b + m_1 * row_stride;
         let n_1_0 = n0 + (0u + tx) * 4u;
         if (n_1_0 < size_n) {
             fuse_on_write((row_1 + n_1_0) / 4u, acc1_0);
@@ -164,7 +169,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let m_2 = m0 + ty * 8u + 2u;
     if (m_2 < size_m) {
-        let row_2 = ref_b + m_2 * info[5u];
+        let row_2 = ref_b + m_2 * row_stride;
         let n_2_0 = n0 + (0u + tx) * 4u;
         if (n_2_0 < size_n) {
             fuse_on_write((row_2 + n_2_0) / 4u, acc2_0);
@@ -176,7 +181,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let m_3 = m0 + ty * 8u + 3u;
     if (m_3 < size_m) {
-        let row_3 = ref_b + m_3 * info[5u];
+        let row_3 = ref_b + m_3 * row_stride;
         let n_3_0 = n0 + (0u + tx) * 4u;
         if (n_3_0 < size_n) {
             fuse_on_write((row_3 + n_3_0) / 4u, acc3_0);
@@ -188,7 +193,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let m_4 = m0 + ty * 8u + 4u;
     if (m_4 < size_m) {
-        let row_4 = ref_b + m_4 * info[5u];
+        let row_4 = ref_b + m_4 * row_stride;
         let n_4_0 = n0 + (0u + tx) * 4u;
         if (n_4_0 < size_n) {
             fuse_on_write((row_4 + n_4_0) / 4u, acc4_0);
@@ -200,7 +205,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let m_5 = m0 + ty * 8u + 5u;
     if (m_5 < size_m) {
-        let row_5 = ref_b + m_5 * info[5u];
+        let row_5 = ref_b + m_5 * row_stride;
         let n_5_0 = n0 + (0u + tx) * 4u;
         if (n_5_0 < size_n) {
             fuse_on_write((row_5 + n_5_0) / 4u, acc5_0);
@@ -212,7 +217,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let m_6 = m0 + ty * 8u + 6u;
     if (m_6 < size_m) {
-        let row_6 = ref_b + m_6 * info[5u];
+        let row_6 = ref_b + m_6 * row_stride;
         let n_6_0 = n0 + (0u + tx) * 4u;
         if (n_6_0 < size_n) {
             fuse_on_write((row_6 + n_6_0) / 4u, acc6_0);
@@ -224,7 +229,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let m_7 = m0 + ty * 8u + 7u;
     if (m_7 < size_m) {
-        let row_7 = ref_b + m_7 * info[5u];
+        let row_7 = ref_b + m_7 * row_stride;
         let n_7_0 = n0 + (0u + tx) * 4u;
         if (n_7_0 < size_n) {
             fuse_on_write((row_7 + n_7_0) / 4u, acc7_0);

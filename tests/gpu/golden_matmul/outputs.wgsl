@@ -79,6 +79,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var acc1_0 = vec4<f32>(0.0);
     var acc2_0 = vec4<f32>(0.0);
     var acc3_0 = vec4<f32>(0.0);
+    let a_sm = info[12u];
+    let a_sk = info[13u];
+    let b_sk = info[19u];
+    let b_sn = info[20u];
     for (var k0 = 0u; k0 < size_k; k0 = k0 + 8u) {
         let ac0 = lid + 0u;
         let ac0_o = ac0 / 2u;
@@ -87,7 +91,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let ac0_go = m0 + ac0_o;
         var ac0_v = vec4<f32>(0.0);
         if (ac0_go < size_m && ac0_gf < size_k) {
-            ac0_v = vec4<f32>(in0[(lhs_b + ac0_go * info[12u] + ac0_gf) / 4u]);
+            ac0_v = vec4<f32>(in0[(lhs_b + ac0_go * a_sm + ac0_gf) / 4u]);
         }
         tile_a[(ac0_f + 0u) * 8u + ac0_o / 4u][ac0_o % 4u] = ac0_v[0];
         tile_a[(ac0_f + 1u) * 8u + ac0_o / 4u][ac0_o % 4u] = ac0_v[1];
@@ -100,7 +104,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let bc0_go = k0 + bc0_o;
         var bc0_v = vec4<f32>(0.0);
         if (bc0_go < size_k && bc0_gf < size_n) {
-            bc0_v = vec4<f32>(in1[(rhs_b + bc0_go * info[19u] + bc0_gf) / 4u]);
+            bc0_v = vec4<f32>(in1[(rhs_b + bc0_go * b_sk + bc0_gf) / 4u]);
         }
         tile_b[bc0_o * 8u + bc0_f / 4u] = bc0_v;
         workgroupBarrier();
@@ -114,9 +118,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         workgroupBarrier();
     }
+    let row_stride = info[5u];
     let m_0 = m0 + ty * 4u + 0u;
     if (m_0 < size_m) {
-        let row_0 = ref_b + m_0 * info[5u];
+        let row_0 = ref_b + m_0 * row_stride;
         let n_0_0 = n0 + (0u + tx) * 4u;
         if (n_0_0 < size_n) {
             fuse_on_write((row_0 + n_0_0) / 4u, acc0_0);
@@ -124,7 +129,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let m_1 = m0 + ty * 4u + 1u;
     if (m_1 < size_m) {
-        let row_1 = ref_b + m_1 * info[5u];
+        let row_1 = ref_b + m_1 * row_stride;
         let n_1_0 = n0 + (0u + tx) * 4u;
         if (n_1_0 < size_n) {
             fuse_on_write((row_1 + n_1_0) / 4u, acc1_0);
@@ -132,7 +137,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let m_2 = m0 + ty * 4u + 2u;
     if (m_2 < size_m) {
-        let row_2 = ref_b + m_2 * info[5u];
+        let row_2 = ref_b + m_2 * row_stride;
         let n_2_0 = n0 + (0u + tx) * 4u;
         if (n_2_0 < size_n) {
             fuse_on_write((row_2 + n_2_0) / 4u, acc2_0);
@@ -140,7 +145,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     let m_3 = m0 + ty * 4u + 3u;
     if (m_3 < size_m) {
-        let row_3 = ref_b + m_3 * info[5u];
+        let row_3 = ref_b + m_3 * row_stride;
         let n_3_0 = n0 + (0u + tx) * 4u;
         if (n_3_0 < size_n) {
             fuse_on_write((row_3 + n_3_0) / 4u, acc3_0);
