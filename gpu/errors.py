@@ -31,4 +31,5 @@ class GpuLimitError(GpuError):
 
 
 class UnsupportedOpError(GpuError):
-    """The op has no GPU kernel (module ops: pooling, interpolate)."""
+    """The op, or this form of it, has no GPU kernel (an unknown interpolate mode, a fused
+    kernel asked to read what only another kernel family reads)."""

@@ -40,7 +40,7 @@ from refimpl.dtypes import DType
 from refimpl.planner.engine.trace import BlockLocal
 from refimpl.planner.launch.launch import FuseBlockConfig
 from gpu.codegen.emit import FusedKernel, emit_ops
-from gpu.codegen.fuse_io import BodyWriter, plus, plus_lane, times
+from gpu.codegen.fuse_io import BodyWriter, plus_lane, times
 from gpu.codegen.fused_signature import KernelSignature, compute_dtype, metadata_layout
 from gpu.codegen.matmul_tiled import TILINGS, tiled_main
 from gpu.codegen.render import Binding, render_kernel

@@ -24,7 +24,8 @@ on numpy, this one dispatches kernels on the buffers ``Memory`` names:
   names, burn's default without it; a form the device cannot run falls back there);
 * Reduce, ReduceBroadcasted: always their fallback (``fused_reduce`` is off: the standalone
   reduce kernel, then the fused tail or prologue as an emitted kernel);
-* NHWCRelayout: the trace, then the module op (which has no GPU kernel: a clear error).
+* NHWCRelayout: the trace, then the module op (its standalone kernel,
+  ``gpu.codegen.module_ops``).
 
 A synced tensor is snapshotted on the device (a buffer copy) when its producing step ends and
 read back once at the end. ``records`` counts dispatches and compilations per step.

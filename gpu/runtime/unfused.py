@@ -23,6 +23,7 @@ from refimpl.ops import OpKind
 from refimpl.semantics import scalar_value
 from gpu.codegen.elementwise import WIDTHS, ElementwiseKernel
 from gpu.codegen.matmul import MatmulKernel
+from gpu.codegen.module_ops import SCALARS as MODULE_SCALARS, ModuleKernel
 from gpu.codegen.movement import CopyKernel, IndexKernel, bit_storage
 from gpu.codegen.ops import WGSL_EXPR
 from gpu.codegen.reduce import (REDUCERS, ArgKernel, ReduceDimKernel, ReduceFullKernel,
@@ -257,6 +258,40 @@ def _matmul(rt: Runtime, op: OperationIr, inputs: list[DeviceTensor]) -> DeviceT
     return result
 
 
+# --- module ops (pooling, interpolate) ---------------------------------------------------
+
+
+def _lowest(dtype: DType) -> int:
+    """The word of the dtype's lowest value (max pooling's start: padding never wins)."""
+    if dtype.is_float:
+        return scalar_word(np.asarray(-np.inf, dtype.numpy), dtype)
+    return scalar_word(np.iinfo(dtype.numpy).min, dtype)
+
+
+def _module(rt: Runtime, op: OperationIr, inputs: list[DeviceTensor]) -> DeviceTensor:
+    """One invocation per output element; window sizes and input extents as words."""
+    src, desc, variant = inputs[0], op.desc, op.op.variant
+    option = {"AvgPool2d": lambda: "include_pad" if desc.count_include_pad else "exclude_pad",
+              "Interpolate": lambda: desc.mode}.get(variant, lambda: "")()
+    out = desc.out
+    kernel = ModuleKernel(variant, src.dtype, len(out.shape), option)
+    values = {"in_h": src.shape[-2], "in_w": src.shape[-1]}
+    if variant in ("MaxPool2d", "AvgPool2d"):
+        values.update(zip(("kh", "kw"), desc.kernel_size))
+        values.update(zip(("sh", "sw"), desc.stride))
+        values.update(zip(("ph", "pw"), desc.padding))
+    if variant == "MaxPool2d":
+        values.update(zip(("dh", "dw"), desc.dilation))
+        values["lowest"] = _lowest(src.dtype)
+    scalars = [values[name] for name in MODULE_SCALARS[variant]]
+    result = rt.empty(out.shape, out.dtype)
+    count = int(np.prod(out.shape, dtype=np.int64))
+    view = (src.offset, src.strides)
+    launch(rt, kernel.source(), [src.buffer, result.buffer],
+           kernel.schema.pack(count, out.shape, [view], scalars), count)
+    return result
+
+
 # --- the table ------------------------------------------------------------------------------
 
 _BY_VARIANT: dict[str, Runner] = {
@@ -270,6 +305,10 @@ _BY_VARIANT: dict[str, Runner] = {
     "Gather": _indexed(_gather_index),
     "Select": _indexed(_select_index),
     "Matmul": _matmul,
+    "MaxPool2d": _module,
+    "AvgPool2d": _module,
+    "AdaptiveAvgPool2d": _module,
+    "Interpolate": _module,
 }
 
 _BY_KIND: dict[OpKind, Runner] = {

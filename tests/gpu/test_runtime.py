@@ -65,15 +65,6 @@ def test_run_op_checks_inputs_against_the_snapshots(gpu_device):
         run_op(gpu_device, op, [np.zeros(2, np.int32)])
 
 
-def test_module_ops_raise_unsupported_op(gpu_device):
-    x = tensor(0, (1, 1, 4, 4), DType.F32)
-    op = ir.OperationIr(op_named("Module.MaxPool2d"),
-                        ir.MaxPool2dOpIr(x, (2, 2), (2, 2), (0, 0), (1, 1),
-                                         tensor(1, (1, 1, 2, 2), DType.F32, True)))
-    with pytest.raises(UnsupportedOpError, match="MaxPool2d"):
-        run_op(gpu_device, op, [np.zeros((1, 1, 4, 4), np.float32)])
-
-
 def test_runtime_refuses_buffers_past_the_binding_limit(runtime):
     with pytest.raises(GpuLimitError, match="max-storage-buffer-binding-size"):
         runtime.empty((2**30,), DType.F32)
