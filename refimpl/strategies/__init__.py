@@ -33,7 +33,9 @@ from refimpl.stream import Stream
 from refimpl.strategies.builder import (
     DIMS, FLOAT_DTYPES, INT_DTYPES, StreamBuilder, input_specs, shapes, strides_for_layout,
 )
-from refimpl.strategies.generators import ELEMENTWISE_GENERATORS, GENERATORS, creation
+from refimpl.strategies.generators import (
+    ELEMENTWISE_GENERATORS, GENERATORS, MATMUL_GENERATORS, creation,
+)
 from refimpl.strategies.templates import TEMPLATE_OPS, TEMPLATES
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "input_specs",
     "streams",
     "elementwise_streams",
+    "matmul_streams",
 ]
 
 ZERO_DIM_SHARE = 8  # one stream in 8 may hold zero-size dims
@@ -86,3 +89,10 @@ def streams(max_ops: int = 10, max_rank: int = 3) -> st.SearchStrategy[Stream]:
 def elementwise_streams(max_ops: int = 10, max_rank: int = 3) -> st.SearchStrategy[Stream]:
     """Valid streams of element-wise ops only (the ElementWise fuser's whole domain)."""
     return _stream(ELEMENTWISE_GENERATORS, (), max_ops, max_rank)
+
+
+def matmul_streams(max_ops: int = 10, max_rank: int = 3) -> st.SearchStrategy[Stream]:
+    """Valid streams where matmuls are frequent, among element-wise ops and views (the Matmul
+    fuser's domain: epilogues with several outputs, batched, broadcast and transposed
+    operands)."""
+    return _stream(MATMUL_GENERATORS, (), max_ops, max_rank)

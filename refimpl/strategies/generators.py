@@ -17,7 +17,8 @@ from refimpl.strategies.builder import (
     CATEGORY, DIMS, FLOAT_DTYPES, INT_DTYPES, StreamBuilder, family, input_specs, pick, shapes,
 )
 
-__all__ = ["ELEMENTWISE_GENERATORS", "GENERATORS", "VIEW_KINDS", "broadcast", "broadcast_partner",
+__all__ = ["ELEMENTWISE_GENERATORS", "GENERATORS", "MATMUL_GENERATORS", "VIEW_KINDS", "broadcast",
+           "broadcast_partner",
            "creation", "view_of"]
 
 
@@ -291,6 +292,35 @@ def _matmul(draw, b: StreamBuilder) -> int | None:
     return b.op("Float.Matmul", shape[:-1] + (n,), dtype, lhs=tid, rhs=rhs)
 
 
+def _matmul_epilogue(draw, b: StreamBuilder) -> int | None:
+    """A matmul, then one to three element-wise ops on its result (what the Matmul fuser
+    fuses): unary math, a scalar op, a broadcast row added, or burn's relu. Without a
+    float matrix live, its lhs is a new input."""
+    if not any(d.is_float and len(s) >= 2 for s, d in b.live.values()):
+        rank = draw(st.integers(2, 3))
+        lhs = tuple(draw(st.sampled_from(b.dims())) for _ in range(rank))
+        draw(input_specs(b, lhs, draw(st.sampled_from(FLOAT_DTYPES))))
+    out = _matmul(draw, b)
+    if out is None:
+        return None
+    shape, dtype = b.live[out]
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(("unary", "scalar", "bias", "relu")))
+        if kind == "unary":
+            out = b.op(f"Float.{draw(st.sampled_from(_UNARY_FLOAT))}", shape, dtype, input=out)
+        elif kind == "scalar":
+            name = draw(st.sampled_from(_ARITH_SCALAR))
+            out = b.op(f"NumericFloat.{name}", shape, dtype, lhs=out,
+                       rhs=_scalar_value(draw, dtype))
+        elif kind == "bias":
+            row = draw(input_specs(b, (1,) * (len(shape) - 1) + shape[-1:], dtype))
+            out = b.op("NumericFloat.Add", shape, dtype, lhs=out, rhs=row)
+        else:
+            mask = b.op("NumericFloat.LowerEqualElem", shape, DType.BOOL, lhs=out, rhs=0.0)
+            out = b.op("BaseFloat.MaskFill", shape, dtype, tensor=out, mask=mask, value=0.0)
+    return out
+
+
 def _cat(draw, b: StreamBuilder) -> int | None:
     tid = pick(draw, b, lambda s, d: True)
     if tid is None:
@@ -346,3 +376,5 @@ def _gather(draw, b: StreamBuilder) -> int | None:
 ELEMENTWISE_GENERATORS = (_unary, _abs, _binary, _binary, _scalar, _scalar, _compare, _int_ops,
                           _cast, _clamp, _mask, creation)
 GENERATORS = ELEMENTWISE_GENERATORS + (_view, _view, _reduce, _reduce, _matmul, _cat, _gather)
+# The Matmul fuser's domain: matmuls (batched, broadcast, on transposing views) and epilogues.
+MATMUL_GENERATORS = (_matmul_epilogue,) * 8 + (_matmul,) + ELEMENTWISE_GENERATORS + (_view,)

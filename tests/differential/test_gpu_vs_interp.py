@@ -5,7 +5,9 @@ each tensor's chain (``gpu.check.agreement``).
 Streams come from ``refimpl.strategies.streams`` mapped onto the dtypes WGSL has
 (``wgsl_stream``: f64 → f32, 64/16/8-bit ints → 32-bit), planned once for the adapter's
 profile; the interpreter and the GPU executor then run the same executed steps. The number of
-streams is the hypothesis profile's (``ci``: 200, about 15 s on lavapipe with 2 cores).
+streams is the hypothesis profile's (``ci``: 200, about 15 s on lavapipe with 2 cores), for
+``streams()`` and again for ``matmul_streams()`` (matmuls with epilogues; each stream's fused
+matmuls run as a drawn form of ``gpu.runtime.fused_matmul``, the fallback included).
 
 Documented classes of differences, reported as hypothesis events, never failures:
 
@@ -35,7 +37,7 @@ from refimpl.data import logical_values
 from refimpl.eager import run_stream
 from refimpl.fused_kernel import KernelError
 from refimpl.interpreter import Interpreter, executed_steps
-from refimpl.strategies import streams
+from refimpl.strategies import matmul_streams, streams
 from refimpl.strategies.coverage import stream_classes
 from refimpl.stream import InputSpec, Stream
 from gpu.check.agreement import compare, wgsl_stream
@@ -54,8 +56,17 @@ def device(gpu_adapter):
     return default_device()
 
 
-def _check(device, stream: Stream, nonfinite: bool = False) -> None:
+def _check(device, stream: Stream, nonfinite: bool = False, matmul_form: str | None = None):
     from gpu.runtime.executor import GpuExecutor
+
+    def gpu_run(profile, executed):
+        executor = GpuExecutor(stream, device, profile)
+        executor.matmul_form = matmul_form
+        got = executor.run(executed)
+        paths = sorted({r.path for r in executor.records
+                        if r.step is not None and r.step.fuser == "Matmul"})
+        event(f"Matmul steps: {', '.join(paths) or 'none'}")
+        return got
 
     note(stream.to_json())
     profile, executed = executed_steps(stream, device.profile())
@@ -68,13 +79,13 @@ def _check(device, stream: Stream, nonfinite: bool = False) -> None:
         # or under WGSL's robust buffer access) runs and must then agree with eager.
         event(f"interpreter refused: {str(exc).split(':')[0]}")
         try:
-            got = GpuExecutor(stream, device, profile).run(executed)
+            got = gpu_run(profile, executed)
         except KernelError as gpu_exc:
             assert str(gpu_exc).split(":")[0] == str(exc).split(":")[0]
             return
         expected = run_stream(stream)
     else:
-        got = GpuExecutor(stream, device, profile).run(executed)
+        got = gpu_run(profile, executed)
     agreement = compare(stream, expected, got, nonfinite=nonfinite)
     tensors = agreement.tensors
     event(f"non-finite elements: {'some' if any(t.nonfinite for t in tensors) else 'none'}")
@@ -93,6 +104,13 @@ def _check(device, stream: Stream, nonfinite: bool = False) -> None:
 @example(stream=pinned("size1_output_in_empty_block"))
 def test_gpu_matches_interpreter_on_random_streams(device, stream):
     _check(device, wgsl_stream(stream, device.has_f16))
+
+
+@_SLOW_OK
+@given(stream=matmul_streams(), form=st.sampled_from(
+    (None, "simple", "gemv", "small", "tile64", "large", "fallback")))
+def test_gpu_matches_interpreter_on_matmul_streams(device, stream, form):
+    _check(device, wgsl_stream(stream, device.has_f16), matmul_form=form)
 
 
 def _with_nonfinite(stream: Stream, seed: int) -> Stream:
