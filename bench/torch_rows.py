@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["max_errors", "torch_available", "torch_side", "torch_warmup"]
+__all__ = ["cuda_time", "max_errors", "torch_available", "torch_side", "torch_warmup"]
 
 
 def max_errors(got: np.ndarray, want: np.ndarray) -> dict[str, float]:
@@ -61,6 +61,9 @@ def _cuda_time(fn: Callable, iterations: int, reps: int, warmup: int = 3) -> dic
     return {"method": "cuda events", "iterations": iterations, "timed_reps": reps,
             "median_us": float(np.median(spans)), "min_us": float(min(spans)),
             "max_us": float(max(spans)), "reps_us": spans}
+
+
+cuda_time = _cuda_time  # public: other benches time their own torch calls with it
 
 
 def _graph_time(fn: Callable, iterations: int, reps: int) -> dict[str, Any]:

@@ -53,7 +53,7 @@ from refimpl.ops import OpKind
 from refimpl.semantics import NUMPY_IMPL, scalar_value
 from refimpl.stream import Stream
 from gpu.check.tolerance import (GPU_ULP_TOLERANCE, REASSOCIABLE, REASSOCIATION_ULP, Tolerance,
-                                 product_bound, reduction_bound)
+                                 matmul_bound, product_bound, reduction_bound)
 
 __all__ = ["Bound", "chain_bounds"]
 
@@ -274,10 +274,8 @@ def _matmul(op: OperationIr, env: dict[int, _Tensor], result: np.ndarray) -> _Te
     if result.dtype.kind != "f":
         err = np.where((np.matmul(ea, ones[1]) + np.matmul(ones[0], eb)) > 0, np.inf, 0.0)
     else:
-        k = a.shape[-1]
-        eps = float(np.finfo(np.float32 if result.dtype == np.float16 else result.dtype).eps)
         err = np.matmul(a, eb) + np.matmul(ea, b) + np.matmul(ea, eb) + \
-            2 * k * eps * np.matmul(a, b) + _spacing(result)
+            matmul_bound(a, b, result.dtype) + _spacing(result)
     tainted = (np.matmul(np.isnan(lhs.err).astype(float), ones[1]) +
                np.matmul(ones[0], np.isnan(rhs.err).astype(float))) > 0
     err = np.where(touched, np.inf, err)

@@ -28,7 +28,7 @@ from refimpl.ops import OPS, OpKind
 
 __all__ = ["Tolerance", "GPU_ULP_TOLERANCE", "LOOSEST_SINGLE_OP", "NUMPY_F32_ULP",
            "REASSOCIABLE", "REASSOCIATION_ULP", "ulp_distance", "close_mask", "assert_close_ulp",
-           "reduction_bound", "product_bound"]
+           "reduction_bound", "product_bound", "matmul_bound"]
 
 Arrays = Sequence[np.ndarray]
 PI = float(np.pi)
@@ -132,7 +132,8 @@ _FLOAT_RULES: dict[str, Tolerance] = {
     "Powf": Tolerance("pow: inherited from exp2(e·log2|b|) (see _powf_ulp)", extra=_powf_ulp),
     "Cast": Tolerance("float conversion: rounding mode unspecified (either neighbour)", ulp=1),
     "IntoFloat": Tolerance("int → float conversion: rounding mode unspecified", ulp=1),
-    "Matmul": Tolerance("sequential sum of K products vs numpy's order: |err| ≤ K·ε·(|A|·|B|)"),
+    "Matmul": Tolerance("K products summed in another order than numpy's (sequential fma, "
+                        "or per-invocation partials then a tree): matmul_bound"),
     "Sum": Tolerance("summation order differs: |err| ≤ n·ε·Σ|x|"),
     "Mean": Tolerance("summation order differs: |err| ≤ n·ε·Σ|x| / n, then / n (≤ 3 ULP)"),
     "Prod": Tolerance("product order differs: 2n·ε relative (product_bound)"),
@@ -231,6 +232,17 @@ def reduction_bound(values: np.ndarray, axis: int | None, dtype: np.dtype,
     total = mags.sum().reshape(1) if axis is None else mags.sum(axis=axis, keepdims=True)
     scale = n if mean else 1
     return 2 * n * acc_eps * total / scale + float(np.finfo(dtype).eps) * total / scale
+
+
+def matmul_bound(lhs_abs: np.ndarray, rhs_abs: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Absolute allowance of a matmul's sum of ``K`` products taken in another order:
+    ``2K·ε_acc·(|A|·|B|)`` with ε of the accumulator (f32 for f16), plus one rounding to the
+    output dtype. ``lhs_abs``, ``rhs_abs``: the operands' magnitudes (float64); every GPU form
+    accumulates in f32, each product and partial sum rounding at most once per term."""
+    acc_eps = float(np.finfo(np.float32 if dtype == np.float16 else dtype).eps)
+    mags = np.matmul(lhs_abs, rhs_abs)
+    k = lhs_abs.shape[-1]
+    return (2 * k * acc_eps + float(np.finfo(dtype).eps)) * mags
 
 
 def product_bound(expected: np.ndarray, count: int) -> np.ndarray:

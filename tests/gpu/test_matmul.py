@@ -12,21 +12,13 @@ from refimpl import ir
 from refimpl.dtypes import DType
 from refimpl.ops import op_named
 from refimpl.semantics import NUMPY_IMPL
-from gpu.check.tolerance import assert_close_ulp
+from gpu.check.tolerance import assert_close_ulp, matmul_bound
 from gpu.runtime.unfused import run_op
 from tests.gpu.cases import device_input, tensor
 
 CHEAP = settings(max_examples=min(settings().max_examples, 12))
 OPS = {DType.F32: "Float.Matmul", DType.F16: "Float.Matmul", DType.I32: "Int.Matmul",
        DType.U32: "Int.Matmul"}
-
-
-def _matmul_bound(lhs: np.ndarray, rhs: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
-    """|err| ≤ 2K·ε_acc·(|A|·|B|) + one rounding of the result."""
-    mags = np.matmul(np.abs(lhs.astype(np.float64)), np.abs(rhs.astype(np.float64)))
-    k = lhs.shape[-1]
-    eps = float(np.finfo(np.float32).eps)
-    return (2 * k * eps + float(np.finfo(out_dtype).eps)) * mags
 
 
 @pytest.mark.parametrize("dtype", list(OPS), ids=lambda d: d.value)
@@ -56,5 +48,6 @@ def test_matmul_matches_numpy(gpu_device, dtype, seed, batch, lhs_b1, m, k, n, p
     rt = gpu_device.runtime
     actual = run_op(gpu_device, op, [device_input(rt, lhs, dtype, perm_l, pad),
                                      device_input(rt, rhs, dtype, perm_r, pad)])
-    bound = _matmul_bound(lhs, rhs, dtype.numpy) if dtype.is_float else 0.0
+    bound = matmul_bound(np.abs(lhs.astype(np.float64)), np.abs(rhs.astype(np.float64)),
+                         dtype.numpy) if dtype.is_float else 0.0
     assert_close_ulp(actual, expected, op.name, (), bound)
