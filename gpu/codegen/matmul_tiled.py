@@ -23,10 +23,9 @@ the others multiples of the width), which the host checks per launch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-if TYPE_CHECKING:
-    from gpu.codegen.matmul_fused import MatmulBody
+from gpu.codegen.matmul_body import MatmulBody
 
 __all__ = ["Tiling", "TILINGS", "tiled_main", "tiled_fits"]
 
@@ -58,6 +57,7 @@ TILINGS = {t.name: t for t in (
     Tiling("small", 32, 32, 8, 4, 4),  # 64 invocations: small matrices, many batches
     Tiling("tile64", 64, 64, 16, 4, 4),  # 256 invocations, 16 products each
     Tiling("large", 128, 128, 8, 8, 8),  # 256 invocations, 64 products each
+    Tiling("large_k16", 128, 128, 16, 8, 8),  # the same, half the barriers, 16 KiB of tiles
 )}
 
 for _t in TILINGS.values():  # every invocation loads the same number of chunks

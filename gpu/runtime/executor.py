@@ -61,7 +61,7 @@ from gpu.runtime.fused_matmul import MATMUL_KERNELS, default_kernel, run_fused_m
 from gpu.runtime.unfused import execute as execute_op, launch as launch_kernel
 
 __all__ = ["KernelCache", "KERNEL_CACHE", "GpuStepRecord", "GpuExecutor", "WgslListing",
-           "run_planned", "run_unfused", "signature_of", "launch_words"]
+           "run_planned", "run_unfused", "signature_of", "launch_words", "scalar_words"]
 
 
 # --- records ------------------------------------------------------------------------------------
@@ -236,7 +236,8 @@ class GpuExecutor:
 
     def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
         """The matmul and its epilogue as one kernel (or its fallback, see ``fused_matmul``)."""
-        self._kernels.append(run_fused_matmul(self, run, opt, launch, self.matmul_form))
+        self._kernels.append(run_fused_matmul(self, run, opt, launch,
+                                              scalar_words(run, opt.trace), self.matmul_form))
 
     # --- unfused ops --------------------------------------------------------------------------
 

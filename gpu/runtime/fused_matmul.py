@@ -5,14 +5,14 @@ burn counterpart: ``burn-cubecl-fusion/src/optim/matmul/optimization.rs``
 (``MatmulOptimization::execute``: without autotune the default selector, burn's simple kernel;
 ``tune.rs``: the candidates, the fallback among them) and cubecl's kernel cache.
 
-* ``run_fused_matmul(executor, run, opt, launch, kind)``: the launch's kernel of form ``kind``
+* ``run_fused_matmul(executor, run, opt, launch, scalars, kind)``: the launch's kernel of form ``kind``
   (``None``: ``DEFAULT_FORM``). A form the launch cannot use falls back, said in the debug log
   (``FUSELAB_DEBUG_LOG=stdout``), never failing the run: a tiled form whose epilogue
   positions do not run along ``N`` or whose operands are not aligned for its vec4 loads, or
   any form past the device's bindings, workgroup storage or invocations, runs ``simple``;
   past that, the standalone matmul then the ``product`` kernel (burn's fallback: two launches,
   fewer bindings, no workgroup memory).
-* ``matmul_candidates(executor, run, opt, launch)``: ``(name, launch callable)`` per form that
+* ``matmul_candidates(executor, run, opt, launch, scalars)``: ``(name, launch callable)`` per form that
   fits, plus ``"fallback"``: what a generic autotuner times. The callables write the real
   outputs except where an output is written in place into an input: that input is bound to a
   scratch copy, so timing never changes the step's values; the winner then runs through
@@ -205,13 +205,11 @@ def default_kernel(kernels: MatmulKernels, opt: Any, launch: Launch) -> FusedKer
     return kernels.kernel(launch.plan.configs[0], signature_of(launch), form)
 
 
-def run_fused_matmul(executor: Any, run: Any, opt: Any, launch: Launch,
+def run_fused_matmul(executor: Any, run: Any, opt: Any, launch: Launch, scalars: list,
                      kind: str | None = None) -> FusedKernel:
     """Run the launch's fused matmul as form ``kind`` (falling back as the module says);
-    the kernel that wrote the outputs."""
-    from gpu.runtime.executor import scalar_words
-
-    scalars = scalar_words(run, opt.trace)
+    ``scalars``: the trace's scalar words (``gpu.runtime.executor.scalar_words``). The kernel
+    that wrote the outputs."""
     kind = kind or DEFAULT_FORM
     device, kernels = executor.device, executor.matmul_kernels
     for attempt in dict.fromkeys((kind, DEFAULT_FORM)):
@@ -225,13 +223,11 @@ def run_fused_matmul(executor: Any, run: Any, opt: Any, launch: Launch,
     return _fallback(executor, run, opt, launch, scalars)
 
 
-def matmul_candidates(executor: Any, run: Any, opt: Any,
-                      launch: Launch) -> list[tuple[str, Callable[[], None]]]:
+def matmul_candidates(executor: Any, run: Any, opt: Any, launch: Launch,
+                      scalars: list) -> list[tuple[str, Callable[[], None]]]:
     """``(name, callable)`` per candidate that fits, ``"fallback"`` last (see the module
-    docstring: in-place inputs are bound to scratch copies)."""
-    from gpu.runtime.executor import scalar_words
-
-    scalars = scalar_words(run, opt.trace)
+    docstring: in-place inputs are bound to scratch copies); ``scalars`` as for
+    ``run_fused_matmul``."""
     scratch = {}
     for out in launch.plan.outputs:
         if out.kind != "owned":

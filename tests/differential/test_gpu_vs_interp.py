@@ -41,6 +41,7 @@ from refimpl.strategies import matmul_streams, streams
 from refimpl.strategies.coverage import stream_classes
 from refimpl.stream import InputSpec, Stream
 from gpu.check.agreement import compare, wgsl_stream
+from gpu.runtime.fused_matmul import CANDIDATES
 from tests.differential.helpers import pinned
 
 pytestmark = pytest.mark.gpu
@@ -107,8 +108,7 @@ def test_gpu_matches_interpreter_on_random_streams(device, stream):
 
 
 @_SLOW_OK
-@given(stream=matmul_streams(), form=st.sampled_from(
-    (None, "simple", "gemv", "small", "tile64", "large", "fallback")))
+@given(stream=matmul_streams(), form=st.sampled_from((None, *CANDIDATES, "fallback")))
 def test_gpu_matches_interpreter_on_matmul_streams(device, stream, form):
     _check(device, wgsl_stream(stream, device.has_f16), matmul_form=form)
 

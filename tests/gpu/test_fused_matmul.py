@@ -23,7 +23,7 @@ from refimpl.interpreter import Interpreter, executed_steps
 from gpu.check.agreement import compare
 from gpu.codegen import matmul_tiled
 from gpu.codegen.matmul_tiled import Tiling
-from gpu.runtime.executor import GpuExecutor, WgslListing
+from gpu.runtime.executor import GpuExecutor, WgslListing, scalar_words
 from gpu.runtime.fused_matmul import CANDIDATES, MatmulKernels, matmul_candidates
 
 GOLDEN = Path(__file__).resolve().parent / "golden_matmul"
@@ -167,7 +167,8 @@ def test_fused_matmul_candidates_leave_the_values_alone(gpu_device):
     names = []
 
     def tuned(run, opt, launch):
-        candidates = matmul_candidates(executor, run, opt, launch)
+        candidates = matmul_candidates(executor, run, opt, launch,
+                                       scalar_words(run, opt.trace))
         names.extend(name for name, _ in candidates)
         for _, launch_candidate in candidates:
             launch_candidate()
