@@ -12,6 +12,8 @@ The kernel families:
 
 * fused element-wise: ``emit`` (``emit_block``), ``fuse_io`` (its body) and
   ``fused_signature`` (what a fused kernel is specialised on);
+* fused matmul: ``matmul_fused`` (the forms; the epilogue is ``emit``'s block), ``matmul_tiled``
+  (the register-tiled main loop) and ``matmul_body`` (what they share);
 * standalone, one per op (``gpu.runtime.unfused`` launches them): ``elementwise``, ``movement``,
-  ``reduce`` and ``matmul``.
+  ``reduce``, ``matmul`` and ``module_ops``.
 """

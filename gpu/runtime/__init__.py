@@ -9,6 +9,8 @@ GPU backend.
   (``Runtime``);
 * ``unfused``: one op as its own kernel(s), launched from ``gpu.codegen``'s standalone kernels;
 * ``fused_launch``: the host side of a fused launch (kernel cache, signature, metadata words);
+* ``fused_matmul``: the host side of the fused matmul (its form, fallbacks, the candidates an
+  autotuner times);
 * ``executor``: ``GpuExecutor``, the GPU backend of the one walk over a plan's steps, and
   ``WgslListing``, the backend that only emits.
 
