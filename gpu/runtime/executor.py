@@ -225,7 +225,10 @@ class GpuExecutor:
 
     fused_matmul = True  # Matmul steps run the fused matmul kernel
     fused_reduce = False  # Reduce steps run burn's fallback (no fused reduce kernel yet)
-    matmul_form: str | None = None  # the fused matmul's form (None: burn's default)
+    # The fused matmul's form: a name, None (burn's default), or a chooser called per launch
+    # ``(executor, run, opt, launch, scalars) -> name`` (an autotuner timing
+    # ``gpu.runtime.fused_matmul.matmul_candidates``).
+    matmul_form: Any = None
     matmul_kernels = MATMUL_KERNELS
 
     def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
@@ -236,8 +239,11 @@ class GpuExecutor:
 
     def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
         """The matmul and its epilogue as one kernel (or its fallback, see ``fused_matmul``)."""
-        self._kernels.append(run_fused_matmul(self, run, opt, launch,
-                                              scalar_words(run, opt.trace), self.matmul_form))
+        scalars = scalar_words(run, opt.trace)
+        form = self.matmul_form
+        if callable(form):
+            form = form(self, run, opt, launch, scalars)
+        self._kernels.append(run_fused_matmul(self, run, opt, launch, scalars, form))
 
     # --- unfused ops --------------------------------------------------------------------------
 

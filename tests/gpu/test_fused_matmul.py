@@ -182,6 +182,21 @@ def test_fused_matmul_candidates_leave_the_values_alone(gpu_device):
     assert compare(stream, expected, got).ok
 
 
+def test_fused_matmul_form_chooser_is_called_per_launch(gpu_device):
+    """``matmul_form`` may be a chooser (an autotuner): called with the launch and its scalar
+    words, its answer is the form that runs."""
+    seen = []
+
+    def choose(executor, run, opt, launch, scalars):
+        seen.append([name for name, _ in matmul_candidates(executor, run, opt, launch,
+                                                            scalars)])
+        return "tile64"
+
+    executor = _run(gpu_device, _stream(**CASES["outputs"]), choose)
+    assert seen == [[*CANDIDATES, "fallback"]]
+    assert "matmul_fuse: tile64" in _matmul_record(executor).kernels[0].source
+
+
 # --- golden sources ---------------------------------------------------------------------------
 
 GOLDEN_CASES = {"batched": None, "both_transposed": "large", "outputs": "small",
