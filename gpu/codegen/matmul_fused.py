@@ -17,9 +17,10 @@ prints the tiled ones):
   invocation, each lane a sequential loop over ``K``; any reference layout;
 * ``gemv`` (matrix-vector): one position per workgroup of 64, ``K`` split across the
   invocations and summed in workgroup memory; for few outputs and a long ``K``;
-* ``small`` / ``tile64`` / ``large`` / ``large_k16``: register-tiled, workgroup-shared ``K`` slices loaded
-  with vec4 reads (``matmul_tiled.TILINGS``); their epilogue needs a reference whose
-  positions run along ``N`` (``tiled_fits``, checked per launch);
+* ``small`` / ``tile64`` / ``large`` / ``large_k16`` / ``large_pf``: register-tiled,
+  workgroup-shared ``K`` slices loaded with vec4 reads (``matmul_tiled.TILINGS``); their
+  epilogue needs a reference whose positions run along ``N`` (``tiled_fits``, checked per
+  launch);
 * ``product``: the fallback's second kernel: the seed read from the standalone matmul's
   output (``gpu.codegen.matmul``), for when no fused kernel fits the device.
 

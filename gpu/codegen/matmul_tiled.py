@@ -13,7 +13,8 @@ the binding is vec4 there, else four guarded element loads), stored ``k``-major 
 loop reads vec4 rows of both. Invocation ``(tx, ty)`` owns rows ``ty·TM .. ty·TM + TM - 1`` and
 the column chunks ``q·(BN/TN) + tx`` (interleaved: neighbouring invocations read and write
 neighbouring vectors). Out-of-range rows, columns and ``K`` are zero-filled on load and
-skipped on write. Accumulation is f32 ``fma``.
+skipped on write. Accumulation is f32 ``fma``. A ``prefetch`` tiling loads the next slice into
+registers while the current one is multiplied (one barrier pair per slice either way).
 
 The epilogue calls ``fuse_on_write(pos, seed)`` per ``width`` columns: it needs the block's
 reference positions to run along ``N`` (``tiled_fits``: reference stride 1 on the last dim,
@@ -23,7 +24,7 @@ the others multiples of the width), which the host checks per launch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from gpu.codegen.matmul_body import MatmulBody
 
@@ -40,6 +41,7 @@ class Tiling:
     bk: int
     tm: int
     tn: int
+    prefetch: bool = False  # load the next K slice into registers during this one's products
 
     @property
     def threads(self) -> int:
@@ -58,6 +60,7 @@ TILINGS = {t.name: t for t in (
     Tiling("tile64", 64, 64, 16, 4, 4),  # 256 invocations, 16 products each
     Tiling("large", 128, 128, 8, 8, 8),  # 256 invocations, 64 products each
     Tiling("large_k16", 128, 128, 16, 8, 8),  # the same, half the barriers, 16 KiB of tiles
+    Tiling("large_pf", 128, 128, 8, 8, 8, True),  # large, the next slice loaded meanwhile
 )}
 
 for _t in TILINGS.values():  # every invocation loads the same number of chunks
@@ -78,61 +81,64 @@ def tiled_fits(ref_shape: Sequence[int], ref_strides: Sequence[int], width: int,
     return all(s % width == 0 for d, s in zip(ref_shape[:-1], ref_strides[:-1]) if d > 1)
 
 
-def _chunk_loads(mb: MatmulBody, t: Tiling, operand: str) -> tuple[list[str], list[str]]:
-    """Load this invocation's chunks of one operand's ``K`` slice into workgroup memory: the
-    lines before the ``K`` loop (strides read once) and those inside it."""
+def _chunk_loads(mb: MatmulBody, t: Tiling, operand: str
+                 ) -> tuple[list[str], Callable[[str], list[str]], list[str]]:
+    """This invocation's chunks of one operand's ``K`` slice: the lines before the ``K`` loop
+    (strides, chunk positions, the chunk registers), the loads of the slice starting at a
+    given ``k`` into the registers, and their stores into workgroup memory."""
     form, rank = mb.form, mb.rank
     slot = form.lhs if operand == "a" else form.rhs
     vs = mb.signature.inputs[slot].vector_size
     base = "lhs_b" if operand == "a" else "rhs_b"
-    if operand == "a":  # (outer, fast) axes; ``m`` or ``k`` fast
-        fast, outer_size = form.lhs_fast, t.bm
+    if operand == "a":  # ``m`` or ``k`` fast
+        fast, width = form.lhs_fast, t.bm
         strides = {"m": mb.stride(slot, rank - 2), "k": mb.stride(slot, rank - 1)}
-        limit = {"m": "size_m", "k": "size_k"}
-        first = {"m": "m0", "k": "k0"}
-        width = t.bm
+        limit, first = {"m": "size_m", "k": "size_k"}, {"m": "m0"}
     else:
-        fast, outer_size = form.rhs_fast, t.bn
+        fast, width = form.rhs_fast, t.bn
         strides = {"k": mb.stride(slot, rank - 2), "n": mb.stride(slot, rank - 1)}
-        limit = {"k": "size_k", "n": "size_n"}
-        first = {"k": "k0", "n": "n0"}
-        width = t.bn
+        limit, first = {"k": "size_k", "n": "size_n"}, {"n": "n0"}
     other = next(axis for axis in strides if axis != fast)
-    hoisted = [f"    let {operand}_s{axis} = {word};" for axis, word in strides.items()]
+    pre = [f"    let {operand}_s{axis} = {word};" for axis, word in strides.items()]
     strides = {axis: f"{operand}_s{axis}" for axis in strides}
-    fast_len = t.bk if fast == "k" else outer_size  # elements per row of chunks
-    chunks = (t.bk * outer_size) // 4
-    lines = []
-    tile = f"tile_{operand}"
-    for it in range(chunks // t.threads):
-        c = f"{operand}c{it}"
-        lines.append(f"        let {c} = lid + {it * t.threads}u;")
-        lines.append(f"        let {c}_o = {c} / {fast_len // 4}u;")
-        lines.append(f"        let {c}_f = ({c} % {fast_len // 4}u) * 4u;")
-        g_fast, g_other = f"{first[fast]} + {c}_f", f"{first[other]} + {c}_o"
-        lines.append(f"        let {c}_gf = {g_fast};")
-        lines.append(f"        let {c}_go = {g_other};")
-        lines.append(f"        var {c}_v = vec4<f32>(0.0);")
-        inside = f"{c}_go < {limit[other]}"
-        index = f"{base} + {c}_go * {strides[other]} + {c}_gf"
-        if vs == 4:
-            vector = f"{mb.body.array(slot)}[({plus_start(mb, slot, index)}) / 4u]"
-            lines.append(f"        if ({inside} && {c}_gf < {limit[fast]}) {{")
-            lines.append(f"            {c}_v = vec4<f32>({vector});")
-            lines.append("        }")
-        else:
-            for i in range(4):
-                at = f"{base} + {c}_go * {strides[other]} + ({c}_gf + {i}u) * {strides[fast]}"
-                lines.append(f"        if ({inside} && {c}_gf + {i}u < {limit[fast]}) {{")
-                lines.append(f"            {c}_v[{i}] = {mb.load(slot, at)};")
-                lines.append("        }")
+    fast_len = t.bk if fast == "k" else width  # elements per row of chunks
+    names = [f"{operand}_ch{it}" for it in range((t.bk * width) // 4 // t.threads)]
+    stores = []
+    for it, c in enumerate(names):
+        pre += [f"    let {c} = lid + {it * t.threads}u;",
+                f"    let {c}_o = {c} / {fast_len // 4}u;",
+                f"    let {c}_f = ({c} % {fast_len // 4}u) * 4u;",
+                f"    var {c}_v = vec4<f32>(0.0);"]
+        tile = f"tile_{operand}"
         if fast == "k":  # scatter: the tile is k-major
-            for i in range(4):
-                lines.append(f"        {tile}[({c}_f + {i}u) * {width // 4}u + {c}_o / 4u]"
-                             f"[{c}_o % 4u] = {c}_v[{i}];")
+            stores += [f"        {tile}[({c}_f + {i}u) * {width // 4}u + {c}_o / 4u]"
+                       f"[{c}_o % 4u] = {c}_v[{i}];" for i in range(4)]
         else:
-            lines.append(f"        {tile}[{c}_o * {width // 4}u + {c}_f / 4u] = {c}_v;")
-    return hoisted, lines
+            stores.append(f"        {tile}[{c}_o * {width // 4}u + {c}_f / 4u] = {c}_v;")
+
+    def loads(k: str) -> list[str]:
+        starts = {**first, "k": k}
+        lines = []
+        for c in names:
+            lines += ["        {",
+                      f"            let gf = {starts[fast]} + {c}_f;",
+                      f"            let go = {starts[other]} + {c}_o;",
+                      f"            {c}_v = vec4<f32>(0.0);"]
+            inside = f"go < {limit[other]}"
+            if vs == 4:
+                index = f"{base} + go * {strides[other]} + gf"
+                vector = f"{mb.body.array(slot)}[({plus_start(mb, slot, index)}) / 4u]"
+                lines += [f"            if ({inside} && gf < {limit[fast]}) {{",
+                          f"                {c}_v = vec4<f32>({vector});", "            }"]
+            else:
+                for i in range(4):
+                    at = f"{base} + go * {strides[other]} + (gf + {i}u) * {strides[fast]}"
+                    lines += [f"            if ({inside} && gf + {i}u < {limit[fast]}) {{",
+                              f"                {c}_v[{i}] = {mb.load(slot, at)};",
+                              "            }"]
+            lines.append("        }")
+        return lines
+    return pre, loads, stores
 
 
 def plus_start(mb: MatmulBody, slot: int, index: str) -> str:
@@ -171,12 +177,18 @@ def tiled_main(mb: MatmulBody, t: Tiling) -> tuple[list[str], list[str]]:
               f"    let tx = lid % {cols}u;", f"    let ty = lid / {cols}u;"]
     accs = [[f"acc{i}_{q}" for q in range(t.tn // 4)] for i in range(t.tm)]
     lines += [f"    var {acc} = vec4<f32>(0.0);" for row in accs for acc in row]
-    (pre_a, load_a), (pre_b, load_b) = _chunk_loads(mb, t, "a"), _chunk_loads(mb, t, "b")
+    (pre_a, load_a, store_a), (pre_b, load_b, store_b) = (_chunk_loads(mb, t, "a"),
+                                                          _chunk_loads(mb, t, "b"))
     lines += pre_a + pre_b
+    if t.prefetch:  # the next slice's loads are in flight while this one is computed
+        lines += [line[4:] for line in load_a("0u") + load_b("0u")]
     lines.append(f"    for (var k0 = 0u; k0 < size_k; k0 = k0 + {t.bk}u) {{")
-    lines += load_a + load_b
-    lines += ["        workgroupBarrier();",
-              f"        for (var kk = 0u; kk < {t.bk}u; kk = kk + 1u) {{"]
+    if not t.prefetch:
+        lines += load_a("k0") + load_b("k0")
+    lines += store_a + store_b + ["        workgroupBarrier();"]
+    if t.prefetch:
+        lines += load_a(f"k0 + {t.bk}u") + load_b(f"k0 + {t.bk}u")
+    lines.append(f"        for (var kk = 0u; kk < {t.bk}u; kk = kk + 1u) {{")
     lines += [f"            let a{iq} = tile_a[kk * {t.bm // 4}u + ty * {t.tm // 4}u + {iq}u];"
               for iq in range(t.tm // 4)]
     lines += [f"            let b{q} = tile_b[kk * {t.bn // 4}u + {q * cols}u + tx];"

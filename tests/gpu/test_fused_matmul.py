@@ -200,7 +200,8 @@ def test_fused_matmul_form_chooser_is_called_per_launch(gpu_device):
 # --- golden sources ---------------------------------------------------------------------------
 
 GOLDEN_CASES = {"batched": None, "both_transposed": "large", "outputs": "small",
-                "long_k": "gemv", "odd_n": "tile64"}
+                "long_k": "gemv", "odd_n": "tile64", "rank2": "large_pf",
+                "lhs_transposed": "large_k16"}
 
 
 @pytest.mark.parametrize("case", sorted(GOLDEN_CASES))

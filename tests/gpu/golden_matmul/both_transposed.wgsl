@@ -91,32 +91,38 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var acc7_1 = vec4<f32>(0.0);
     let a_sm = info[12u];
     let a_sk = info[13u];
+    let a_ch0 = lid + 0u;
+    let a_ch0_o = a_ch0 / 32u;
+    let a_ch0_f = (a_ch0 % 32u) * 4u;
+    var a_ch0_v = vec4<f32>(0.0);
     let b_sk = info[19u];
     let b_sn = info[20u];
+    let b_ch0 = lid + 0u;
+    let b_ch0_o = b_ch0 / 2u;
+    let b_ch0_f = (b_ch0 % 2u) * 4u;
+    var b_ch0_v = vec4<f32>(0.0);
     for (var k0 = 0u; k0 < size_k; k0 = k0 + 8u) {
-        let ac0 = lid + 0u;
-        let ac0_o = ac0 / 32u;
-        let ac0_f = (ac0 % 32u) * 4u;
-        let ac0_gf = m0 + ac0_f;
-        let ac0_go = k0 + ac0_o;
-        var ac0_v = vec4<f32>(0.0);
-        if (ac0_go < size_k && ac0_gf < size_m) {
-            ac0_v = vec4<f32>(in0[(lhs_b + ac0_go * a_sk + ac0_gf) / 4u]);
+        {
+            let gf = m0 + a_ch0_f;
+            let go = k0 + a_ch0_o;
+            a_ch0_v = vec4<f32>(0.0);
+            if (go < size_k && gf < size_m) {
+                a_ch0_v = vec4<f32>(in0[(lhs_b + go * a_sk + gf) / 4u]);
+            }
         }
-        tile_a[ac0_o * 32u + ac0_f / 4u] = ac0_v;
-        let bc0 = lid + 0u;
-        let bc0_o = bc0 / 2u;
-        let bc0_f = (bc0 % 2u) * 4u;
-        let bc0_gf = k0 + bc0_f;
-        let bc0_go = n0 + bc0_o;
-        var bc0_v = vec4<f32>(0.0);
-        if (bc0_go < size_n && bc0_gf < size_k) {
-            bc0_v = vec4<f32>(in1[(rhs_b + bc0_go * b_sn + bc0_gf) / 4u]);
+        {
+            let gf = k0 + b_ch0_f;
+            let go = n0 + b_ch0_o;
+            b_ch0_v = vec4<f32>(0.0);
+            if (go < size_n && gf < size_k) {
+                b_ch0_v = vec4<f32>(in1[(rhs_b + go * b_sn + gf) / 4u]);
+            }
         }
-        tile_b[(bc0_f + 0u) * 32u + bc0_o / 4u][bc0_o % 4u] = bc0_v[0];
-        tile_b[(bc0_f + 1u) * 32u + bc0_o / 4u][bc0_o % 4u] = bc0_v[1];
-        tile_b[(bc0_f + 2u) * 32u + bc0_o / 4u][bc0_o % 4u] = bc0_v[2];
-        tile_b[(bc0_f + 3u) * 32u + bc0_o / 4u][bc0_o % 4u] = bc0_v[3];
+        tile_a[a_ch0_o * 32u + a_ch0_f / 4u] = a_ch0_v;
+        tile_b[(b_ch0_f + 0u) * 32u + b_ch0_o / 4u][b_ch0_o % 4u] = b_ch0_v[0];
+        tile_b[(b_ch0_f + 1u) * 32u + b_ch0_o / 4u][b_ch0_o % 4u] = b_ch0_v[1];
+        tile_b[(b_ch0_f + 2u) * 32u + b_ch0_o / 4u][b_ch0_o % 4u] = b_ch0_v[2];
+        tile_b[(b_ch0_f + 3u) * 32u + b_ch0_o / 4u][b_ch0_o % 4u] = b_ch0_v[3];
         workgroupBarrier();
         for (var kk = 0u; kk < 8u; kk = kk + 1u) {
             let a0 = tile_a[kk * 32u + ty * 2u + 0u];
