@@ -47,10 +47,11 @@ from gpu.codegen.render import Binding, render_kernel
 from gpu.codegen.types import value_type
 from gpu.errors import UnsupportedDTypeError, UnsupportedOpError
 
-__all__ = ["MatmulForm", "MatmulWords", "MatmulBody", "FORMS", "GEMV_SIZE",
+__all__ = ["MatmulForm", "MatmulWords", "MatmulBody", "FORMS", "FLOAT_OPERANDS", "GEMV_SIZE",
            "emit_fused_matmul", "matmul_words", "operand_fast_axes"]
 
 FORMS = ("simple", "gemv", *TILINGS, "product")
+FLOAT_OPERANDS = (DType.F32, DType.F16)  # what the fused forms multiply (ints: the fallback)
 GEMV_SIZE = 64  # invocations of a gemv workgroup (its tree sum halves it)
 
 
@@ -154,7 +155,7 @@ def _check(config: FuseBlockConfig, signature: KernelSignature, form: MatmulForm
         raise UnsupportedOpError(f"fused matmul: rank {config.rank} (a matmul has rank ≥ 2)")
     for pos in (form.lhs, form.rhs):
         dtype = signature.inputs[pos].dtype
-        if dtype not in (DType.F32, DType.F16):
+        if dtype not in FLOAT_OPERANDS and form.kind != "product":
             raise UnsupportedDTypeError(f"fused matmul: operand {pos} is {dtype.value} (the "
                                         "fused kernel is float only)")
 

@@ -5,18 +5,18 @@ burn counterpart: ``burn-cubecl-fusion/src/optim/matmul/optimization.rs``
 (``MatmulOptimization::execute``: without autotune the default selector, burn's simple kernel;
 ``tune.rs``: the candidates, the fallback among them) and cubecl's kernel cache.
 
-* ``run_fused_matmul(executor, run, opt, launch, scalars, kind)``: the launch's kernel of form ``kind``
-  (``None``: ``DEFAULT_FORM``). A form the launch cannot use falls back, said in the debug log
-  (``FUSELAB_DEBUG_LOG=stdout``), never failing the run: a tiled form whose epilogue
-  positions do not run along ``N`` or whose operands are not aligned for its vec4 loads, or
-  any form past the device's bindings, workgroup storage or invocations, runs ``simple``;
-  past that, the standalone matmul then the ``product`` kernel (burn's fallback: two launches,
-  fewer bindings, no workgroup memory).
-* ``matmul_candidates(executor, run, opt, launch, scalars)``: ``(name, launch callable)`` per form that
-  fits, plus ``"fallback"``: what a generic autotuner times. The callables write the real
-  outputs except where an output is written in place into an input: that input is bound to a
-  scratch copy, so timing never changes the step's values; the winner then runs through
-  ``run_fused_matmul(..., kind=name)``.
+* ``run_fused_matmul(executor, run, opt, launch, scalars, kind)``: the launch's kernel of
+  form ``kind`` (``None``: ``DEFAULT_FORM``). A form the launch cannot use falls back, said in
+  the debug log (``FUSELAB_DEBUG_LOG=stdout``), never failing the run: a tiled form whose
+  epilogue positions do not run along ``N`` or whose operands are not aligned for its vec4
+  loads, or any form past the device's bindings, workgroup storage or invocations, runs
+  ``simple``; past that (or with integer operands), the standalone matmul then the
+  ``product`` kernel (burn's fallback: two launches, fewer bindings, no workgroup memory).
+* ``matmul_candidates(executor, run, opt, launch, scalars)``: ``(name, launch callable)`` per
+  form that fits, plus ``"fallback"``: what a generic autotuner times. The callables write
+  the real outputs except where an output is written in place into an input: that input is
+  bound to a scratch copy, so timing never changes the step's values; the winner then runs
+  through ``run_fused_matmul(..., kind=name)``.
 
 Kernels are cached by ``(config_id, signature, form)`` (``MATMUL_KERNELS``), never by shape.
 """
@@ -35,7 +35,7 @@ from refimpl.planner.launch.launch import Launch, config_id
 from refimpl.planner.launch.layout import unsqueezed
 from gpu.codegen.emit import FusedKernel, KernelSignature
 from gpu.codegen.matmul_fused import (
-    GEMV_SIZE, MatmulForm, emit_fused_matmul, matmul_words, operand_fast_axes,
+    FLOAT_OPERANDS, GEMV_SIZE, MatmulForm, emit_fused_matmul, matmul_words, operand_fast_axes,
 )
 from gpu.codegen.matmul_tiled import TILINGS, tiled_fits
 from gpu.errors import GpuLimitError
@@ -129,6 +129,9 @@ def plan_matmul(device: Any, kernels: MatmulKernels, run: Any, opt: Any, launch:
     """Form ``kind`` planned for ``launch``, or ``None`` and why it cannot run."""
     config = launch.plan.configs[0]
     rank = config.rank
+    dtypes = {launch.input_handles[p].dtype for p in (opt.matmul.lhs.pos, opt.matmul.rhs.pos)}
+    if kind != "product" and not dtypes <= set(FLOAT_OPERANDS):
+        return None, "integer operands: the fused forms multiply floats"
     (ls, lt, lvs), (rs, rt, rvs) = _operands(launch, opt)
     fast = operand_fast_axes(lt, rt, lvs, rvs)
     form = MatmulForm(kind, opt.matmul.lhs.pos, opt.matmul.rhs.pos, opt.matmul.out,
