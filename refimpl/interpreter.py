@@ -123,6 +123,9 @@ class Interpreter:
         run_block(write_config, launch, self.memory, scalars,
                   seeds={opt.reduce.output: reduced}, shared=shared)
 
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return None  # the oracle always emulates the fused kernel
+
     def run_op(self, op: OperationIr) -> None:
         self.memory.run_unfused(op)
 

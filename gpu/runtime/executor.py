@@ -20,9 +20,10 @@ on numpy, this one dispatches kernels on the buffers ``Memory`` names:
   ``FuseBlockConfig`` (``gpu.runtime.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by
   ``config_id`` and the binding signature, never by shape; the metadata words); an in-place
   output is the input's own buffer;
-* Matmul, Reduce, ReduceBroadcasted: always their fallback (``fused_matmul`` and
-  ``fused_reduce`` are off: the standalone matmul / reduce kernel, then the fused tail or
-  prologue as an emitted kernel);
+* Matmul, ReduceBroadcasted: always their fallback (the standalone matmul / reduce kernel,
+  then the fused tail or prologue as an emitted kernel);
+* Reduce: the fused reduce kernel (``gpu.runtime.reduce_runner``: routine forced, autotuned
+  or burn's default), or the fallback when it refuses the launch;
 * NHWCRelayout: the trace, then the module op (which has no GPU kernel: a clear error).
 
 A synced tensor is snapshotted on the device (a buffer copy) when its producing step ends and
@@ -55,6 +56,8 @@ from gpu.errors import UnsupportedOpError
 from gpu.runtime.buffers import DeviceTensor
 from gpu.runtime.device import GpuDevice, default_device
 from gpu.runtime.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
+from gpu.runtime.reduce_launch import REDUCE_KERNEL_CACHE, reduce_spec
+from gpu.runtime.reduce_runner import ReduceRunner, listing_refusal
 from gpu.runtime.unfused import execute as execute_op, launch as launch_kernel
 
 __all__ = ["KernelCache", "KERNEL_CACHE", "GpuStepRecord", "GpuExecutor", "WgslListing",
@@ -109,6 +112,7 @@ class GpuExecutor:
         self.snapshots: dict[int, DeviceTensor] = {}
         self.records: list[GpuStepRecord] = []
         self.walk = Walk(stream, self, self.profile)
+        self.reducer = ReduceRunner(self)
         self._kernels: list[FusedKernel] = []
         self._capture(sorted(stream.inputs))
 
@@ -221,13 +225,20 @@ class GpuExecutor:
     # --- the walk's backend ---------------------------------------------------------------
 
     fused_matmul = False  # Matmul steps run burn's fallback (no fused matmul kernel yet)
-    fused_reduce = False  # Reduce steps likewise
+    fused_reduce = True  # Reduce steps: gpu.runtime.reduce_runner (fused or fallback)
 
     def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
         """Emit (or find) the block's kernel and dispatch it over the launch's buffers."""
         kernel = emitted_kernel(self.kernels, launch)
         self._kernels.append(kernel)
         self.launch_block(kernel, launch, scalar_words(run, trace))
+
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return self.reducer.refusal(run, opt, launch, scalar_words(run, opt.trace))
+
+    def run_reduce(self, run: StepRun, opt: Any, launch: Launch,
+                   ops: Sequence[OperationIr]) -> None:
+        self.reducer.run(launch)
 
     # --- unfused ops --------------------------------------------------------------------------
 
@@ -260,8 +271,8 @@ class WgslListing:
     """The walk's listing backend: plans every step and emits every fused kernel
     (``emitted``: ``(step index, kernel)``), with no device; dispatches and uploads nothing."""
 
-    fused_matmul = False  # the kernels the GPU backend would launch: its fallbacks
-    fused_reduce = False
+    fused_matmul = False  # the kernels the GPU backend would launch: its fallbacks,
+    fused_reduce = True  # and the fused reduce's default routine (``unit``)
 
     def __init__(self, stream: Stream, profile: Any,
                  kernels: KernelCache | None = None) -> None:
@@ -280,6 +291,14 @@ class WgslListing:
 
     def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
         self.emitted.append((len(self.records), emitted_kernel(self.kernels, launch)))
+
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return listing_refusal(opt, launch)
+
+    def run_reduce(self, run: StepRun, opt: Any, launch: Launch,
+                   ops: Sequence[OperationIr]) -> None:
+        self.emitted.append((len(self.records), REDUCE_KERNEL_CACHE.kernel(
+            reduce_spec(opt, launch, "unit"))))
 
     def run_op(self, op: OperationIr) -> None:
         self.memory.run_unfused(op)

@@ -98,6 +98,10 @@ class Backend(Protocol):
                    ops: Sequence[OperationIr]) -> None:
         """The fused reduce kernel, read block then write block (with ``fused_reduce``)."""
 
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        """Why the backend runs this fused reduce launch through its fallback instead (its
+        kernel cannot run it, or autotune chose the fallback); ``None`` runs it fused."""
+
     def run_op(self, op: OperationIr) -> None:
         """One op as its own kernel (or none: views, drops)."""
 
@@ -195,6 +199,8 @@ def _reduce_fused(run: StepRun, opt: Any, ops: list[OperationIr]) -> bool:
     try:
         launch = run.launch(opt.trace, fork)
     except LaunchError:
+        return False
+    if not launch.plan.skipped and run.backend.reduce_refusal(run, opt, launch) is not None:
         return False
     run.memory.adopt(fork)
     run.commit(launch)
@@ -306,6 +312,9 @@ class LayoutBackend:
     def run_reduce(self, run: StepRun, opt: Any, launch: Launch,
                    ops: Sequence[OperationIr]) -> None:
         return
+
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return None
 
     def run_op(self, op: OperationIr) -> None:
         self.memory.run_unfused(op)
