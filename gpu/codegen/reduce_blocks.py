@@ -119,18 +119,27 @@ class BlockFunction:
     written: frozenset[int]
     width: int
     vector_accesses: tuple = ()
+    args: tuple[str, ...] = ()  # what a call passes after ``pos``
+    result: bool = False  # the function returns a value
+
+    def call(self, pos: str) -> str:
+        return f"{self.name}({', '.join((pos, *self.args))})"
 
 
 def block_function(config: FuseBlockConfig, signature: KernelSignature, base: int,
                    prefix: str, params: Mapping[FuseArg, tuple[str, DType, str]],
-                   returns: FuseArg | None, width: int | None = None) -> BlockFunction:
+                   returns: FuseArg | None, width: int | None = None,
+                   args: tuple[str, ...] = ()) -> BlockFunction:
     """``fn {prefix}_fuse(pos: u32, <params>) -> <returns>`` evaluating ``config``'s ops at
     position ``pos`` of its reference (``width`` elements per position, default the
     config's). ``params`` maps a local or a multi-block value the block reads to its
-    parameter name, dtype and WGSL type; ``returns`` is the multi-block value the function
-    returns (the reduction's input) or ``None``."""
+    parameter name, dtype and WGSL type (``None``: the dtype at the block's width); ``returns`` is the multi-block value the function
+    returns (the reduction's input, a reduced value later blocks read) or ``None``; ``args``
+    the expressions a call passes for the parameters after ``pos``."""
     if width is not None and width != config.width:
         config = replace(config, width=width)
+    params = {arg: (name, dtype, value_type(dtype, config.width) if ty is None else ty)
+              for arg, (name, dtype, ty) in params.items()}
     layout = OffsetLayout(metadata_layout(config, signature), base)
     writer = _BlockWriter(config, signature, layout, prefix,
                           {arg: (name, dtype) for arg, (name, dtype, _) in params.items()})
@@ -148,4 +157,5 @@ def block_function(config: FuseBlockConfig, signature: KernelSignature, base: in
     source = f"fn {prefix}_fuse({header}){result} {{\n" + "\n".join(lines) + "\n}"
     return BlockFunction(f"{prefix}_fuse", source, tuple(writer.helpers.values()),
                          dict(writer.captured), layout, frozenset(writer.written),
-                         config.width, tuple(writer.vector_accesses))
+                         config.width, tuple(writer.vector_accesses), tuple(args),
+                         returns is not None)

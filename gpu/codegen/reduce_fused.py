@@ -4,7 +4,8 @@
 burn counterpart: ``burn-cubecl-fusion/src/optim/reduce/optimization.rs`` (``FusedReduce``,
 ``launch_reduce``: the fused read/write arguments handed to cubek's reduce) and cubecl-reduce's
 routines (``routines/unit.rs``: one invocation per reduction; ``routines/cube.rs``: one
-workgroup per reduction, shared accumulators; ``routines/plane.rs``), its instructions
+workgroup per reduction, shared accumulators; the subgroup routine ``routines/plane.rs`` is
+not built: its kernels would need the device's ``subgroup`` feature), its instructions
 (``instructions/{sum,mean,prod,max,min,max_abs,argmax,argmin,any,all}.rs``) and its
 vectorization (``ReduceLineMode::Parallel``: vectors along the reduced axis, innermost;
 ``Perpendicular``: vectors across outputs). The numpy twin is
@@ -50,7 +51,8 @@ from gpu.codegen.types import WGSL_TYPE, value_type
 from gpu.errors import UnsupportedOpError
 
 __all__ = ["ROUTINES", "MODES", "ReduceKernelSpec", "FusedReduceKernel", "ReduceWords",
-           "emit_reduce", "COMBINE", "INSTRUCTIONS"]
+           "emit_reduce", "COMBINE", "INSTRUCTIONS", "Reduction", "reduce_lines",
+           "shared_lines", "binding_list"]
 
 ROUTINES = ("unit", "cube")
 MODES = ("scalar", "parallel", "perpendicular")
@@ -222,12 +224,15 @@ def _group_lines(spec: ReduceKernelSpec, words: ReduceWords, g: str) -> list[str
                     f"    let step = {_info(words.step())};"]
 
 
+Reduction = _Reduction
+
+
 def _load_lines(r: _Reduction, read: BlockFunction, k: str, indent: str) -> list[str]:
     """Load at step ``k`` into ``acc`` (or ``best``/``index``)."""
     width = r.width
     element = f"base_in + {k} * step"
     pos = element if width == 1 else f"({element}) / {width}u"
-    lines = [f"{indent}let v = {read.name}({pos});"]
+    lines = [f"{indent}let v = {read.call(pos)};"]
     if not r.arg:
         return lines + [f"{indent}acc = {r.combine('acc', r.prepare('v'))};"]
     if r.spec.mode == "parallel":
@@ -251,7 +256,7 @@ def _write_lines(r: _Reduction, write: BlockFunction, acc: str, index: str,
             value = f"{WGSL_TYPE[r.out]}({index}[{lane}])" if r.arg else \
                 r.finish(f"{acc}[{lane}]")
             at = "base_out" if lane == 0 else f"base_out + {lane}u * {step}"
-            lines.append(f"{indent}{write.name}({at}, {value});")
+            lines.append(f"{indent}{write.call(f'{at}, {value}')};")
         return lines
     if width > 1:  # parallel: fold the lanes
         if r.arg:
@@ -270,7 +275,9 @@ def _write_lines(r: _Reduction, write: BlockFunction, acc: str, index: str,
             lines.append(f"{indent}let folded = {folded};")
             acc = "folded"
     value = f"{WGSL_TYPE[r.out]}({index})" if r.arg else r.finish(acc)
-    return lines + [f"{indent}{write.name}(base_out, {value});"]
+    call = write.call(f"base_out, {value}")
+    return lines + [f"{indent}{write.name}_out = {call};" if write.result else
+                    f"{indent}{call};"]
 
 
 def _unit(r: _Reduction, read: BlockFunction, write: BlockFunction) -> tuple[list, list]:
@@ -278,61 +285,71 @@ def _unit(r: _Reduction, read: BlockFunction, write: BlockFunction) -> tuple[lis
     body = ["    let g = group * WG_SIZE + lid;",
             f"    if (g >= {_info(words.groups())}) {{", "        return;", "    }"]
     body += _group_lines(r.spec, words, "g")
-    body += _state(r)
-    body += [f"    for (var k = 0u; k < {_info(words.steps())}; k = k + 1u) {{"]
-    body += _load_lines(r, read, "k", "        ")
-    body += ["    }"]
-    body += _write_lines(r, write, "best" if r.arg else "acc", "index", "    ")
+    body += reduce_lines(r, read, write, "unit", "", "    ")
     return [], body
 
 
-def _state(r: _Reduction) -> list[str]:
+def _state(r: _Reduction, indent: str) -> list[str]:
     if r.arg:
         sentinel = SENTINEL if r.width == 1 else f"{r.vidx}({SENTINEL})"
-        return [f"    var best = {r.identity()};", f"    var index = {sentinel};"]
-    return [f"    var acc = {r.identity()};"]
+        return [f"{indent}var best = {r.identity()};", f"{indent}var index = {sentinel};"]
+    return [f"{indent}var acc = {r.identity()};"]
+
+
+def shared_lines(r: _Reduction, suffix: str) -> list[str]:
+    """The workgroup arrays of a cube reduction (``suffix`` tells several apart)."""
+    shared = [f"var<workgroup> shared_acc{suffix}: array<{r.vacc}, WG_SIZE>;"]
+    if r.arg:
+        shared.append(f"var<workgroup> shared_index{suffix}: array<{r.vidx}, WG_SIZE>;")
+    return shared
+
+
+def reduce_lines(r: _Reduction, read: BlockFunction, write: BlockFunction, routine: str,
+                 suffix: str, i: str) -> list[str]:
+    """One reduction of the group at ``base_in`` into the write block at ``base_out``:
+    ``unit`` loops alone; ``cube`` strides the workgroup over the steps, then a tree over
+    the shared accumulators (``WG_SIZE`` a power of two; barriers in uniform control flow),
+    and invocation 0 writes."""
+    body = _state(r, i)
+    result = "best" if r.arg else "acc"
+    if routine == "unit":
+        body += [f"{i}for (var k = 0u; k < {_info(r.words.steps())}; k = k + 1u) {{"]
+        body += _load_lines(r, read, "k", i + "    ")
+        return body + [f"{i}}}"] + _write_lines(r, write, result, "index", i)
+    acc, idx = f"shared_acc{suffix}", f"shared_index{suffix}"
+    body += [f"{i}let steps = select(0u, {_info(r.words.steps())}, live);",
+             f"{i}for (var k = lid; k < steps; k = k + WG_SIZE) {{"]
+    body += _load_lines(r, read, "k", i + "    ")
+    body += [f"{i}}}", f"{i}{acc}[lid] = {result};"]
+    if r.arg:
+        body += [f"{i}{idx}[lid] = index;"]
+    body += [f"{i}workgroupBarrier();",
+             f"{i}for (var half = WG_SIZE / 2u; half > 0u; half = half / 2u) {{",
+             f"{i}    if (lid < half) {{"]
+    j = i + "        "
+    if r.arg:
+        body += [f"{j}let a = {acc}[lid];", f"{j}let ia = {idx}[lid];",
+                 f"{j}let b = {acc}[lid + half];", f"{j}let ib = {idx}[lid + half];",
+                 f"{j}let take = {r.take('b', 'ib', 'a', 'ia')};",
+                 f"{j}{acc}[lid] = select(a, b, take);",
+                 f"{j}{idx}[lid] = select(ia, ib, take);"]
+    else:
+        body += [f"{j}{acc}[lid] = {r.combine(f'{acc}[lid]', f'{acc}[lid + half]')};"]
+    body += [f"{i}    }}", f"{i}    workgroupBarrier();", f"{i}}}",
+             f"{i}if (lid == 0u && live) {{"]
+    if r.arg:
+        body += [f"{i}    let best = {acc}[0];", f"{i}    let index = {idx}[0];"]
+    else:
+        body += [f"{i}    let acc = {acc}[0];"]
+    body += _write_lines(r, write, result, "index", i + "    ")
+    return body + [f"{i}}}"]
 
 
 def _cube(r: _Reduction, read: BlockFunction, write: BlockFunction) -> tuple[list, list]:
-    """One workgroup per group: invocations stride over the steps, then a tree over shared
-    accumulators (``WG_SIZE`` is a power of two; no early return: barriers are uniform)."""
-    words = r.words
-    shared = [f"var<workgroup> shared_acc: array<{r.vacc}, WG_SIZE>;"]
-    if r.arg:
-        shared.append(f"var<workgroup> shared_index: array<{r.vidx}, WG_SIZE>;")
-    body = [f"    let live = group < {_info(words.groups())};"]
-    body += _group_lines(r.spec, words, "group")
-    body += _state(r)
-    body += [f"    let steps = select(0u, {_info(words.steps())}, live);",
-             "    for (var k = lid; k < steps; k = k + WG_SIZE) {"]
-    body += _load_lines(r, read, "k", "        ")
-    body += ["    }"]
-    if r.arg:
-        body += ["    shared_acc[lid] = best;", "    shared_index[lid] = index;"]
-    else:
-        body += ["    shared_acc[lid] = acc;"]
-    body += ["    workgroupBarrier();",
-             "    for (var half = WG_SIZE / 2u; half > 0u; half = half / 2u) {",
-             "        if (lid < half) {"]
-    if r.arg:
-        body += ["            let a = shared_acc[lid];", "            let ia = shared_index[lid];",
-                 "            let b = shared_acc[lid + half];",
-                 "            let ib = shared_index[lid + half];",
-                 f"            let take = {r.take('b', 'ib', 'a', 'ia')};",
-                 "            shared_acc[lid] = select(a, b, take);",
-                 "            shared_index[lid] = select(ia, ib, take);"]
-    else:
-        body += [f"            shared_acc[lid] = "
-                 f"{r.combine('shared_acc[lid]', 'shared_acc[lid + half]')};"]
-    body += ["        }", "        workgroupBarrier();", "    }",
-             "    if (lid == 0u && live) {"]
-    if r.arg:
-        body += ["        let best = shared_acc[0];", "        let index = shared_index[0];"]
-    else:
-        body += ["        let acc = shared_acc[0];"]
-    body += _write_lines(r, write, "best" if r.arg else "acc", "index", "        ")
-    body += ["    }"]
-    return shared, body
+    """One workgroup per group (no early return: its barriers are uniform)."""
+    body = [f"    let live = group < {_info(r.words.groups())};"]
+    body += _group_lines(r.spec, r.words, "group")
+    return shared_lines(r, ""), body + reduce_lines(r, read, write, "cube", "", "    ")
 
 
 def _check(spec: ReduceKernelSpec) -> None:
@@ -355,16 +372,7 @@ def emit_reduce(spec: ReduceKernelSpec) -> FusedReduceKernel:
     words = ReduceWords(write.layout.base + write.layout.words(), spec.read.rank)
     r = _Reduction(spec, words)
     shared, body = (_unit if spec.routine == "unit" else _cube)(r, read, write)
-    written = read.written | write.written
-    bindings, order = [], []
-    for k, tensor in enumerate(spec.signature.inputs):
-        bindings.append(Binding(f"in{k}", tensor.dtype, tensor.vector_size,
-                                writable=k in written))
-        order.append(("in", k))
-    for k, tensor in enumerate(spec.signature.outputs):
-        if tensor.alias is None:
-            bindings.append(Binding(f"out{k}", tensor.dtype, tensor.vector_size, writable=True))
-            order.append(("out", k))
+    bindings, order = binding_list(spec.signature, read.written | write.written)
     helpers = list(read.helpers) + [read.source] + list(write.helpers) + [write.source]
     summary = (f"{spec.inst} axis {spec.axis}, {spec.routine} routine, {spec.mode} width "
                f"{width}, acc {r.acc.value}\n// read ops: "
@@ -375,6 +383,21 @@ def emit_reduce(spec: ReduceKernelSpec) -> FusedReduceKernel:
     per_invocation = _bytes(r.acc, width) + (_bytes(DType.U32, width) if r.arg else 0)
     return FusedReduceKernel(spec, source, read, write, words, tuple(order),
                              per_invocation if spec.routine == "cube" else 0)
+
+
+def binding_list(signature: KernelSignature, written: frozenset[int]) -> tuple[list, list]:
+    """The declared bindings (inputs, then owned outputs) and their ``("in"|"out", k)``
+    order; an input written in place is ``read_write``."""
+    bindings, order = [], []
+    for k, tensor in enumerate(signature.inputs):
+        bindings.append(Binding(f"in{k}", tensor.dtype, tensor.vector_size,
+                                writable=k in written))
+        order.append(("in", k))
+    for k, tensor in enumerate(signature.outputs):
+        if tensor.alias is None:
+            bindings.append(Binding(f"out{k}", tensor.dtype, tensor.vector_size, writable=True))
+            order.append(("out", k))
+    return bindings, order
 
 
 def _bytes(dtype: DType, width: int) -> int:

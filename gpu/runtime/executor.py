@@ -240,6 +240,13 @@ class GpuExecutor:
                    ops: Sequence[OperationIr]) -> None:
         self.reducer.run(launch)
 
+    def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return self.reducer.broadcasted_refusal(run, opt, launch,
+                                                scalar_words(run, opt.main_trace()))
+
+    def run_reduce_broadcasted(self, run: StepRun, opt: Any, launch: Launch) -> None:
+        self.reducer.run(launch)
+
     # --- unfused ops --------------------------------------------------------------------------
 
     def run_op(self, op: OperationIr) -> None:
@@ -294,6 +301,9 @@ class WgslListing:
 
     def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
         return listing_refusal(opt, launch)
+
+    def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return "without autotune: the per-block fallbacks"
 
     def run_reduce(self, run: StepRun, opt: Any, launch: Launch,
                    ops: Sequence[OperationIr]) -> None:

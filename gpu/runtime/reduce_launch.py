@@ -29,6 +29,9 @@ from gpu.codegen.reduce import identity_word_value, REDUCERS
 from gpu.codegen.reduce_fused import (
     COMBINE, FusedReduceKernel, ReduceKernelSpec, emit_reduce,
 )
+from gpu.codegen.reduce_broadcasted import (
+    BroadcastedSpec, FusedBroadcastedKernel, ReduceSegment, emit_broadcasted, segments_of,
+)
 from gpu.codegen.render import scalar_word
 from gpu.codegen.fused_signature import compute_dtype
 from gpu.runtime.fused_launch import (
@@ -37,7 +40,8 @@ from gpu.runtime.fused_launch import (
 from gpu.runtime.server import DEBUG_LOG_ENV
 
 __all__ = ["ReduceRefused", "ReduceKernelCache", "REDUCE_KERNEL_CACHE", "reduce_spec",
-           "ReduceLaunch", "prepare_reduce", "debug"]
+           "ReduceLaunch", "prepare_reduce", "debug", "BROADCASTED_KERNEL_CACHE",
+           "broadcasted_spec", "prepare_broadcasted"]
 
 
 class ReduceRefused(Exception):
@@ -51,11 +55,11 @@ def debug(message: str) -> None:
 
 
 class ReduceKernelCache:
-    """Emitted fused reduce kernels by ``ReduceKernelSpec.key()`` (LRU): a new shape of a
-    known spec emits and compiles nothing."""
+    """Emitted kernels by their spec's ``key()`` (LRU): a new shape of a known spec emits and
+    compiles nothing. ``emit`` prints a spec (``emit_reduce``, ``emit_broadcasted``)."""
 
-    def __init__(self, size: int = 256) -> None:
-        self.size, self.hits, self.misses = size, 0, 0
+    def __init__(self, size: int = 256, emit: Any = emit_reduce) -> None:
+        self.size, self.hits, self.misses, self.emit = size, 0, 0, emit
         self._entries: OrderedDict[tuple, FusedReduceKernel] = OrderedDict()
 
     def kernel(self, spec: ReduceKernelSpec) -> FusedReduceKernel:
@@ -66,7 +70,7 @@ class ReduceKernelCache:
             self._entries.move_to_end(key)
             return found
         self.misses += 1
-        kernel = emit_reduce(spec)
+        kernel = self.emit(spec)
         self._entries[key] = kernel
         if len(self._entries) > self.size:
             self._entries.popitem(last=False)
@@ -77,6 +81,7 @@ class ReduceKernelCache:
 
 
 REDUCE_KERNEL_CACHE = ReduceKernelCache()
+BROADCASTED_KERNEL_CACHE = ReduceKernelCache(emit=emit_broadcasted)
 
 
 def reduce_spec(opt: Any, launch: Launch, routine: str) -> ReduceKernelSpec:
@@ -101,12 +106,11 @@ class ReduceLaunch:
     workgroups: int
 
 
-def _slots(launch: Launch, kernel: FusedReduceKernel) -> list[tuple]:
-    plan, rank = launch.plan, kernel.spec.read.rank
-    tensors = kernel.spec.signature.inputs + kernel.spec.signature.outputs
+def _slots(launch: Launch, rank: int) -> list[tuple]:
+    plan = launch.plan
     slots = []
-    for item, handle, tensor in zip(plan.inputs + plan.outputs,
-                                    launch.input_handles + launch.output_handles, tensors):
+    for item, handle in zip(plan.inputs + plan.outputs,
+                            launch.input_handles + launch.output_handles):
         shape, strides = unsqueezed(item.shape, item.strides, rank)
         if handle.offset % item.vector_size:
             raise ReduceRefused(f"tensor {item.tensor}: buffer offset {handle.offset} is not "
@@ -126,7 +130,9 @@ def _lanes_adjacent(shape: Sequence[int], strides: Sequence[int], axis: int,
                if d != axis and n > 1)
 
 
-def _identity(spec: ReduceKernelSpec) -> int:
+def _identity(spec: Any) -> int:
+    """The run-time identity word of max/min/max-abs (``spec``: what names ``inst`` and
+    ``input``)."""
     kind = COMBINE.get(spec.inst, ("zero",))[0]
     if kind not in ("lowest", "highest"):
         return 0
@@ -136,13 +142,13 @@ def _identity(spec: ReduceKernelSpec) -> int:
 
 
 def _block_words(fn: Any, launch: Launch, slots: list, shape: tuple, strides: tuple,
-                 scalars: Sequence[int], kernel: FusedReduceKernel) -> list:
+                 scalars: Sequence[int], spec: Any) -> list:
     numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
     n_pos = -(-numel // fn.width)
     if fn.vector_accesses:
         first = np.arange(n_pos, dtype=np.int64) * fn.width
         for access in fn.vector_accesses:
-            _check_aligned(access, first, strides, slots, launch.plan.reshapes, kernel.spec)
+            _check_aligned(access, first, strides, slots, launch.plan.reshapes, spec)
     wide = [(offset, dims, _broadcast_strides(dims, steps)) for offset, dims, steps in slots]
     return fn.layout.inner.pack(n_pos, shape, strides, wide, launch.plan.reshapes, scalars)
 
@@ -152,7 +158,7 @@ def prepare_reduce(kernel: FusedReduceKernel, launch: Launch, scalars: Sequence[
     """Metadata words and grid of one launch, or ``ReduceRefused``."""
     spec, plan = kernel.spec, launch.plan
     n_in = len(plan.inputs)
-    slots = _slots(launch, kernel)
+    slots = _slots(launch, spec.read.rank)
     shape_in, strides_in = _reference(spec.read, slots, n_in, plan.reshapes,
                                       plan.runtime_layouts)
     shape_out, strides_out = _reference(spec.write, slots, n_in, plan.reshapes,
@@ -179,17 +185,76 @@ def prepare_reduce(kernel: FusedReduceKernel, launch: Launch, scalars: Sequence[
     step = strides_in[axis] * (width if parallel else 1)
     lane_step = strides_out[vector_axis] if perp else 0
     groups = int(np.prod(group, dtype=np.int64))
-    words = _block_words(kernel.read, launch, slots, shape_in, strides_in, scalars, kernel)
-    words += _block_words(kernel.write, launch, slots, shape_out, strides_out, scalars, kernel)
+    words = _block_words(kernel.read, launch, slots, shape_in, strides_in, scalars, kernel.spec)
+    words += _block_words(kernel.write, launch, slots, shape_out, strides_out, scalars,
+                          kernel.spec)
     words += [groups, *group, *read_strides, *write_strides, steps, step, lane_step,
               _identity(spec), length]
     if len(words) != kernel.words.length() + 1:
         raise ValueError("fused reduce metadata does not match the kernel's layout")
+    return ReduceLaunch(kernel, words, _workgroups(kernel, groups, properties, workgroup_size))
+
+
+def _workgroups(kernel: Any, groups: int, properties: Any, workgroup_size: int) -> int:
     _check_limits(kernel, properties, workgroup_size)
-    workgroups = groups if spec.routine == "cube" else -(-groups // workgroup_size)
+    workgroups = groups if kernel.spec.routine == "cube" else -(-groups // workgroup_size)
     if workgroups > properties.max_workgroups_per_dimension ** 3:
         raise ReduceRefused(f"{workgroups} workgroups exceed the device's dispatch limit")
-    return ReduceLaunch(kernel, words, workgroups)
+    return workgroups
+
+
+def broadcasted_spec(opt: Any, launch: Launch, routine: str) -> BroadcastedSpec:
+    """The spec of ``opt``'s full trace (a ``ReduceBroadcastedOptimization``) over
+    ``launch``; the accumulators come from the per-block fallbacks' reductions."""
+    configs = launch.plan.configs
+    accs = [block.reduce.acc for block in opt.fallbacks if block.name == "Reduce"]
+    info = opt.broadcasted
+    if len(accs) != len(info.blocks):
+        raise ReduceRefused("the fallbacks' reductions do not match the full trace's")
+    reductions = tuple((b.inst, b.input, b.output, acc) for b, acc in zip(info.blocks, accs))
+    axis = info.reduce_axis + configs[0].rank - _reduce_rank(opt)
+    return BroadcastedSpec(configs, signature_of(launch), axis,
+                           segments_of(configs, reductions), routine)
+
+
+def _reduce_rank(opt: Any) -> int:
+    return next(len(b.reduce.op.input.shape) for b in opt.fallbacks if b.name == "Reduce")
+
+
+def prepare_broadcasted(kernel: FusedBroadcastedKernel, launch: Launch, scalars: Sequence[int],
+                        properties: Any, workgroup_size: int) -> ReduceLaunch:
+    """Metadata words and grid of a ReduceBroadcasted launch, or ``ReduceRefused``."""
+    spec, plan = kernel.spec, launch.plan
+    rank, axis = spec.configs[0].rank, spec.axis
+    slots = _slots(launch, rank)
+    refs = [_reference(c, slots, len(plan.inputs), plan.reshapes, plan.runtime_layouts)
+            for c in spec.configs]
+    writes = {s.write for s in spec.segments if isinstance(s, ReduceSegment)}
+    full = next(tuple(refs[c][0]) for c in range(len(refs)) if c not in writes)
+    reduced = tuple(1 if d == axis else n for d, n in enumerate(full))
+    words, strides = [], []
+    for c, (config, fn, (shape, ref_strides)) in enumerate(zip(spec.configs, kernel.functions,
+                                                                refs)):
+        want = reduced if c in writes else full
+        if tuple(shape) != want:
+            raise ReduceRefused(f"block {c}'s reference {tuple(shape)} is not the row "
+                                f"layout {want}")
+        if c not in writes and not _lanes_adjacent(shape, ref_strides, axis, config.width):
+            raise ReduceRefused(f"block {c}: vectors of {config.width} are not adjacent "
+                                f"along the reduced axis")
+        check_covered(int(np.prod(shape, dtype=np.int64)), [o.shape for o in plan.outputs])
+        words += _block_words(fn, launch, slots, shape, ref_strides, scalars, spec)
+        width = 1 if c in writes else config.width
+        steps = 0 if c in writes else full[axis] // width
+        strides += [0 if d == axis else s for d, s in enumerate(ref_strides)]
+        strides += [steps, ref_strides[axis] * width]
+    group = [1 if d == axis else n for d, n in enumerate(full)]
+    groups = int(np.prod(group, dtype=np.int64))
+    identities = [_identity(s) for s in spec.segments if isinstance(s, ReduceSegment)]
+    words += [groups, *group, full[axis], *strides, *identities]
+    if len(words) != kernel.words.total():
+        raise ValueError("ReduceBroadcasted metadata does not match the kernel's layout")
+    return ReduceLaunch(kernel, words, _workgroups(kernel, groups, properties, workgroup_size))
 
 
 def _check_limits(kernel: FusedReduceKernel, properties: Any, workgroup_size: int) -> None:

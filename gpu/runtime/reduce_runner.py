@@ -16,7 +16,8 @@ from typing import Any
 from refimpl.planner.launch.launch import Launch
 from gpu.errors import GpuLimitError, UnsupportedDTypeError, UnsupportedOpError
 from gpu.runtime.reduce_launch import (
-    REDUCE_KERNEL_CACHE, ReduceLaunch, ReduceRefused, debug, prepare_reduce, reduce_spec,
+    BROADCASTED_KERNEL_CACHE, REDUCE_KERNEL_CACHE, ReduceLaunch, ReduceRefused,
+    broadcasted_spec, debug, prepare_broadcasted, prepare_reduce, reduce_spec,
 )
 
 __all__ = ["ROUTINE_ENV", "ReduceRunner", "forced_routine", "listing_refusal"]
@@ -76,6 +77,31 @@ class ReduceRunner:
             return str(refused)
         self._ready[id(launch)] = ready
         return None
+
+    def broadcasted_refusal(self, run: Any, opt: Any, launch: Launch,
+                            scalars: list) -> str | None:
+        """Why a ReduceBroadcasted launch runs its per-block fallbacks, else ``None``."""
+        forced = forced_routine()
+        try:
+            if forced == "fallback":
+                raise ReduceRefused(f"{ROUTINE_ENV}=fallback")
+            routine = forced or "unit"
+            ready = self.prepared_broadcasted(opt, launch, routine, scalars)
+        except (ReduceRefused, GpuLimitError) as refused:
+            debug(f"fused ReduceBroadcasted falls back: {refused}")
+            return str(refused)
+        self._ready[id(launch)] = ready
+        return None
+
+    def prepared_broadcasted(self, opt: Any, launch: Launch, routine: str,
+                             scalars: list) -> ReduceLaunch:
+        ex = self.executor
+        try:
+            kernel = BROADCASTED_KERNEL_CACHE.kernel(broadcasted_spec(opt, launch, routine))
+        except (UnsupportedOpError, UnsupportedDTypeError) as error:
+            raise ReduceRefused(str(error)) from None
+        return prepare_broadcasted(kernel, launch, scalars, ex.rt.properties,
+                                   ex.rt.workgroup_size)
 
     def run(self, launch: Launch) -> None:
         ready = self._ready.pop(id(launch))

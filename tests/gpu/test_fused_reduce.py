@@ -168,3 +168,56 @@ def test_fused_reduce_golden_wgsl(gpu_device, monkeypatch, name):
         path.write_text(kernel.source)
         pytest.skip("recorded")
     assert kernel.source == path.read_text(), f"{name}: the WGSL changed (see the docstring)"
+
+
+# --- ReduceBroadcasted --------------------------------------------------------------------------
+
+
+def broadcasted_stream(shape, kind: str, seed: int = 3):
+    """Softmax as burn writes it (max_dim, sub, exp, sum_dim, div) or a layer norm, over the
+    last axis of ``x * 2`` (a reduction as a block's first op closes the fuser)."""
+    s = Session(executor=None)
+    x = s.random(shape, seed=seed) * 2
+    axis = len(shape) - 1
+    if kind == "softmax":
+        e = (x - x.max_dim(axis)).exp()
+        y = e / e.sum_dim(axis)
+    else:
+        d = x - x.mean_dim(axis)
+        y = d / ((d * d).mean_dim(axis) + 1e-5).sqrt()
+    s.sync(y)
+    return s.stream
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 8), (2, 3, 7), (3, 1000), (4, 2, 12)])
+@pytest.mark.parametrize("kind", ["softmax", "layer_norm"])
+def test_reduce_broadcasted_one_launch_matches_interpreter(gpu_device, routine, shape, kind):
+    stream = broadcasted_stream(shape, kind)
+    expected, got, executor = run_both(gpu_device, stream)
+    assert [(r.path, r.dispatches) for r in executor.records] == [("fused", 1)]
+    agreement = compare(stream, expected, got)
+    assert agreement.ok, agreement.summary()
+
+
+def test_reduce_broadcasted_fallback_is_burns_default(gpu_device, monkeypatch):
+    monkeypatch.setenv("FUSELAB_REDUCE_ROUTINE", "fallback")
+    stream = broadcasted_stream((2, 3, 8), "softmax")
+    expected, got, executor = run_both(gpu_device, stream)
+    assert [r.path for r in executor.records] == ["fallback"]
+    assert executor.records[0].dispatches > 1
+    assert compare(stream, expected, got).ok
+
+
+@pytest.mark.parametrize("kind", ["softmax", "layer_norm"])
+@pytest.mark.parametrize("routine_name", ["unit", "cube"])
+def test_reduce_broadcasted_golden_wgsl(gpu_device, monkeypatch, kind, routine_name):
+    monkeypatch.setenv("FUSELAB_REDUCE_ROUTINE", routine_name)
+    _, _, executor = run_both(gpu_device, broadcasted_stream((4, 16), kind),
+                              profile_named("metal"))
+    [kernel] = executor.records[0].kernels
+    path = GOLDEN / f"{kind}_{routine_name}.wgsl"
+    if RECORD:
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        path.write_text(kernel.source)
+        pytest.skip("recorded")
+    assert kernel.source == path.read_text(), f"{path.name}: the WGSL changed"

@@ -22,7 +22,9 @@ Steps:
   accepts it (``matmul_refused``), else the fallback: the matmul unfused, then the tail;
 * ``Reduce``: likewise with ``fused_reduce``; the fallback runs the read trace, the
   reduction unfused, the write trace;
-* ``ReduceBroadcasted``: its per-block optimizations in order (burn without ``autotune``);
+* ``ReduceBroadcasted``: the full trace as one kernel when the backend runs it
+  (``broadcasted_refusal``: burn only does with autotune), else its per-block
+  optimizations in order (burn without ``autotune``);
 * ``NHWCRelayout``: the trace, then the module op unfused;
 * a custom fuser's optimization: its ops one by one.
 
@@ -101,6 +103,13 @@ class Backend(Protocol):
     def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
         """Why the backend runs this fused reduce launch through its fallback instead (its
         kernel cannot run it, or autotune chose the fallback); ``None`` runs it fused."""
+
+    def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        """Likewise for a ReduceBroadcasted step's full trace (burn runs it only with
+        autotune: a backend without it refuses, and the per-block fallbacks run)."""
+
+    def run_reduce_broadcasted(self, run: StepRun, opt: Any, launch: Launch) -> None:
+        """The full trace as one kernel (when ``broadcasted_refusal`` gave ``None``)."""
 
     def run_op(self, op: OperationIr) -> None:
         """One op as its own kernel (or none: views, drops)."""
@@ -225,7 +234,25 @@ def execute_reduce(run: StepRun, opt: Any) -> None:
     _reduce_ops(run, opt, run.ops)
 
 
+def _broadcasted_fused(run: StepRun, opt: Any) -> bool:
+    """The full trace as one launch, when the backend runs it (``broadcasted_refusal``)."""
+    fork = run.memory.fork()
+    try:
+        launch = run.launch(opt.main_trace(), fork)
+    except LaunchError:
+        return False
+    if launch.plan.skipped or run.backend.broadcasted_refusal(run, opt, launch) is not None:
+        return False
+    run.memory.adopt(fork)
+    run.commit(launch)
+    run.main = launch.plan
+    run.backend.run_reduce_broadcasted(run, opt, launch)
+    return True
+
+
 def execute_reduce_broadcasted(run: StepRun, opt: Any) -> None:
+    if run.backend.fused_reduce and _broadcasted_fused(run, opt):
+        return
     if run.backend.fused_reduce:
         run.main = run.dry_run(opt.main_trace())
     start = 0
@@ -315,6 +342,12 @@ class LayoutBackend:
 
     def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
         return None
+
+    def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return "burn without autotune runs the per-block fallbacks"
+
+    def run_reduce_broadcasted(self, run: StepRun, opt: Any, launch: Launch) -> None:
+        return
 
     def run_op(self, op: OperationIr) -> None:
         self.memory.run_unfused(op)
