@@ -123,7 +123,8 @@ class Interpreter:
         run_block(write_config, launch, self.memory, scalars,
                   seeds={opt.reduce.output: reduced}, shared=shared)
 
-    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
+                       ops: Sequence[OperationIr]) -> str | None:
         return None  # the oracle always emulates the fused kernel
 
     def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:

@@ -233,8 +233,9 @@ class GpuExecutor:
         self._kernels.append(kernel)
         self.launch_block(kernel, launch, scalar_words(run, trace))
 
-    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
-        return self.reducer.refusal(run, opt, launch, scalar_words(run, opt.trace))
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
+                       ops: Sequence[OperationIr]) -> str | None:
+        return self.reducer.refusal(run, opt, launch, scalar_words(run, opt.trace), ops)
 
     def run_reduce(self, run: StepRun, opt: Any, launch: Launch,
                    ops: Sequence[OperationIr]) -> None:
@@ -299,7 +300,8 @@ class WgslListing:
     def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
         self.emitted.append((len(self.records), emitted_kernel(self.kernels, launch)))
 
-    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
+                       ops: Sequence[OperationIr]) -> str | None:
         return listing_refusal(opt, launch)
 
     def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:

@@ -3,9 +3,10 @@ default), its refusal when the kernel cannot run it, and the dispatch.
 
 burn counterpart: ``burn-cubecl-fusion/src/optim/reduce/optimization.rs``
 (``ReduceOptimization::execute``: autotune over the fused routines and the fallback,
-``FusedReduceLaunch``) and ``optim/reduce/tune.rs`` (the candidates and their key). Without
-autotune burn runs the ``unit`` routine; ``FUSELAB_REDUCE_ROUTINE=unit|cube|fallback`` forces
-one (tests, benchmarks).
+``FusedReduceLaunch``) and ``optim/reduce/tune.rs`` (the candidates and their key:
+``gpu.runtime.autotune_reduce``). Without autotune burn runs the ``unit`` routine for Reduce and
+the per-block fallbacks for ReduceBroadcasted; ``FUSELAB_REDUCE_ROUTINE=unit|cube|fallback``
+forces one for both (tests, benchmarks).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from refimpl.planner.launch.launch import Launch
 from gpu.errors import GpuLimitError, UnsupportedDTypeError, UnsupportedOpError
+from gpu.runtime.autotune_reduce import choose
 from gpu.runtime.reduce_launch import (
     BROADCASTED_KERNEL_CACHE, REDUCE_KERNEL_CACHE, ReduceLaunch, ReduceRefused,
     broadcasted_spec, debug, prepare_broadcasted, prepare_reduce, reduce_spec,
@@ -64,14 +66,20 @@ class ReduceRunner:
             raise ReduceRefused(str(error)) from None
         return prepare_reduce(kernel, launch, scalars, ex.rt.properties, ex.rt.workgroup_size)
 
-    def refusal(self, run: Any, opt: Any, launch: Launch, scalars: list) -> str | None:
+    def refusal(self, run: Any, opt: Any, launch: Launch, scalars: list,
+                ops: Any) -> str | None:
         """Why ``launch`` runs the fallback, else ``None`` (its kernel prepared for ``run``);
-        ``scalars``: the trace's scalar words."""
+        ``scalars``: the trace's scalar words; ``ops``: the reduction's ops."""
         forced = forced_routine()
         try:
             if forced == "fallback":
                 raise ReduceRefused(f"{ROUTINE_ENV}=fallback")
-            ready = self.prepared(opt, launch, forced or "unit", scalars)
+            if forced is not None:
+                ready = self.prepared(opt, launch, forced, scalars)
+            else:
+                ready = choose(self, run, opt, launch, scalars, "Reduce", ops)
+                if ready is None:
+                    raise ReduceRefused("autotune chose the fallback")
         except (ReduceRefused, GpuLimitError) as refused:
             debug(f"fused reduce ({opt.reduce.inst}) falls back: {refused}")
             return str(refused)
@@ -85,8 +93,12 @@ class ReduceRunner:
         try:
             if forced == "fallback":
                 raise ReduceRefused(f"{ROUTINE_ENV}=fallback")
-            routine = forced or "unit"
-            ready = self.prepared_broadcasted(opt, launch, routine, scalars)
+            if forced is not None:
+                ready = self.prepared_broadcasted(opt, launch, forced, scalars)
+            else:
+                ready = choose(self, run, opt, launch, scalars, "ReduceBroadcasted", run.ops)
+                if ready is None:
+                    raise ReduceRefused("autotune off or it chose the fallback")
         except (ReduceRefused, GpuLimitError) as refused:
             debug(f"fused ReduceBroadcasted falls back: {refused}")
             return str(refused)

@@ -18,8 +18,8 @@ import pytest
 
 from refimpl.devices import profile_named
 from refimpl.frontend import Session
-from refimpl.interpreter import Interpreter, executed_steps
 from gpu.check.agreement import compare
+from tests.gpu.helpers import broadcasted_stream, reduce_stream, run_both
 
 pytestmark = pytest.mark.gpu
 
@@ -28,37 +28,6 @@ RECORD = os.environ.get("FUSELAB_RECORD_GOLDEN", "") not in ("", "0")
 # AnyDim / AllDim: the planner never fuses them (their bool output), so no walk reaches the
 # kernel's Any/All instructions.
 REDUCTIONS = ("sum_dim", "mean_dim", "prod_dim", "max_dim", "min_dim", "argmax", "argmin")
-
-
-def reduce_chain(s: Session, x, name: str, axis: int):
-    """A read block, the reduction, a write block (bool and index results cast back)."""
-    if name in ("argmax", "argmin"):
-        return getattr((x + 5).log().tanh() * 3, name)(axis) + 1
-    if name == "prod_dim":
-        return (x * 0.1 + 1).prod_dim(axis).tanh() * 3
-    return getattr(x + 5, name)(axis).tanh() * 3
-
-
-def run_both(device, stream, profile=None):
-    """(interpreter results, GPU results, executor) for ``stream``."""
-    from gpu.runtime.executor import GpuExecutor
-
-    profile, executed = executed_steps(stream, profile or device.profile())
-    expected = Interpreter(stream, profile).run(executed)
-    executor = GpuExecutor(stream, device, profile)
-    return expected, executor.run(executed), executor
-
-
-def _stream(shape, name, axis, dtype="f32", extra=False):
-    s = Session(executor=None)
-    x = s.random(shape, seed=3, dtype=dtype)
-    y = reduce_chain(s, x, name, axis)
-    if extra:  # a read-block value synced too: fuse-on-read writes an output
-        z = x * 2 + 1
-        s.sync(y, z)
-    else:
-        s.sync(y)
-    return s.stream
 
 
 @pytest.fixture(params=["unit", "cube"])
@@ -71,7 +40,7 @@ def routine(request, monkeypatch):
 @pytest.mark.parametrize("name", REDUCTIONS)
 def test_fused_reduce_matches_interpreter_on_every_axis(gpu_device, routine, shape, name):
     for axis in range(len(shape)):
-        stream = _stream(shape, name, axis)
+        stream = reduce_stream(shape, name, axis)
         expected, got, executor = run_both(gpu_device, stream)
         assert [r.path for r in executor.records] == ["fused"], (name, axis)
         agreement = compare(stream, expected, got)
@@ -80,7 +49,7 @@ def test_fused_reduce_matches_interpreter_on_every_axis(gpu_device, routine, sha
 
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_fused_reduce_read_block_output_written_once(gpu_device, routine, axis):
-    stream = _stream((4, 6, 8), "sum_dim", axis, extra=True)
+    stream = reduce_stream((4, 6, 8), "sum_dim", axis, extra=True)
     expected, got, _ = run_both(gpu_device, stream)
     assert len(got) == 2
     agreement = compare(stream, expected, got)
@@ -92,7 +61,7 @@ def test_fused_reduce_modes_follow_the_plan(gpu_device, monkeypatch):
     monkeypatch.setenv("FUSELAB_REDUCE_ROUTINE", "unit")
     modes = {}
     for shape, axis in (((4, 6, 8), 2), ((4, 6, 8), 1), ((3, 5, 7), 2)):
-        _, _, executor = run_both(gpu_device, _stream(shape, "sum_dim", axis))
+        _, _, executor = run_both(gpu_device, reduce_stream(shape, "sum_dim", axis))
         modes[(shape, axis)] = executor.records[0].kernels[0].spec.mode
     assert modes == {((4, 6, 8), 2): "parallel", ((4, 6, 8), 1): "perpendicular",
                      ((3, 5, 7), 2): "scalar"}
@@ -108,7 +77,7 @@ def test_fused_reduce_max_abs_and_f16(gpu_device, routine):
     if not gpu_device.has_f16:
         pytest.skip("no shader-f16 on this adapter")
     for axis in (0, 1):
-        stream = _stream((8, 64), "sum_dim", axis, dtype="f16")
+        stream = reduce_stream((8, 64), "sum_dim", axis, dtype="f16")
         expected, got, executor = run_both(gpu_device, stream)
         assert executor.records[0].path == "fused"
         agreement = compare(stream, expected, got)
@@ -119,9 +88,9 @@ def test_fused_reduce_new_shape_of_a_known_config_compiles_nothing(gpu_device, m
     monkeypatch.setenv("FUSELAB_REDUCE_ROUTINE", "unit")
     from gpu.runtime.reduce_launch import REDUCE_KERNEL_CACHE
 
-    run_both(gpu_device, _stream((4, 6, 8), "sum_dim", 1))
+    run_both(gpu_device, reduce_stream((4, 6, 8), "sum_dim", 1))
     compiled, misses = gpu_device.runtime.compiled, REDUCE_KERNEL_CACHE.misses
-    expected, got, _ = run_both(gpu_device, _stream((8, 10, 16), "sum_dim", 1))
+    expected, got, _ = run_both(gpu_device, reduce_stream((8, 10, 16), "sum_dim", 1))
     assert gpu_device.runtime.compiled == compiled
     assert REDUCE_KERNEL_CACHE.misses == misses
     np.testing.assert_allclose(got[max(got)], expected[max(expected)], rtol=1e-5, atol=1e-5)
@@ -136,7 +105,7 @@ def test_fused_reduce_over_the_workgroup_storage_limit_falls_back(gpu_device, mo
     rt = gpu_device.runtime
     limits = dict(rt.properties.limits, **{"max-compute-workgroup-storage-size": 64})
     monkeypatch.setattr(rt, "properties", dataclasses.replace(rt.properties, limits=limits))
-    stream = _stream((4, 6, 8), "argmax", 2)
+    stream = reduce_stream((4, 6, 8), "argmax", 2)
     expected, got, executor = run_both(gpu_device, stream)
     assert [r.path for r in executor.records] == ["fallback"]
     assert "fused reduce (ArgMax) falls back" in capsys.readouterr().out
@@ -159,7 +128,7 @@ GOLDEN_CASES = {
 def test_fused_reduce_golden_wgsl(gpu_device, monkeypatch, name):
     shape, reduction, axis, routine_name = GOLDEN_CASES[name]
     monkeypatch.setenv("FUSELAB_REDUCE_ROUTINE", routine_name)
-    stream = _stream(shape, reduction, axis)
+    stream = reduce_stream(shape, reduction, axis)
     _, _, executor = run_both(gpu_device, stream, profile_named("metal"))
     [kernel] = executor.records[0].kernels
     path = GOLDEN / f"{name}.wgsl"
@@ -171,22 +140,6 @@ def test_fused_reduce_golden_wgsl(gpu_device, monkeypatch, name):
 
 
 # --- ReduceBroadcasted --------------------------------------------------------------------------
-
-
-def broadcasted_stream(shape, kind: str, seed: int = 3):
-    """Softmax as burn writes it (max_dim, sub, exp, sum_dim, div) or a layer norm, over the
-    last axis of ``x * 2`` (a reduction as a block's first op closes the fuser)."""
-    s = Session(executor=None)
-    x = s.random(shape, seed=seed) * 2
-    axis = len(shape) - 1
-    if kind == "softmax":
-        e = (x - x.max_dim(axis)).exp()
-        y = e / e.sum_dim(axis)
-    else:
-        d = x - x.mean_dim(axis)
-        y = d / ((d * d).mean_dim(axis) + 1e-5).sqrt()
-    s.sync(y)
-    return s.stream
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 8), (2, 3, 7), (3, 1000), (4, 2, 12)])

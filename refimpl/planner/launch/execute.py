@@ -48,7 +48,8 @@ from refimpl.planner.stream.plan import PlanBlock, PlanStep
 from refimpl.stream import Stream
 
 __all__ = ["StepRecord", "Backend", "StepRun", "Walk", "LayoutBackend", "FUSERS",
-           "UncoveredOutputs", "check_covered", "matmul_refused", "launch_plan_stream"]
+           "UncoveredOutputs", "check_covered", "matmul_refused", "launch_plan_stream",
+           "reduce_fallback", "broadcasted_fallback"]
 
 
 class UncoveredOutputs(LaunchError):
@@ -100,7 +101,8 @@ class Backend(Protocol):
                    ops: Sequence[OperationIr]) -> None:
         """The fused reduce kernel, read block then write block (with ``fused_reduce``)."""
 
-    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
+                       ops: Sequence[OperationIr]) -> str | None:
         """Why the backend runs this fused reduce launch through its fallback instead (its
         kernel cannot run it, or autotune chose the fallback); ``None`` runs it fused."""
 
@@ -209,7 +211,8 @@ def _reduce_fused(run: StepRun, opt: Any, ops: list[OperationIr]) -> bool:
         launch = run.launch(opt.trace, fork)
     except LaunchError:
         return False
-    if not launch.plan.skipped and run.backend.reduce_refusal(run, opt, launch) is not None:
+    if not launch.plan.skipped and \
+            run.backend.reduce_refusal(run, opt, launch, ops) is not None:
         return False
     run.memory.adopt(fork)
     run.commit(launch)
@@ -225,6 +228,12 @@ def _reduce_ops(run: StepRun, opt: Any, ops: list[OperationIr]) -> None:
     run.path = "fallback"
     if run.backend.fused_reduce:  # the plan reports the fused launch burn tried
         run.main = run.main or run.dry_run(opt.trace)
+    reduce_fallback(run, opt, ops)
+
+
+def reduce_fallback(run: StepRun, opt: Any, ops: Sequence[OperationIr]) -> None:
+    """``ReduceOptimization``'s fallback: the read trace, the reduction unfused, the write
+    trace (also what autotune times against the fused kernel)."""
     run.run_trace(opt.trace_read_fallback)
     run.unfused(ops[opt.num_ops_read])
     run.run_trace(opt.trace_write_fallback)
@@ -255,6 +264,11 @@ def execute_reduce_broadcasted(run: StepRun, opt: Any) -> None:
         return
     if run.backend.fused_reduce:
         run.main = run.dry_run(opt.main_trace())
+    broadcasted_fallback(run, opt)
+
+
+def broadcasted_fallback(run: StepRun, opt: Any) -> None:
+    """``ReduceBroadcastedOptimization``'s fallback: its per-block optimizations in order."""
     start = 0
     for block in opt.fallbacks:
         ops = run.ops[start:start + block.len()]
@@ -340,7 +354,8 @@ class LayoutBackend:
                    ops: Sequence[OperationIr]) -> None:
         return
 
-    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
+                       ops: Sequence[OperationIr]) -> str | None:
         return None
 
     def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
