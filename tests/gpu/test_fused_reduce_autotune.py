@@ -139,3 +139,23 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     assert autotune.TUNER.tuning_runs == 1
     assert cache_dir() == fresh
     assert TUNER is not autotune.TUNER  # the fixture's tuner, not the process-wide one
+
+
+@pytest.mark.slow
+def test_bench_reduce_quick_writes_its_report(gpu_adapter, tmp_path):
+    command = [sys.executable, "bench/reduce.py", "--quick", "--no-torch", "--reps", "3",
+               "--iterations", "1", "--out", str(tmp_path)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "reduce.json").read_text())
+    assert len(report["workloads"]) == 12
+    for name, result in report["workloads"].items():
+        fl = result["fuselab"]
+        assert all(row["median_us"] > 0 for row in fl["rows"].values()), name
+        for routine, errors in fl["errors_vs_numpy"].items():
+            assert errors["max_rel"] < 1e-3 or errors["max_abs"] < 1e-4, (name, routine)
+        if not name.startswith("argmin a="):  # a trailing reduction stays unfused
+            assert report["targets"][name]["fused_dispatches"] == 1, name
+    assert (tmp_path / "reduce_reductions.png").exists()
+    assert (tmp_path / "reduce_broadcasted.png").exists()
