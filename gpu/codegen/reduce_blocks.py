@@ -133,9 +133,10 @@ def block_function(config: FuseBlockConfig, signature: KernelSignature, base: in
     """``fn {prefix}_fuse(pos: u32, <params>) -> <returns>`` evaluating ``config``'s ops at
     position ``pos`` of its reference (``width`` elements per position, default the
     config's). ``params`` maps a local or a multi-block value the block reads to its
-    parameter name, dtype and WGSL type (``None``: the dtype at the block's width); ``returns`` is the multi-block value the function
-    returns (the reduction's input, a reduced value later blocks read) or ``None``; ``args``
-    the expressions a call passes for the parameters after ``pos``."""
+    parameter name, dtype and WGSL type (``None``: the dtype at the block's width);
+    ``returns`` is the multi-block value the function returns (the reduction's input, a
+    reduced value later blocks read) or ``None``; ``args`` the expressions a call passes for
+    the parameters after ``pos``."""
     if width is not None and width != config.width:
         config = replace(config, width=width)
     params = {arg: (name, dtype, value_type(dtype, config.width) if ty is None else ty)

@@ -4,8 +4,8 @@
 burn counterpart: ``burn-cubecl-fusion/src/optim/reduce/optimization.rs`` (``FusedReduce``,
 ``launch_reduce``: the fused read/write arguments handed to cubek's reduce) and cubecl-reduce's
 routines (``routines/unit.rs``: one invocation per reduction; ``routines/cube.rs``: one
-workgroup per reduction, shared accumulators; the subgroup routine ``routines/plane.rs`` is
-not built: its kernels would need the device's ``subgroup`` feature), its instructions
+workgroup per reduction, shared accumulators; ``routines/plane.rs``: one subgroup per
+reduction, where the device has the ``subgroup`` feature), its instructions
 (``instructions/{sum,mean,prod,max,min,max_abs,argmax,argmin,any,all}.rs``) and its
 vectorization (``ReduceLineMode::Parallel``: vectors along the reduced axis, innermost;
 ``Perpendicular``: vectors across outputs). The numpy twin is
@@ -24,7 +24,8 @@ reduce ``B + …``    groups, group shape[R], read strides[R], write strides[R],
                     steps, step, output lane step, identity word, row length
 ==================  ==============================================================
 
-A *group* is what one invocation (``unit``) or one workgroup (``cube``) reduces: one row
+A *group* is what one invocation (``unit``), one workgroup (``cube``) or one subgroup
+(``plane``: its lanes stride the loads, ``subgroupAdd``/``Max``/... fold them) reduces: one row
 (``parallel``, ``scalar``) or ``width`` adjacent rows (``perpendicular``). Its coordinates
 over the group shape give the first read element (``Σ c·read stride``) and the output
 element (``Σ c·write stride``); the loads step ``step`` elements, ``steps`` times. A load past
@@ -54,7 +55,10 @@ __all__ = ["ROUTINES", "MODES", "ReduceKernelSpec", "FusedReduceKernel", "Reduce
            "emit_reduce", "COMBINE", "INSTRUCTIONS", "Reduction", "reduce_lines",
            "shared_lines", "binding_list"]
 
-ROUTINES = ("unit", "cube")
+ROUTINES = ("unit", "cube", "plane")
+PLANE_OPS = {"Sum": "subgroupAdd", "Mean": "subgroupAdd", "Prod": "subgroupMul",
+             "Max": "subgroupMax", "MaxAbs": "subgroupMax", "Min": "subgroupMin",
+             "Any": "subgroupOr", "All": "subgroupAnd"}
 MODES = ("scalar", "parallel", "perpendicular")
 SENTINEL = "0xffffffffu"
 
@@ -170,9 +174,10 @@ class _Reduction:
         self.vidx = value_type(DType.U32, self.width)
 
     def identity(self) -> str:
-        if self.arg:
+        if self.arg and self.spec.routine != "plane":
             return f"{self.vacc}()"
-        kind = COMBINE[self.spec.inst][0]
+        kind = ("lowest" if self.spec.inst == "ArgMax" else "highest") if self.arg else \
+            COMBINE[self.spec.inst][0]
         if kind in ("lowest", "highest"):
             return scalar_load(self.words.identity(), self.acc, self.width)
         return literal(0 if kind == "zero" else 1, self.acc, self.width)
@@ -352,6 +357,35 @@ def _cube(r: _Reduction, read: BlockFunction, write: BlockFunction) -> tuple[lis
     return shared_lines(r, ""), body + reduce_lines(r, read, write, "cube", "", "    ")
 
 
+def _plane(r: _Reduction, read: BlockFunction, write: BlockFunction) -> tuple[list, list]:
+    """One plane (subgroup) per group: its lanes stride over the steps, a subgroup
+    operation folds them (argmax/argmin: the extreme, then the least index holding it; an
+    empty lane holds the identity and no index), lane 0 writes. Planes stride over the
+    groups, so the grid needs no subgroup size."""
+    words = r.words
+    body = ["    let planes = WG_SIZE / plane;",
+            "    let stride = nwg.x * nwg.y * nwg.z * planes;",
+            f"    for (var g = group * planes + lid / plane; g < {_info(words.groups())}; "
+            "g = g + stride) {"]
+    body += ["    " + line for line in _group_lines(r.spec, words, "g")]
+    i = "        "
+    body += _state(r, i)
+    body += [f"{i}for (var k = lane; k < {_info(words.steps())}; k = k + plane) {{"]
+    body += _load_lines(r, read, "k", i + "    ")
+    body += [f"{i}}}"]
+    if r.arg:
+        fold = "subgroupMax" if r.spec.inst == "ArgMax" else "subgroupMin"
+        empty = SENTINEL if r.width == 1 else f"{r.vidx}({SENTINEL})"
+        body += [f"{i}let extreme = {fold}(best);",
+                 f"{i}index = subgroupMin(select({empty}, index, best == extreme));",
+                 f"{i}best = extreme;"]
+    else:
+        body += [f"{i}acc = {PLANE_OPS[r.spec.inst]}(acc);"]
+    body += [f"{i}if (lane == 0u) {{"]
+    body += _write_lines(r, write, "best" if r.arg else "acc", "index", i + "    ")
+    return [], body + [f"{i}}}", "    }"]
+
+
 def _check(spec: ReduceKernelSpec) -> None:
     if spec.inst not in INSTRUCTIONS:
         raise UnsupportedOpError(f"fused reduce: no instruction {spec.inst!r}")
@@ -371,15 +405,18 @@ def emit_reduce(spec: ReduceKernelSpec) -> FusedReduceKernel:
                            {spec.output: ("reduced", out_ty, WGSL_TYPE[out_ty])}, None, 1)
     words = ReduceWords(write.layout.base + write.layout.words(), spec.read.rank)
     r = _Reduction(spec, words)
-    shared, body = (_unit if spec.routine == "unit" else _cube)(r, read, write)
+    shared, body = {"unit": _unit, "cube": _cube, "plane": _plane}[spec.routine](r, read, write)
     bindings, order = binding_list(spec.signature, read.written | write.written)
     helpers = list(read.helpers) + [read.source] + list(write.helpers) + [write.source]
     summary = (f"{spec.inst} axis {spec.axis}, {spec.routine} routine, {spec.mode} width "
                f"{width}, acc {r.acc.value}\n// read ops: "
                f"{' '.join(op.name for op in spec.read.ops)}\n// write ops: "
                f"{' '.join(op.name for op in spec.write.ops)}")
-    source = render_kernel("reduce_fuse", summary, bindings, helpers, body,
-                           shared="\n".join(shared) + ("\n" if shared else ""))
+    if spec.routine == "plane":
+        source = render_kernel("reduce_fuse_plane", summary, bindings, helpers, body)
+    else:
+        source = render_kernel("reduce_fuse", summary, bindings, helpers, body,
+                               shared="\n".join(shared) + ("\n" if shared else ""))
     per_invocation = _bytes(r.acc, width) + (_bytes(DType.U32, width) if r.arg else 0)
     return FusedReduceKernel(spec, source, read, write, words, tuple(order),
                              per_invocation if spec.routine == "cube" else 0)

@@ -5,8 +5,10 @@ burn counterpart: ``burn-cubecl-fusion/src/optim/reduce/tune.rs`` (``FusedReduce
 cubek's ``ReduceAutotuneKey`` — element types, anchored reduce-axis length and reduce count,
 whether the axis is contiguous — plus anchored fused read, write and op counts; candidates
 ``fused_reduce_fallback``, ``fused_unit``, ``fused_plane``, ``fused_cube``) and
-``optim/reduce_broadcasted/tune.rs``. Without autotune burn runs ``unit`` for Reduce and the
-fallback for ReduceBroadcasted; so does ``choose`` with ``FUSELAB_AUTOTUNE=off``.
+``optim/reduce_broadcasted/tune.rs``. Candidates here: ``fallback``, ``fused_unit``,
+``fused_cube`` and, for Reduce on a device with subgroups, ``fused_plane``. Without autotune
+burn runs ``unit`` for Reduce and the fallback for ReduceBroadcasted; so does ``choose`` with
+``FUSELAB_AUTOTUNE=off``.
 
 A candidate never touches the stream's tensors: the fused kernels are bound to copies of the
 launch's inputs and fresh outputs; the fallback runs once, through the walk's own fallback
@@ -137,7 +139,8 @@ def choose(runner: Any, run: StepRun, opt: Any, launch: Launch, scalars: list,
     prepare = runner.prepared if fuser == "Reduce" else runner.prepared_broadcasted
     ready: dict[str, ReduceLaunch] = {}
     reasons = []
-    for routine in ("unit", "cube"):
+    routines = ("unit", "cube", "plane") if fuser == "Reduce" else ("unit", "cube")
+    for routine in routines:
         try:
             ready[routine] = prepare(opt, launch, routine, scalars)
         except ReduceRefused as refused:

@@ -133,7 +133,8 @@ def _lanes_adjacent(shape: Sequence[int], strides: Sequence[int], axis: int,
 def _identity(spec: Any) -> int:
     """The run-time identity word of max/min/max-abs (``spec``: what names ``inst`` and
     ``input``)."""
-    kind = COMBINE.get(spec.inst, ("zero",))[0]
+    kind = {"ArgMax": "lowest", "ArgMin": "highest"}.get(spec.inst) or \
+        COMBINE.get(spec.inst, ("zero",))[0]
     if kind not in ("lowest", "highest"):
         return 0
     dtype = compute_dtype(spec.input.ty)
@@ -195,9 +196,17 @@ def prepare_reduce(kernel: FusedReduceKernel, launch: Launch, scalars: Sequence[
     return ReduceLaunch(kernel, words, _workgroups(kernel, groups, properties, workgroup_size))
 
 
+PLANE_GUESS = 32  # the grid of a plane launch assumes this subgroup size (planes stride)
+
+
 def _workgroups(kernel: Any, groups: int, properties: Any, workgroup_size: int) -> int:
     _check_limits(kernel, properties, workgroup_size)
-    workgroups = groups if kernel.spec.routine == "cube" else -(-groups // workgroup_size)
+    routine = kernel.spec.routine
+    if routine == "plane" and "subgroup" not in properties.features:
+        raise ReduceRefused("the plane routine needs the device's subgroup feature")
+    per_group = {"cube": 1, "plane": max(1, workgroup_size // PLANE_GUESS)}.get(
+        routine, workgroup_size)
+    workgroups = -(-groups // per_group)
     if workgroups > properties.max_workgroups_per_dimension ** 3:
         raise ReduceRefused(f"{workgroups} workgroups exceed the device's dispatch limit")
     return workgroups

@@ -5,8 +5,8 @@ burn counterpart: ``burn-cubecl-fusion/src/optim/reduce/optimization.rs``
 (``ReduceOptimization::execute``: autotune over the fused routines and the fallback,
 ``FusedReduceLaunch``) and ``optim/reduce/tune.rs`` (the candidates and their key:
 ``gpu.runtime.autotune_reduce``). Without autotune burn runs the ``unit`` routine for Reduce and
-the per-block fallbacks for ReduceBroadcasted; ``FUSELAB_REDUCE_ROUTINE=unit|cube|fallback``
-forces one for both (tests, benchmarks).
+the per-block fallbacks for ReduceBroadcasted; ``FUSELAB_REDUCE_ROUTINE=unit|cube|plane|fallback``
+forces one for both (tests, benchmarks; ReduceBroadcasted has no plane form and falls back).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from gpu.runtime.reduce_launch import (
 __all__ = ["ROUTINE_ENV", "ReduceRunner", "forced_routine", "listing_refusal"]
 
 ROUTINE_ENV = "FUSELAB_REDUCE_ROUTINE"
-_FORCEABLE = ("unit", "cube", "fallback")
+_FORCEABLE = ("unit", "cube", "plane", "fallback")
 
 
 def forced_routine() -> str | None:

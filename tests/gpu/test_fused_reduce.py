@@ -30,8 +30,10 @@ RECORD = os.environ.get("FUSELAB_RECORD_GOLDEN", "") not in ("", "0")
 REDUCTIONS = ("sum_dim", "mean_dim", "prod_dim", "max_dim", "min_dim", "argmax", "argmin")
 
 
-@pytest.fixture(params=["unit", "cube"])
-def routine(request, monkeypatch):
+@pytest.fixture(params=["unit", "cube", "plane"])
+def routine(request, monkeypatch, gpu_device):
+    if request.param == "plane" and "subgroup" not in gpu_device.features:
+        pytest.skip("no subgroup feature on this adapter")
     monkeypatch.setenv("FUSELAB_REDUCE_ROUTINE", request.param)
     return request.param
 
@@ -121,6 +123,8 @@ GOLDEN_CASES = {
     "argmin_parallel_cube": ((4, 6, 8), "argmin", 2, "cube"),
     "argmax_perpendicular_unit": ((4, 6, 8), "argmax", 0, "unit"),
     "min_scalar_cube": ((3, 5, 7), "min_dim", 1, "cube"),
+    "sum_parallel_plane": ((4, 6, 8), "sum_dim", 2, "plane"),
+    "argmax_perpendicular_plane": ((4, 6, 8), "argmax", 1, "plane"),
 }
 
 
@@ -147,7 +151,10 @@ def test_fused_reduce_golden_wgsl(gpu_device, monkeypatch, name):
 def test_reduce_broadcasted_one_launch_matches_interpreter(gpu_device, routine, shape, kind):
     stream = broadcasted_stream(shape, kind)
     expected, got, executor = run_both(gpu_device, stream)
-    assert [(r.path, r.dispatches) for r in executor.records] == [("fused", 1)]
+    if routine == "plane":  # no plane form: the per-block fallbacks, their reductions plane
+        assert [r.path for r in executor.records] == ["fallback"]
+    else:
+        assert [(r.path, r.dispatches) for r in executor.records] == [("fused", 1)]
     agreement = compare(stream, expected, got)
     assert agreement.ok, agreement.summary()
 

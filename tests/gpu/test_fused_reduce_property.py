@@ -1,7 +1,8 @@
 """GPU ≈ interpreter on random streams built around reductions: a read chain, a reduction on
 any axis (sum, mean, prod, max, min, argmax, argmin), a write chain, sometimes a read value
-synced too, or a softmax / layer-norm chain over the last axis; run with the unit routine, the
-cube routine or autotune's choice. Agreement is ``gpu.check.agreement.compare``: the
+synced too, or a softmax / layer-norm chain over the last axis; run with the unit, cube or
+plane routine (plane: the adapter's ``subgroup`` feature; without it the step falls back) or
+autotune's choice. Agreement is ``gpu.check.agreement.compare``: the
 reductions' reordering bound (n·ε·Σ|x| for a sum, ``gpu.check.tolerance.reduction_bound``)
 carried along each chain. The ``ci`` profile draws 120 streams."""
 
@@ -102,7 +103,7 @@ def device(gpu_adapter):
 
 @settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow,
                                                         HealthCheck.data_too_large])
-@given(data=st.data(), routine=st.sampled_from(["unit", "cube", "autotune"]))
+@given(data=st.data(), routine=st.sampled_from(["unit", "cube", "plane", "autotune"]))
 def test_fused_reduce_streams_agree_with_the_interpreter(device, data, routine):
     stream, kind = data.draw(reduce_streams(device.has_f16))
     note(stream.to_json())
