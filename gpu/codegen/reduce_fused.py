@@ -205,6 +205,10 @@ class _Reduction:
         return (f"({ib} != {empty}) & (({ia} == {empty}) | "
                 f"{self.better(b, a)} | (({b} == {a}) & ({ib} < {ia})))")
 
+    def arg_value(self, index: str) -> str:
+        """An index as the output value; an empty axis (no index) gives 0, as the oracle."""
+        return f"{WGSL_TYPE[self.out]}(select({index}, 0u, {index} == {SENTINEL}))"
+
     def finish(self, acc: str) -> str:
         """A reduced scalar accumulator as the reduction's output value."""
         value = acc
@@ -258,8 +262,7 @@ def _write_lines(r: _Reduction, write: BlockFunction, acc: str, index: str,
     if r.spec.mode == "perpendicular":
         step = _info(r.words.lane_step())
         for lane in range(width):
-            value = f"{WGSL_TYPE[r.out]}({index}[{lane}])" if r.arg else \
-                r.finish(f"{acc}[{lane}]")
+            value = r.arg_value(f"{index}[{lane}]") if r.arg else r.finish(f"{acc}[{lane}]")
             at = "base_out" if lane == 0 else f"base_out + {lane}u * {step}"
             lines.append(f"{indent}{write.call(f'{at}, {value}')};")
         return lines
@@ -279,7 +282,7 @@ def _write_lines(r: _Reduction, write: BlockFunction, acc: str, index: str,
                 folded = r.combine(folded, f"{acc}[{lane}]")
             lines.append(f"{indent}let folded = {folded};")
             acc = "folded"
-    value = f"{WGSL_TYPE[r.out]}({index})" if r.arg else r.finish(acc)
+    value = r.arg_value(index) if r.arg else r.finish(acc)
     call = write.call(f"base_out, {value}")
     return lines + [f"{indent}{write.name}_out = {call};" if write.result else
                     f"{indent}{call};"]

@@ -58,6 +58,30 @@ def test_fused_reduce_read_block_output_written_once(gpu_device, routine, axis):
     assert agreement.ok, agreement.summary()
 
 
+def _edge_stream(kind: str, name: str, axis: int):
+    s = Session(executor=None)
+    if kind == "empty":  # an empty reduced axis: sum 0, argmax 0 (the oracle's)
+        x = s.random((0, 5), seed=1) * 2
+    elif kind == "permuted":
+        x = s.random((4, 6, 8), seed=1).permute((2, 0, 1)) * 2
+    else:  # a column-major input
+        x = s.random((4, 6, 8), seed=1, strides=(1, 4, 24)) + 1
+    y = getattr(x, name)(axis)
+    s.sync(y + 1 if name.startswith("arg") else y.tanh())
+    return s.stream
+
+
+@pytest.mark.parametrize("kind, axes", [("empty", (0,)), ("permuted", (0, 1, 2)),
+                                        ("strided", (0, 1, 2))])
+@pytest.mark.parametrize("name", ["sum_dim", "max_dim", "argmax", "mean_dim"])
+def test_fused_reduce_edge_layouts(gpu_device, routine, kind, axes, name):
+    for axis in axes:
+        stream = _edge_stream(kind, name, axis)
+        expected, got, _ = run_both(gpu_device, stream)
+        agreement = compare(stream, expected, got)
+        assert agreement.ok, (kind, name, axis, agreement.summary())
+
+
 def test_fused_reduce_modes_follow_the_plan(gpu_device, monkeypatch):
     """Innermost axis vectorised: parallel; another axis: perpendicular; odd dims: scalar."""
     monkeypatch.setenv("FUSELAB_REDUCE_ROUTINE", "unit")

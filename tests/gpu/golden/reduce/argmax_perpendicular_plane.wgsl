@@ -63,10 +63,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         index = subgroupMin(select(vec4<u32>(0xffffffffu), index, best == extreme));
         best = extreme;
         if (lane == 0u) {
-            w0_fuse(base_out, i32(index[0]));
-            w0_fuse(base_out + 1u * info[59u], i32(index[1]));
-            w0_fuse(base_out + 2u * info[59u], i32(index[2]));
-            w0_fuse(base_out + 3u * info[59u], i32(index[3]));
+            w0_fuse(base_out, i32(select(index[0], 0u, index[0] == 0xffffffffu)));
+            w0_fuse(base_out + 1u * info[59u], i32(select(index[1], 0u, index[1] == 0xffffffffu)));
+            w0_fuse(base_out + 2u * info[59u], i32(select(index[2], 0u, index[2] == 0xffffffffu)));
+            w0_fuse(base_out + 3u * info[59u], i32(select(index[3], 0u, index[3] == 0xffffffffu)));
         }
     }
 }

@@ -86,6 +86,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             b = best[3];
             i = index[3];
         }
-        w0_fuse(base_out, i32(i));
+        w0_fuse(base_out, i32(select(i, 0u, i == 0xffffffffu)));
     }
 }
