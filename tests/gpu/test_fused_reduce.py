@@ -205,3 +205,14 @@ def test_reduce_broadcasted_golden_wgsl(gpu_device, monkeypatch, kind, routine_n
         path.write_text(kernel.source)
         pytest.skip("recorded")
     assert kernel.source == path.read_text(), f"{path.name}: the WGSL changed"
+
+
+def test_reduce_broadcasted_new_shape_compiles_nothing(gpu_device, monkeypatch):
+    monkeypatch.setenv("FUSELAB_REDUCE_ROUTINE", "cube")
+    run_both(gpu_device, broadcasted_stream((2, 3, 8), "layer_norm"))
+    compiled = gpu_device.runtime.compiled
+    stream = broadcasted_stream((3, 5, 64), "layer_norm")
+    expected, got, executor = run_both(gpu_device, stream)
+    assert [r.path for r in executor.records] == ["fused"]
+    assert gpu_device.runtime.compiled == compiled
+    assert compare(stream, expected, got).ok
