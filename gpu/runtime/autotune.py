@@ -17,6 +17,10 @@ The API, for any fuser:
   each ``ITERATIONS`` runs in one compute pass, after one warm-up), the fastest cached;
 * ``anchor(n)``: a size rounded up to a power of two (burn's anchored key fields).
 
+``gpu.runtime.autotune_reduce`` builds such candidates for a ``GpuExecutor`` step
+(``kernel_candidate``: one kernel on copies of its inputs; ``fallback_candidate``: the walk's
+fallback run once in a ``sandbox``, its dispatches recorded); any fuser can reuse them.
+
 Timing reads timestamp queries around each rep's pass where the device has
 ``timestamp-query``, else a wall clock around its submission and a queue wait.
 

@@ -31,7 +31,8 @@ from gpu.runtime.autotune import TUNER, Candidate, anchor
 from gpu.runtime.buffers import STORAGE_NUMPY, padded_size
 from gpu.runtime.reduce_launch import ReduceLaunch, ReduceRefused
 
-__all__ = ["FALLBACK", "choose", "reduce_key"]
+__all__ = ["FALLBACK", "choose", "reduce_key", "fallback_candidate", "kernel_candidate",
+           "sandbox"]
 
 FALLBACK = "fallback"
 
@@ -73,9 +74,9 @@ def reduce_key(fuser: str, opt: Any, launch: Launch, ops: Any) -> dict[str, Any]
 
 
 @contextmanager
-def _sandbox(executor: Any, run: StepRun, ops: Any) -> Iterator[StepRun]:
-    """The executor on a fork of its memory whose step inputs are copies; everything
-    restored after (nothing of the stream's tensors is written)."""
+def sandbox(executor: Any, run: StepRun, ops: Any) -> Iterator[StepRun]:
+    """A ``StepRun`` of the executor on a fork of its memory whose ``ops``' inputs are
+    copies; everything restored after (nothing of the stream's tensors is written)."""
     rt = executor.rt
     saved = (executor.memory, executor.buffers, executor._kernels, rt.dispatched,
              rt.observers)
@@ -102,19 +103,22 @@ def _copy(rt: Any, buffer: Any) -> Any:
     return copy
 
 
-def _fallback_candidate(executor: Any, run: StepRun, ops: Any,
-                        body: Callable[[StepRun], None]) -> Candidate:
+def fallback_candidate(executor: Any, run: StepRun, ops: Any,
+                       body: Callable[[StepRun], None]) -> Candidate:
+    """The candidate that runs ``body`` (the walk's fallback of a step whose ops are
+    ``ops``) once in a ``sandbox``; its dispatches are what is timed."""
     def prepare() -> list:
-        with _sandbox(executor, run, ops) as sandbox:
+        with sandbox(executor, run, ops) as box:
             seen: list = []
             executor.rt.observers = [seen.append]
-            body(sandbox)
+            body(box)
         return seen
     return Candidate(FALLBACK, prepare)
 
 
-def _fused_candidate(executor: Any, name: str, ready: ReduceLaunch, launch: Launch
-                     ) -> Candidate:
+def kernel_candidate(executor: Any, name: str, ready: Any, launch: Launch) -> Candidate:
+    """A one-kernel candidate (``ready``: ``kernel.source``, ``kernel.bindings``, ``words``,
+    ``workgroups``) bound to copies of ``launch``'s inputs and fresh outputs."""
     def prepare() -> list:
         rt, buffers = executor.rt, []
         for side, k in ready.kernel.bindings:
@@ -150,8 +154,8 @@ def choose(runner: Any, run: StepRun, opt: Any, launch: Launch, scalars: list,
     default = "unit" if fuser == "Reduce" else FALLBACK
     body = (lambda sandbox: reduce_fallback(sandbox, opt, ops)) if fuser == "Reduce" \
         else (lambda sandbox: broadcasted_fallback(sandbox, opt))
-    candidates = [_fallback_candidate(executor, run, ops, body)]
-    candidates += [_fused_candidate(executor, f"fused_{name}", prepared, launch)
+    candidates = [fallback_candidate(executor, run, ops, body)]
+    candidates += [kernel_candidate(executor, f"fused_{name}", prepared, launch)
                    for name, prepared in ready.items()]
     names = {f"fused_{name}": name for name in ready}
     winner = TUNER.choose(executor.device, fuser, reduce_key(fuser, opt, launch, ops),

@@ -4,7 +4,8 @@ synced too, or a softmax / layer-norm chain over the last axis; run with the uni
 plane routine (plane: the adapter's ``subgroup`` feature; without it the step falls back) or
 autotune's choice. Agreement is ``gpu.check.agreement.compare``: the
 reductions' reordering bound (n·ε·Σ|x| for a sum, ``gpu.check.tolerance.reduction_bound``)
-carried along each chain. The ``ci`` profile draws 120 streams."""
+carried along each chain. The ``ci`` profile draws 120 streams, ``FUSELAB_REDUCE_STREAMS=N``
+any number."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ DIMS = (1, 2, 3, 4, 5, 7, 8, 12, 16, 33)
 REDUCTIONS = ("sum_dim", "mean_dim", "prod_dim", "max_dim", "min_dim", "argmax", "argmin")
 FLOAT_OPS = ("add", "mul", "tanh", "abs", "neg", "exp", "sub_other")
 INT_OPS = ("add", "mul", "abs", "neg", "sub_other")
-EXAMPLES = min(settings.default.max_examples, 120)
+# 120 in the ci profile; FUSELAB_REDUCE_STREAMS=N for a longer run (a device's 2000)
+EXAMPLES = int(os.environ.get("FUSELAB_REDUCE_STREAMS", min(settings.default.max_examples, 120)))
 
 
 @contextmanager
