@@ -15,8 +15,9 @@ Workloads (recorded with the lazy frontend; shapes from burn-bench):
   [2, 6144, 6144]; ``layer norm`` of ``x + r`` (a residual, the same reason) on
   [4, 4096, 4096].
 
-Rows: ``fuselab <routine>`` for each fused routine (``unit``, ``cube``) and ``fuselab
-fallback`` (the routine forced with ``FUSELAB_REDUCE_ROUTINE``), each run once through
+Rows: ``fuselab <routine>`` for each fused routine (``unit``, ``cube``, ``plane`` where the
+device has subgroups; ReduceBroadcasted has no plane form, so its plane row is its fallback
+with plane reductions) and ``fuselab fallback`` (the routine forced with ``FUSELAB_REDUCE_ROUTINE``), each run once through
 ``GpuExecutor`` with its dispatches recorded and replayed ``--iterations`` times in one
 compute pass, timed by pass timestamps (``bench.gpu_timing``); ``fuselab autotune``: the
 candidate autotune picked in a fresh cache (its tuning time per key, and its time over the
@@ -53,6 +54,7 @@ from elementwise import hand_source  # noqa: E402
 from torch_rows import max_errors, torch_available, torch_side, torch_warmup  # noqa: E402
 
 FULL_REDUCE, QUICK_REDUCE = (32, 512, 4096), (4, 64, 256)
+ROUTINES = ("unit", "cube", "plane", "fallback")  # plane: where the device has subgroups
 BROADCASTED = (  # (kind, full shape, quick shape)
     ("softmax", (4, 4096, 4096), (2, 64, 256)),
     ("softmax", (2, 6144, 6144), (2, 96, 96)),
@@ -163,12 +165,17 @@ def fuselab_side(stream: Any, want: np.ndarray, device: Any, args: argparse.Name
 
     rt = device.runtime
     values = {tid: logical_values(spec, tid) for tid, spec in sorted(stream.inputs.items())}
-    uploaded = {tid: rt.upload_buffer(v.reshape(-1), stream.inputs[tid].dtype)
+
+    def fresh() -> dict:  # a run may write in place into a consumed input: upload anew
+        return {tid: rt.upload_buffer(v.reshape(-1), stream.inputs[tid].dtype)
                 for tid, v in values.items()}
+    uploaded = fresh()
     timing = dict(iterations=args.iterations, reps=args.reps)
     out: dict[str, Any] = {"rows": {}, "paths": {}, "errors_vs_numpy": {}}
-    for routine in ("unit", "cube", "fallback"):
-        seen, paths, got, _ = _recorded(stream, device, uploaded, routine)
+    for routine in ROUTINES:
+        if routine == "plane" and "subgroup" not in device.features:
+            continue
+        seen, paths, got, _ = _recorded(stream, device, fresh(), routine)
         out["paths"][routine] = paths
         out["errors_vs_numpy"][routine] = max_errors(got, want)
         out["rows"][f"fuselab {routine}"] = dict(
@@ -181,7 +188,7 @@ def fuselab_side(stream: Any, want: np.ndarray, device: Any, args: argparse.Name
         os.environ["FUSELAB_CACHE_DIR"] = cache
         autotune.TUNER = reduce_tuning.TUNER = tuner
         try:
-            seen, paths, _, _ = _recorded(stream, device, uploaded, None)
+            seen, paths, _, _ = _recorded(stream, device, fresh(), None)
         finally:
             autotune.TUNER = reduce_tuning.TUNER = saved[0]
             if saved[1] is None:
@@ -196,7 +203,8 @@ def fuselab_side(stream: Any, want: np.ndarray, device: Any, args: argparse.Name
                        "keys_tuned": tuner.tuning_runs, "paths": paths}
     out["rows"]["fuselab autotune"] = dict(time_dispatches(device, seen, **timing).to_dict(),
                                            dispatches=len(seen))
-    best = min(out["rows"][f"fuselab {r}"]["median_us"] for r in ("unit", "cube", "fallback"))
+    best = min(out["rows"][f"fuselab {r}"]["median_us"] for r in ROUTINES
+               if f"fuselab {r}" in out["rows"])
     out["autotune"]["winner_over_best"] = out["rows"]["fuselab autotune"]["median_us"] / best
     numel = int(np.prod(stream.inputs[min(stream.inputs)].shape))
     copy_out = rt.empty((numel,), stream.inputs[min(stream.inputs)].dtype).buffer
@@ -230,7 +238,8 @@ def table_rows(name: str, result: dict[str, Any], nbytes: int, copy_bytes: int
 
 def targets(name: str, result: dict[str, Any], rows: list[dict]) -> dict[str, Any]:
     by = {r["row"]: r for r in rows}
-    fused = min((by[f"fuselab {r}"] for r in ("unit", "cube")), key=lambda r: r["median_us"])
+    fused = min((by[f"fuselab {r}"] for r in ROUTINES[:-1] if f"fuselab {r}" in by),
+                key=lambda r: r["median_us"])
     entry = {"best_fused_us": fused["median_us"],
              "fused_of_copy_roofline": fused["of_copy_roofline"],
              "fallback_over_fused": by["fuselab fallback"]["median_us"] / fused["median_us"],
