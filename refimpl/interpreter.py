@@ -123,6 +123,16 @@ class Interpreter:
         run_block(write_config, launch, self.memory, scalars,
                   seeds={opt.reduce.output: reduced}, shared=shared)
 
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
+                       ops: Sequence[OperationIr]) -> str | None:
+        return None  # the oracle always emulates the fused kernel
+
+    def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return "the oracle runs burn's default: the per-block fallbacks"
+
+    def run_reduce_broadcasted(self, run: StepRun, opt: Any, launch: Launch) -> None:
+        raise LaunchError("the interpreter never runs a ReduceBroadcasted full trace")
+
     def run_op(self, op: OperationIr) -> None:
         self.memory.run_unfused(op)
 

@@ -6,6 +6,8 @@ Environment:
 * ``GPU_REQUIRED=1``: a missing WebGPU adapter fails the tests that need one instead of skipping.
 * ``FASTPLAN_NO_EXTENSIONS=1``: fastplan uses its pure-Python fallback (see fastplan/__init__.py).
 * ``FASTPLAN_REQUIRE_EXTENSIONS=1``: a fastplan that is not compiled fails ``planner_impl`` tests.
+
+The autotune disk cache (``FUSELAB_CACHE_DIR``) is a per-session temporary directory.
 """
 
 from __future__ import annotations
@@ -34,6 +36,19 @@ HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "dev")
 settings.load_profile(HYPOTHESIS_PROFILE)
 
 GPU_REQUIRED = os.environ.get("GPU_REQUIRED", "") not in ("", "0")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _autotune_cache_dir(tmp_path_factory):
+    """The autotune disk cache of a test session lives in its temporary directory (a run
+    never reads or writes the user's ``FUSELAB_CACHE_DIR``)."""
+    old = os.environ.get("FUSELAB_CACHE_DIR")
+    os.environ["FUSELAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("fuselab-cache"))
+    yield
+    if old is None:
+        os.environ.pop("FUSELAB_CACHE_DIR", None)
+    else:
+        os.environ["FUSELAB_CACHE_DIR"] = old
 
 
 # --- GPU adapter -----------------------------------------------------------------------------

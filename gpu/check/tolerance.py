@@ -225,7 +225,10 @@ def reduction_bound(values: np.ndarray, axis: int | None, dtype: np.dtype,
                     mean: bool = False) -> np.ndarray:
     """Absolute allowance of a sum taken in another order: ``2n·ε·Σ|x|`` (÷ n for a mean)
     with ε of the accumulator (f32 for f16 inputs), plus one rounding to the output dtype.
-    The shape is the reduction's output shape (``[1]`` for a full reduction)."""
+    Any order of n additions errs by at most ``(n-1)·ε·Σ|x|`` to first order, so the bound
+    holds for every kernel: sequential, vector lanes folded, workgroup trees (the fused
+    reduce's unit and cube routines). The shape is the reduction's output shape (``[1]``
+    for a full reduction)."""
     acc_eps = float(np.finfo(np.float32 if dtype == np.float16 else dtype).eps)
     mags = np.abs(values.astype(np.float64))
     n = max(values.size if axis is None else values.shape[axis], 1)

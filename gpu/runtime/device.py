@@ -74,7 +74,7 @@ WEBGPU_DEFAULT_LIMITS: Mapping[str, int] = MappingProxyType({
 })
 
 # Optional features fuselab asks for when the adapter has them.
-_WANTED_FEATURES = ("shader-f16", "timestamp-query")
+_WANTED_FEATURES = ("shader-f16", "timestamp-query", "subgroup")
 
 
 def _portable_limits(adapter_limits: Mapping[str, int]) -> dict[str, int]:

@@ -22,8 +22,9 @@ on numpy, this one dispatches kernels on the buffers ``Memory`` names:
   output is the input's own buffer;
 * Matmul: the fused matmul kernel (``gpu.runtime.fused_matmul``: the form ``matmul_form``
   names, burn's default without it; a form the device cannot run falls back there);
-* Reduce, ReduceBroadcasted: always their fallback (``fused_reduce`` is off: the standalone
-  reduce kernel, then the fused tail or prologue as an emitted kernel);
+* Reduce, ReduceBroadcasted: the fused reduce kernel or the one-launch ReduceBroadcasted kernel
+  (``gpu.runtime.reduce_runner``: routine forced, autotuned or burn's default), or the
+  fallback when it refuses the launch;
 * NHWCRelayout: the trace, then the module op (its standalone kernel,
   ``gpu.codegen.module_ops``).
 
@@ -58,6 +59,8 @@ from gpu.runtime.buffers import DeviceTensor
 from gpu.runtime.device import GpuDevice, default_device
 from gpu.runtime.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
 from gpu.runtime.fused_matmul import MATMUL_KERNELS, default_kernel, run_fused_matmul
+from gpu.runtime.reduce_launch import REDUCE_KERNEL_CACHE, reduce_spec
+from gpu.runtime.reduce_runner import ReduceRunner, listing_refusal
 from gpu.runtime.unfused import execute as execute_op, launch as launch_kernel
 
 __all__ = ["KernelCache", "KERNEL_CACHE", "GpuStepRecord", "GpuExecutor", "WgslListing",
@@ -112,6 +115,7 @@ class GpuExecutor:
         self.snapshots: dict[int, DeviceTensor] = {}
         self.records: list[GpuStepRecord] = []
         self.walk = Walk(stream, self, self.profile)
+        self.reducer = ReduceRunner(self)
         self._kernels: list[FusedKernel] = []
         self._capture(sorted(stream.inputs))
 
@@ -224,7 +228,7 @@ class GpuExecutor:
     # --- the walk's backend ---------------------------------------------------------------
 
     fused_matmul = True  # Matmul steps run the fused matmul kernel
-    fused_reduce = False  # Reduce steps run burn's fallback (no fused reduce kernel yet)
+    fused_reduce = True  # Reduce steps: gpu.runtime.reduce_runner (fused or fallback)
     # The fused matmul's form: a name, None (burn's default), or a chooser called per launch
     # ``(executor, run, opt, launch, scalars) -> name`` (an autotuner timing
     # ``gpu.runtime.fused_matmul.matmul_candidates``).
@@ -244,6 +248,20 @@ class GpuExecutor:
         if callable(form):
             form = form(self, run, opt, launch, scalars)
         self._kernels.append(run_fused_matmul(self, run, opt, launch, scalars, form))
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
+                       ops: Sequence[OperationIr]) -> str | None:
+        return self.reducer.refusal(run, opt, launch, scalar_words(run, opt.trace), ops)
+
+    def run_reduce(self, run: StepRun, opt: Any, launch: Launch,
+                   ops: Sequence[OperationIr]) -> None:
+        self.reducer.run(launch)
+
+    def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return self.reducer.broadcasted_refusal(run, opt, launch,
+                                                scalar_words(run, opt.main_trace()))
+
+    def run_reduce_broadcasted(self, run: StepRun, opt: Any, launch: Launch) -> None:
+        self.reducer.run(launch)
 
     # --- unfused ops --------------------------------------------------------------------------
 
@@ -276,9 +294,11 @@ class WgslListing:
     """The walk's listing backend: plans every step and emits every fused kernel
     (``emitted``: ``(step index, kernel)``), with no device; dispatches and uploads nothing."""
 
-    fused_matmul = True  # the kernels the GPU backend would launch
-    fused_reduce = False
+    fused_matmul = True  # the kernels the GPU backend would launch without autotune:
+    fused_reduce = True  # burn's default matmul form and the fused reduce's ``unit`` routine
     matmul_kernels = MATMUL_KERNELS
+    fused_matmul = False  # the kernels the GPU backend would launch: its fallbacks,
+    fused_reduce = True  # and the fused reduce's default routine (``unit``)
 
     def __init__(self, stream: Stream, profile: Any,
                  kernels: KernelCache | None = None) -> None:
@@ -300,6 +320,17 @@ class WgslListing:
 
     def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
         self.emitted.append((len(self.records), default_kernel(self.matmul_kernels, opt, launch)))
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
+                       ops: Sequence[OperationIr]) -> str | None:
+        return listing_refusal(opt, launch)
+
+    def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return "without autotune: the per-block fallbacks"
+
+    def run_reduce(self, run: StepRun, opt: Any, launch: Launch,
+                   ops: Sequence[OperationIr]) -> None:
+        self.emitted.append((len(self.records), REDUCE_KERNEL_CACHE.kernel(
+            reduce_spec(opt, launch, "unit"))))
 
     def run_op(self, op: OperationIr) -> None:
         self.memory.run_unfused(op)

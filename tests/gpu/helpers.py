@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from refimpl.frontend import Session
+from refimpl.interpreter import Interpreter, executed_steps
 from refimpl.semantics import NUMPY_IMPL
 from gpu.check.tolerance import assert_close_ulp
 from gpu.runtime.unfused import run_op
@@ -45,3 +47,53 @@ def run_case(device, case, seed, shape, layout, perm, pad):
         device_input(rt, v, t.dtype, perm, pad) for v, t in zip(values, op.inputs())]
     actual = run_op(device, op, gpu_inputs)
     assert_close_ulp(actual, expected, op.name, values + scalar_arrays(op))
+
+
+# --- fused reduce streams (tests/gpu/test_fused_reduce*.py) ------------------------------------
+
+
+def reduce_chain(s: Session, x, name: str, axis: int):
+    """A read block, the reduction, a write block (bool and index results cast back)."""
+    if name in ("argmax", "argmin"):
+        return getattr((x + 5).log().tanh() * 3, name)(axis) + 1
+    if name == "prod_dim":
+        return (x * 0.1 + 1).prod_dim(axis).tanh() * 3
+    return getattr(x + 5, name)(axis).tanh() * 3
+
+
+def run_both(device, stream, profile=None):
+    """(interpreter results, GPU results, executor) for ``stream``."""
+    from gpu.runtime.executor import GpuExecutor
+
+    profile, executed = executed_steps(stream, profile or device.profile())
+    expected = Interpreter(stream, profile).run(executed)
+    executor = GpuExecutor(stream, device, profile)
+    return expected, executor.run(executed), executor
+
+
+def reduce_stream(shape, name, axis, dtype="f32", extra=False):
+    s = Session(executor=None)
+    x = s.random(shape, seed=3, dtype=dtype)
+    y = reduce_chain(s, x, name, axis)
+    if extra:  # a read-block value synced too: fuse-on-read writes an output
+        z = x * 2 + 1
+        s.sync(y, z)
+    else:
+        s.sync(y)
+    return s.stream
+
+
+def broadcasted_stream(shape, kind: str, seed: int = 3):
+    """Softmax as burn writes it (max_dim, sub, exp, sum_dim, div) or a layer norm, over the
+    last axis of ``x * 2`` (a reduction as a block's first op closes the fuser)."""
+    s = Session(executor=None)
+    x = s.random(shape, seed=seed) * 2
+    axis = len(shape) - 1
+    if kind == "softmax":
+        e = (x - x.max_dim(axis)).exp()
+        y = e / e.sum_dim(axis)
+    else:
+        d = x - x.mean_dim(axis)
+        y = d / ((d * d).mean_dim(axis) + 1e-5).sqrt()
+    s.sync(y)
+    return s.stream

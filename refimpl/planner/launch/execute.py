@@ -22,7 +22,9 @@ Steps:
   accepts it (``matmul_refused``), else the fallback: the matmul unfused, then the tail;
 * ``Reduce``: likewise with ``fused_reduce``; the fallback runs the read trace, the
   reduction unfused, the write trace;
-* ``ReduceBroadcasted``: its per-block optimizations in order (burn without ``autotune``);
+* ``ReduceBroadcasted``: the full trace as one kernel when the backend runs it
+  (``broadcasted_refusal``: burn only does with autotune), else its per-block
+  optimizations in order (burn without ``autotune``);
 * ``NHWCRelayout``: the trace, then the module op unfused;
 * a custom fuser's optimization: its ops one by one.
 
@@ -46,7 +48,8 @@ from refimpl.planner.stream.plan import PlanBlock, PlanStep
 from refimpl.stream import Stream
 
 __all__ = ["StepRecord", "Backend", "StepRun", "Walk", "LayoutBackend", "FUSERS",
-           "UncoveredOutputs", "check_covered", "matmul_refused", "launch_plan_stream"]
+           "UncoveredOutputs", "check_covered", "matmul_refused", "launch_plan_stream",
+           "reduce_fallback", "broadcasted_fallback"]
 
 
 class UncoveredOutputs(LaunchError):
@@ -97,6 +100,18 @@ class Backend(Protocol):
     def run_reduce(self, run: StepRun, opt: Any, launch: Launch,
                    ops: Sequence[OperationIr]) -> None:
         """The fused reduce kernel, read block then write block (with ``fused_reduce``)."""
+
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
+                       ops: Sequence[OperationIr]) -> str | None:
+        """Why the backend runs this fused reduce launch through its fallback instead (its
+        kernel cannot run it, or autotune chose the fallback); ``None`` runs it fused."""
+
+    def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        """Likewise for a ReduceBroadcasted step's full trace (burn runs it only with
+        autotune: a backend without it refuses, and the per-block fallbacks run)."""
+
+    def run_reduce_broadcasted(self, run: StepRun, opt: Any, launch: Launch) -> None:
+        """The full trace as one kernel (when ``broadcasted_refusal`` gave ``None``)."""
 
     def run_op(self, op: OperationIr) -> None:
         """One op as its own kernel (or none: views, drops)."""
@@ -196,6 +211,9 @@ def _reduce_fused(run: StepRun, opt: Any, ops: list[OperationIr]) -> bool:
         launch = run.launch(opt.trace, fork)
     except LaunchError:
         return False
+    if not launch.plan.skipped and \
+            run.backend.reduce_refusal(run, opt, launch, ops) is not None:
+        return False
     run.memory.adopt(fork)
     run.commit(launch)
     run.main = run.main or launch.plan
@@ -210,6 +228,12 @@ def _reduce_ops(run: StepRun, opt: Any, ops: list[OperationIr]) -> None:
     run.path = "fallback"
     if run.backend.fused_reduce:  # the plan reports the fused launch burn tried
         run.main = run.main or run.dry_run(opt.trace)
+    reduce_fallback(run, opt, ops)
+
+
+def reduce_fallback(run: StepRun, opt: Any, ops: Sequence[OperationIr]) -> None:
+    """``ReduceOptimization``'s fallback: the read trace, the reduction unfused, the write
+    trace (also what autotune times against the fused kernel)."""
     run.run_trace(opt.trace_read_fallback)
     run.unfused(ops[opt.num_ops_read])
     run.run_trace(opt.trace_write_fallback)
@@ -219,9 +243,32 @@ def execute_reduce(run: StepRun, opt: Any) -> None:
     _reduce_ops(run, opt, run.ops)
 
 
+def _broadcasted_fused(run: StepRun, opt: Any) -> bool:
+    """The full trace as one launch, when the backend runs it (``broadcasted_refusal``)."""
+    fork = run.memory.fork()
+    try:
+        launch = run.launch(opt.main_trace(), fork)
+    except LaunchError:
+        return False
+    if launch.plan.skipped or run.backend.broadcasted_refusal(run, opt, launch) is not None:
+        return False
+    run.memory.adopt(fork)
+    run.commit(launch)
+    run.main = launch.plan
+    run.backend.run_reduce_broadcasted(run, opt, launch)
+    return True
+
+
 def execute_reduce_broadcasted(run: StepRun, opt: Any) -> None:
+    if run.backend.fused_reduce and _broadcasted_fused(run, opt):
+        return
     if run.backend.fused_reduce:
         run.main = run.dry_run(opt.main_trace())
+    broadcasted_fallback(run, opt)
+
+
+def broadcasted_fallback(run: StepRun, opt: Any) -> None:
+    """``ReduceBroadcastedOptimization``'s fallback: its per-block optimizations in order."""
     start = 0
     for block in opt.fallbacks:
         ops = run.ops[start:start + block.len()]
@@ -305,6 +352,16 @@ class LayoutBackend:
 
     def run_reduce(self, run: StepRun, opt: Any, launch: Launch,
                    ops: Sequence[OperationIr]) -> None:
+        return
+
+    def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
+                       ops: Sequence[OperationIr]) -> str | None:
+        return None
+
+    def broadcasted_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return "burn without autotune runs the per-block fallbacks"
+
+    def run_reduce_broadcasted(self, run: StepRun, opt: Any, launch: Launch) -> None:
         return
 
     def run_op(self, op: OperationIr) -> None:

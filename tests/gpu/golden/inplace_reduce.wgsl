@@ -1,58 +1,61 @@
-// step 0: Reduce ops [0, 1, 2, 3, 4], kernel c551435219b52605, width 4
-// fuselab elemwise_fuse: rank 2, width 4, vector axis 1
-// ops: Assign Add Mul Assign
+// step 0: Reduce ops [0, 1, 2, 3, 4], kernel 3eb668b2f5acf834, width 4
+// fuselab reduce_fuse: Sum axis 1, unit routine, parallel width 4, acc f32
+// read ops: Assign Add Mul Assign Assign
+// write ops: Mul Add Assign
 override WG_SIZE: u32 = 64u;
 
 @group(0) @binding(0) var<storage, read_write> in0: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> info: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out1: array<f32>;
+@group(0) @binding(2) var<storage, read> info: array<u32>;
 
 
-@compute @workgroup_size(WG_SIZE)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    // One vector of the reference layout per invocation, over a grid folded past 65535
-    // workgroups per dimension.
-    let pos = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG_SIZE + lid;
-    // Bounds guard, in vectors: info[0] = positions that do work.
-    if (pos >= info[0]) {
-        return;
-    }
-    // Fuse on write begin
-    let t0 = in0[pos];
-    let t1_b = vec4<f32>(bitcast<f32>(info[15]));
-    let t1 = (t0 + t1_b);
-    let t2_b = vec4<f32>(bitcast<f32>(info[16]));
-    let t2 = (t1 * t2_b);
-    in0[pos] = t2;
-    // Fuse on write end
+fn r0_offset_out0(e: u32) -> u32 {
+    return (e / info[3u]) % info[11u] * info[13u] +
+        (e / info[4u]) % info[12u] * info[14u];
 }
 
-// step 0: Reduce ops [0, 1, 2, 3, 4], kernel 97b53b908fd7591d, width 1
-// fuselab elemwise_fuse: rank 2, width 1, vector axis 1
-// ops: Assign Mul Add Assign
-override WG_SIZE: u32 = 64u;
+fn r0_fuse(pos: u32) -> vec4<f32> {
+    let t0 = in0[pos];
+    let t1_b = vec4<f32>(bitcast<f32>(info[20]));
+    let t1 = (t0 + t1_b);
+    let t2_b = vec4<f32>(bitcast<f32>(info[21]));
+    let t2 = (t1 * t2_b);
+    let t3 = t2;
+    in0[r0_offset_out0(pos * 4u) / 4u] = t2;
+    return t3;
+}
 
-@group(0) @binding(0) var<storage, read_write> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> info: array<u32>;
+fn w0_fuse(pos: u32, reduced: f32) {
+    let t0_b = bitcast<f32>(info[44]);
+    let t0 = (reduced * t0_b);
+    let t1_b = bitcast<f32>(info[45]);
+    let t1 = (t0 + t1_b);
+    out1[pos] = t1;
+}
 
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    // One vector of the reference layout per invocation, over a grid folded past 65535
-    // workgroups per dimension.
-    let pos = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG_SIZE + lid;
-    // Bounds guard, in vectors: info[0] = positions that do work.
-    if (pos >= info[0]) {
+    // The workgroup's linear index over a grid folded past 65535 workgroups per dimension.
+    let group = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    let g = group * WG_SIZE + lid;
+    if (g >= info[46u]) {
         return;
     }
-    // Fuse on write begin
-    let t0 = in0[pos];
-    let t1_b = bitcast<f32>(info[15]);
-    let t1 = (t0 * t1_b);
-    let t2_b = bitcast<f32>(info[16]);
-    let t2 = (t1 + t2_b);
-    in0[pos] = t2;
-    // Fuse on write end
+    var rest = g;
+    let c1 = rest % info[48u];
+    rest = rest / info[48u];
+    let c0 = rest;
+    let base_in = c0 * info[49u] + c1 * info[50u];
+    let base_out = c0 * info[51u] + c1 * info[52u];
+    let step = info[54u];
+    var acc = vec4<f32>(0.0f);
+    for (var k = 0u; k < info[53u]; k = k + 1u) {
+        let v = r0_fuse((base_in + k * step) / 4u);
+        acc = acc + v;
+    }
+    let folded = acc[0] + acc[1] + acc[2] + acc[3];
+    w0_fuse(base_out, folded);
 }
 

@@ -1,54 +1,51 @@
-// step 0: Reduce ops [0, 1, 2], kernel 9d3f23ad50b8c5bf, width 4
-// fuselab elemwise_fuse: rank 2, width 4, vector axis 1
-// ops: Assign Assign Mul Assign
+// step 0: Reduce ops [0, 1, 2], kernel 84018f405d2910f8, width 4
+// fuselab reduce_fuse: Sum axis 1, unit routine, parallel width 4, acc f32
+// read ops: Assign Assign Mul Assign
+// write ops: Exp Assign
 override WG_SIZE: u32 = 64u;
 
-@group(0) @binding(0) var<storage, read_write> in0: array<vec4<f32>>;
+@group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> in1: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> info: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out0: array<f32>;
+@group(0) @binding(3) var<storage, read> info: array<u32>;
 
 
-@compute @workgroup_size(WG_SIZE)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    // One vector of the reference layout per invocation, over a grid folded past 65535
-    // workgroups per dimension.
-    let pos = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG_SIZE + lid;
-    // Bounds guard, in vectors: info[0] = positions that do work.
-    if (pos >= info[0]) {
-        return;
-    }
-    // Fuse on write begin
+fn r0_fuse(pos: u32) -> vec4<f32> {
     let t0 = in0[pos];
     let t1 = in1[pos];
     let t2 = (t0 * t1);
-    in0[pos] = t2;
-    // Fuse on write end
+    let t3 = t2;
+    return t3;
 }
 
-// step 0: Reduce ops [0, 1, 2], kernel e793a5f9ecd087a7, width 1
-// fuselab elemwise_fuse: rank 2, width 1, vector axis 1
-// ops: Assign Exp Assign
-override WG_SIZE: u32 = 64u;
-
-@group(0) @binding(0) var<storage, read_write> in0: array<f32>;
-@group(0) @binding(1) var<storage, read> info: array<u32>;
+fn w0_fuse(pos: u32, reduced: f32) {
+    let t0 = exp(reduced);
+    out0[pos] = t0;
+}
 
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    // One vector of the reference layout per invocation, over a grid folded past 65535
-    // workgroups per dimension.
-    let pos = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG_SIZE + lid;
-    // Bounds guard, in vectors: info[0] = positions that do work.
-    if (pos >= info[0]) {
+    // The workgroup's linear index over a grid folded past 65535 workgroups per dimension.
+    let group = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    let g = group * WG_SIZE + lid;
+    if (g >= info[40u]) {
         return;
     }
-    // Fuse on write begin
-    let t0 = in0[pos];
-    let t1 = exp(t0);
-    in0[pos] = t1;
-    // Fuse on write end
+    var rest = g;
+    let c1 = rest % info[42u];
+    rest = rest / info[42u];
+    let c0 = rest;
+    let base_in = c0 * info[43u] + c1 * info[44u];
+    let base_out = c0 * info[45u] + c1 * info[46u];
+    let step = info[48u];
+    var acc = vec4<f32>(0.0f);
+    for (var k = 0u; k < info[47u]; k = k + 1u) {
+        let v = r0_fuse((base_in + k * step) / 4u);
+        acc = acc + v;
+    }
+    let folded = acc[0] + acc[1] + acc[2] + acc[3];
+    w0_fuse(base_out, folded);
 }
 

@@ -1,0 +1,166 @@
+"""Autotune of the fused reduce and ReduceBroadcasted launches: their candidates (the fused
+routines and the fallback) run on scratch buffers, and burn's anchored key.
+
+burn counterpart: ``burn-cubecl-fusion/src/optim/reduce/tune.rs`` (``FusedReduceAutotuneKey``:
+cubek's ``ReduceAutotuneKey`` — element types, anchored reduce-axis length and reduce count,
+whether the axis is contiguous — plus anchored fused read, write and op counts; candidates
+``fused_reduce_fallback``, ``fused_unit``, ``fused_plane``, ``fused_cube``) and
+``optim/reduce_broadcasted/tune.rs``. Candidates here: ``fallback``, ``fused_unit``,
+``fused_cube`` and, for Reduce on a device with subgroups, ``fused_plane``. Without autotune
+burn runs ``unit`` for Reduce and the fallback for ReduceBroadcasted; so does ``choose`` with
+``FUSELAB_AUTOTUNE=off``.
+
+A candidate never touches the stream's tensors: the fused kernels are bound to copies of the
+launch's inputs and fresh outputs; the fallback runs once, through the walk's own fallback
+(``refimpl.planner.launch.execute.reduce_fallback`` / ``broadcasted_fallback``), on a fork of
+the executor's memory whose step inputs are copies, and its dispatches are recorded for the
+timed replays. The executor's state (memory, buffers, dispatch count) is restored after.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from refimpl.data import buffer_length
+from refimpl.ops import OpKind
+from refimpl.planner.engine.trace import Input, Output
+from refimpl.planner.launch.execute import StepRun, broadcasted_fallback, reduce_fallback
+from refimpl.planner.launch.launch import Launch
+from gpu.runtime.autotune import TUNER, Candidate, anchor
+from gpu.runtime.buffers import STORAGE_NUMPY, padded_size
+from gpu.runtime.reduce_launch import ReduceLaunch, ReduceRefused
+
+__all__ = ["FALLBACK", "choose", "reduce_key", "fallback_candidate", "kernel_candidate",
+           "sandbox"]
+
+FALLBACK = "fallback"
+
+
+def _block_counts(configs: Any) -> tuple[int, int, int]:
+    """Reads (distinct inputs and outputs read), writes (outputs written), ops of the blocks."""
+    reads, writes, ops = set(), set(), 0
+    for config in configs:
+        for op in config.ops:
+            ops += 1
+            for name in ("input", "lhs", "rhs", "cond", "min", "max", "indices"):
+                arg = getattr(op.args, name, None)
+                if isinstance(arg, (Input, Output)):
+                    reads.add((type(arg).__name__, arg.pos))
+            out = getattr(op.args, "out", None)
+            if isinstance(out, Output):
+                writes.add(out.pos)
+    return len(reads), len(writes), ops
+
+
+def reduce_key(fuser: str, opt: Any, launch: Launch, ops: Any) -> dict[str, Any]:
+    """burn's anchored key for a Reduce / ReduceBroadcasted launch (``ops``: the step's
+    global ops: real shapes and dtypes; the first reduction stands for a broadcasted one)."""
+    reduce = opt.reduce if fuser == "Reduce" else next(
+        b.reduce for b in opt.fallbacks if b.name == "Reduce")
+    op = next(op for op in ops if op.op.kind is OpKind.REDUCE_DIM).desc
+    shape, axis = op.input.shape, op.axis
+    length = shape[axis] if shape else 1
+    count = 1
+    for d, n in enumerate(shape):
+        count *= 1 if d == axis else n
+    reads, writes, n_ops = _block_counts(launch.plan.configs)
+    return {"dtype_in": op.input.dtype.value, "dtype_out": op.out.dtype.value,
+            "acc": reduce.acc.name, "inst": reduce.inst, "rank": len(shape),
+            "axis_contiguous": axis == len(shape) - 1, "reduce_axis": anchor(length),
+            "reduce_count": anchor(count), "vector_size": launch.plan.configs[0].width,
+            "fused_reads": anchor(reads), "fused_writes": anchor(writes),
+            "fused_ops": anchor(n_ops), "blocks": len(launch.plan.configs)}
+
+
+@contextmanager
+def sandbox(executor: Any, run: StepRun, ops: Any) -> Iterator[StepRun]:
+    """A ``StepRun`` of the executor on a fork of its memory whose ``ops``' inputs are
+    copies; everything restored after (nothing of the stream's tensors is written)."""
+    rt = executor.rt
+    saved = (executor.memory, executor.buffers, executor._kernels, rt.dispatched,
+             rt.observers)
+    memory = run.memory.fork()
+    buffers = dict(executor.buffers)
+    for op in ops:
+        for tensor in op.inputs():
+            handle = memory.handles.get(tensor.id)
+            if handle is not None and handle.buffer in buffers:
+                buffers[handle.buffer] = _copy(rt, buffers[handle.buffer])
+    executor.memory, executor.buffers, executor._kernels = memory, buffers, []
+    try:
+        yield StepRun(executor, run.device, run.context, run.ops)
+    finally:
+        (executor.memory, executor.buffers, executor._kernels, rt.dispatched,
+         rt.observers) = saved
+
+
+def _copy(rt: Any, buffer: Any) -> Any:
+    copy = rt.wgpu_device.create_buffer(size=buffer.size, usage=rt._usage)
+    encoder = rt.wgpu_device.create_command_encoder()
+    encoder.copy_buffer_to_buffer(buffer, 0, copy, 0, buffer.size)
+    rt.queue.submit([encoder.finish()])
+    return copy
+
+
+def fallback_candidate(executor: Any, run: StepRun, ops: Any,
+                       body: Callable[[StepRun], None]) -> Candidate:
+    """The candidate that runs ``body`` (the walk's fallback of a step whose ops are
+    ``ops``) once in a ``sandbox``; its dispatches are what is timed."""
+    def prepare() -> list:
+        with sandbox(executor, run, ops) as box:
+            seen: list = []
+            executor.rt.observers = [seen.append]
+            body(box)
+        return seen
+    return Candidate(FALLBACK, prepare)
+
+
+def kernel_candidate(executor: Any, name: str, ready: Any, launch: Launch) -> Candidate:
+    """A one-kernel candidate (``ready``: ``kernel.source``, ``kernel.bindings``, ``words``,
+    ``workgroups``) bound to copies of ``launch``'s inputs and fresh outputs."""
+    def prepare() -> list:
+        rt, buffers = executor.rt, []
+        for side, k in ready.kernel.bindings:
+            if side == "in":
+                buffers.append(_copy(rt, executor.buffer(launch.input_handles[k])))
+            else:
+                handle = launch.output_handles[k]
+                elements = handle.offset + buffer_length(handle.shape, handle.strides)
+                nbytes = elements * STORAGE_NUMPY[handle.dtype].itemsize
+                buffers.append(rt.wgpu_device.create_buffer(size=padded_size(nbytes),
+                                                            usage=rt._usage))
+        return [rt.prepare(ready.kernel.source, [*buffers, rt.words(ready.words)],
+                           ready.workgroups, workgroup_size=rt.workgroup_size)]
+    return Candidate(name, prepare)
+
+
+def choose(runner: Any, run: StepRun, opt: Any, launch: Launch, scalars: list,
+           fuser: str, ops: Any) -> ReduceLaunch | None:
+    """The prepared launch of the winning routine, or ``None`` for the fallback.
+    ``ReduceRefused`` when no fused routine can run the launch."""
+    executor = runner.executor
+    prepare = runner.prepared if fuser == "Reduce" else runner.prepared_broadcasted
+    ready: dict[str, ReduceLaunch] = {}
+    reasons = []
+    routines = ("unit", "cube", "plane") if fuser == "Reduce" else ("unit", "cube")
+    for routine in routines:
+        try:
+            ready[routine] = prepare(opt, launch, routine, scalars)
+        except ReduceRefused as refused:
+            reasons.append(f"{routine}: {refused}")
+    if not ready:
+        raise ReduceRefused("; ".join(reasons))
+    default = "unit" if fuser == "Reduce" else FALLBACK
+    body = (lambda sandbox: reduce_fallback(sandbox, opt, ops)) if fuser == "Reduce" \
+        else (lambda sandbox: broadcasted_fallback(sandbox, opt))
+    candidates = [fallback_candidate(executor, run, ops, body)]
+    candidates += [kernel_candidate(executor, f"fused_{name}", prepared, launch)
+                   for name, prepared in ready.items()]
+    names = {f"fused_{name}": name for name in ready}
+    winner = TUNER.choose(executor.device, fuser, reduce_key(fuser, opt, launch, ops),
+                          candidates,
+                          default if default == FALLBACK else f"fused_{default}")
+    if winner == FALLBACK:
+        return None
+    return ready[names.get(winner, next(iter(ready)))]
