@@ -31,13 +31,14 @@ from gpu.runtime.autotune import TUNER, Candidate, anchor
 from gpu.runtime.buffers import STORAGE_NUMPY, padded_size
 from gpu.runtime.reduce_launch import ReduceLaunch, ReduceRefused
 
-__all__ = ["FALLBACK", "choose", "reduce_key", "fallback_candidate", "kernel_candidate",
+__all__ = ["FALLBACK", "block_counts", "choose", "reduce_key", "fallback_candidate",
+           "kernel_candidate",
            "sandbox"]
 
 FALLBACK = "fallback"
 
 
-def _block_counts(configs: Any) -> tuple[int, int, int]:
+def block_counts(configs: Any) -> tuple[int, int, int]:
     """Reads (distinct inputs and outputs read), writes (outputs written), ops of the blocks."""
     reads, writes, ops = set(), set(), 0
     for config in configs:
@@ -64,7 +65,7 @@ def reduce_key(fuser: str, opt: Any, launch: Launch, ops: Any) -> dict[str, Any]
     count = 1
     for d, n in enumerate(shape):
         count *= 1 if d == axis else n
-    reads, writes, n_ops = _block_counts(launch.plan.configs)
+    reads, writes, n_ops = block_counts(launch.plan.configs)
     return {"dtype_in": op.input.dtype.value, "dtype_out": op.out.dtype.value,
             "acc": reduce.acc.name, "inst": reduce.inst, "rank": len(shape),
             "axis_contiguous": axis == len(shape) - 1, "reduce_axis": anchor(length),
@@ -118,7 +119,8 @@ def fallback_candidate(executor: Any, run: StepRun, ops: Any,
 
 def kernel_candidate(executor: Any, name: str, ready: Any, launch: Launch) -> Candidate:
     """A one-kernel candidate (``ready``: ``kernel.source``, ``kernel.bindings``, ``words``,
-    ``workgroups``) bound to copies of ``launch``'s inputs and fresh outputs."""
+    ``workgroups`` and, optionally, its workgroup ``size``) bound to copies of ``launch``'s
+    inputs and fresh outputs."""
     def prepare() -> list:
         rt, buffers = executor.rt, []
         for side, k in ready.kernel.bindings:
@@ -131,7 +133,8 @@ def kernel_candidate(executor: Any, name: str, ready: Any, launch: Launch) -> Ca
                 buffers.append(rt.wgpu_device.create_buffer(size=padded_size(nbytes),
                                                             usage=rt._usage))
         return [rt.prepare(ready.kernel.source, [*buffers, rt.words(ready.words)],
-                           ready.workgroups, workgroup_size=rt.workgroup_size)]
+                           ready.workgroups,
+                           workgroup_size=getattr(ready, "size", rt.workgroup_size))]
     return Candidate(name, prepare)
 
 

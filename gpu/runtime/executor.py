@@ -21,7 +21,8 @@ on numpy, this one dispatches kernels on the buffers ``Memory`` names:
   ``config_id`` and the binding signature, never by shape; the metadata words); an in-place
   output is the input's own buffer;
 * Matmul: the fused matmul kernel (``gpu.runtime.fused_matmul``: the form ``matmul_form``
-  names, burn's default without it; a form the device cannot run falls back there);
+  names, else autotune's pick, ``gpu.runtime.autotune_matmul``, or burn's default with
+  autotune off; a form the device cannot run falls back there);
 * Reduce, ReduceBroadcasted: the fused reduce kernel or the one-launch ReduceBroadcasted kernel
   (``gpu.runtime.reduce_runner``: routine forced, autotuned or burn's default), or the
   fallback when it refuses the launch;
@@ -55,6 +56,8 @@ from refimpl.stream import Stream
 from gpu.codegen.emit import FusedKernel
 from gpu.codegen.render import scalar_word
 from gpu.errors import UnsupportedOpError
+from gpu.runtime.autotune import autotune_enabled
+from gpu.runtime.autotune_matmul import choose_matmul_form
 from gpu.runtime.buffers import DeviceTensor
 from gpu.runtime.device import GpuDevice, default_device
 from gpu.runtime.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
@@ -229,7 +232,8 @@ class GpuExecutor:
 
     fused_matmul = True  # Matmul steps run the fused matmul kernel
     fused_reduce = True  # Reduce steps: gpu.runtime.reduce_runner (fused or fallback)
-    # The fused matmul's form: a name, None (burn's default), or a chooser called per launch
+    # The fused matmul's form: a name, None (autotuned, or burn's default with
+    # ``FUSELAB_AUTOTUNE=off``), or a chooser called per launch
     # ``(executor, run, opt, launch, scalars) -> name`` (an autotuner timing
     # ``gpu.runtime.fused_matmul.matmul_candidates``).
     matmul_form: Any = None
@@ -245,6 +249,8 @@ class GpuExecutor:
         """The matmul and its epilogue as one kernel (or its fallback, see ``fused_matmul``)."""
         scalars = scalar_words(run, opt.trace)
         form = self.matmul_form
+        if form is None and autotune_enabled():
+            form = choose_matmul_form
         if callable(form):
             form = form(self, run, opt, launch, scalars)
         self._kernels.append(run_fused_matmul(self, run, opt, launch, scalars, form))
@@ -297,8 +303,6 @@ class WgslListing:
     fused_matmul = True  # the kernels the GPU backend would launch without autotune:
     fused_reduce = True  # burn's default matmul form and the fused reduce's ``unit`` routine
     matmul_kernels = MATMUL_KERNELS
-    fused_matmul = False  # the kernels the GPU backend would launch: its fallbacks,
-    fused_reduce = True  # and the fused reduce's default routine (``unit``)
 
     def __init__(self, stream: Stream, profile: Any,
                  kernels: KernelCache | None = None) -> None:
@@ -320,6 +324,7 @@ class WgslListing:
 
     def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
         self.emitted.append((len(self.records), default_kernel(self.matmul_kernels, opt, launch)))
+
     def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
                        ops: Sequence[OperationIr]) -> str | None:
         return listing_refusal(opt, launch)

@@ -44,7 +44,8 @@ from gpu.runtime.server import DEBUG_LOG_ENV
 from gpu.runtime.unfused import execute as execute_op
 
 __all__ = ["DEFAULT_FORM", "CANDIDATES", "MatmulKernels", "MATMUL_KERNELS", "MatmulLaunch",
-           "plan_matmul", "default_kernel", "run_fused_matmul", "matmul_candidates"]
+           "plan_matmul", "default_kernel", "run_fused_matmul", "run_matmul_fallback",
+           "in_place_scratch", "matmul_candidates"]
 
 DEFAULT_FORM = "simple"  # burn without autotune: its simple kernel
 CANDIDATES = ("simple", "gemv", *TILINGS)
@@ -184,7 +185,7 @@ def _dispatch(executor: Any, planned: MatmulLaunch, buffers: list) -> None:
                     planned.workgroups, workgroup_size=planned.size)
 
 
-def _fallback(executor: Any, run: Any, opt: Any, launch: Launch, scalars: list,
+def run_matmul_fallback(executor: Any, run: Any, opt: Any, launch: Launch, scalars: list,
               scratch: dict | None = None) -> FusedKernel:
     """The standalone matmul, then the ``product`` kernel (the epilogue reading its output)."""
     handles = launch.input_handles
@@ -223,7 +224,18 @@ def run_fused_matmul(executor: Any, run: Any, opt: Any, launch: Launch, scalars:
             _dispatch(executor, planned, _buffers(executor, planned.kernel, launch))
             return planned.kernel
         _log(f"{attempt} does not fit: {why}; falling back")
-    return _fallback(executor, run, opt, launch, scalars)
+    return run_matmul_fallback(executor, run, opt, launch, scalars)
+
+
+def in_place_scratch(executor: Any, launch: Launch) -> dict:
+    """A scratch copy of each input an output is written into in place, by input position
+    (bound instead of the input when a candidate runs for timing)."""
+    scratch = {}
+    for out in launch.plan.outputs:
+        if out.kind != "owned":
+            handle = launch.input_handles[out.input_pos]
+            scratch[out.input_pos] = executor.rt.copy(executor.device_tensor(handle)).buffer
+    return scratch
 
 
 def matmul_candidates(executor: Any, run: Any, opt: Any, launch: Launch,
@@ -231,11 +243,7 @@ def matmul_candidates(executor: Any, run: Any, opt: Any, launch: Launch,
     """``(name, callable)`` per candidate that fits, ``"fallback"`` last (see the module
     docstring: in-place inputs are bound to scratch copies); ``scalars`` as for
     ``run_fused_matmul``."""
-    scratch = {}
-    for out in launch.plan.outputs:
-        if out.kind != "owned":
-            handle = launch.input_handles[out.input_pos]
-            scratch[out.input_pos] = executor.rt.copy(executor.device_tensor(handle)).buffer
+    scratch = in_place_scratch(executor, launch)
     found = []
     for kind in CANDIDATES:
         planned, _ = plan_matmul(executor.device, executor.matmul_kernels, run, opt, launch,
@@ -243,5 +251,5 @@ def matmul_candidates(executor: Any, run: Any, opt: Any, launch: Launch,
         if planned is not None:
             buffers = _buffers(executor, planned.kernel, launch, scratch=scratch)
             found.append((kind, lambda p=planned, b=buffers: _dispatch(executor, p, b)))
-    found.append(("fallback", lambda: _fallback(executor, run, opt, launch, scalars, scratch)))
+    found.append(("fallback", lambda: run_matmul_fallback(executor, run, opt, launch, scalars, scratch)))
     return found
