@@ -1,0 +1,242 @@
+"""Which kernel runs a fused element-wise block: tier 0 (the generic interpreter kernel,
+compiled once per device) at once, tier 1 (the block's specialised kernel) once its pipeline,
+compiled on a worker thread, is ready.
+
+burn counterpart: none (burn compiles each ``FuseBlockConfig`` before its first launch, and
+cubecl caches the pipeline). The two-tier scheme is the "ubershader" one of game engines and
+of the Dolphin emulator: never stall on a shader compile that a generic shader can cover.
+
+``FUSELAB_TIERS`` picks the tiers: ``both`` (default), ``specialised-only`` (today's path: the
+specialised kernel compiled before its first launch) or ``tier0-only`` (tier 0 wherever it can
+express the block). A block tier 0 cannot express (``Tier0Unsupported``: an indexed op, f16,
+too many buffers for the generic layout ...) runs on tier 1, compiled synchronously; it
+never fails for that reason. With ``FUSELAB_DEBUG_LOG=stdout`` every block says which tier
+ran it and why, and a tier-1 pipeline says when it became ready.
+
+wgpu-py 0.32's ``create_compute_pipeline_async`` creates the pipeline synchronously
+(``_CREATE_PIPELINE_ASYNC_IS_IMPLEMENTED = False``), so tier 1 is compiled on one worker
+thread (wgpu-native's calls release the GIL). The same release exposes no pipeline cache
+(``WGPUNativeFeature_PipelineCache`` is declared, no function creates one): a new process
+recompiles every pipeline; only the driver's own shader cache persists.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Sequence
+
+from refimpl.planner.launch.launch import Launch, config_id
+from gpu.codegen.emit import FusedKernel, emit_block
+from gpu.codegen.tier0 import Tier0Key, tier0_source
+from gpu.codegen.tier0_program import Tier0Program, Tier0Unsupported, compile_block
+from gpu.errors import GpuError, UnsupportedOpError
+from gpu.runtime.fused_launch import launch_words, signature_of
+from gpu.runtime.server import DEBUG_LOG_ENV, Dispatched
+from gpu.runtime.tiers_launch import tier0_bindings, tier0_words
+
+__all__ = ["TIERS_ENV", "TIER_MODES", "Tiers", "tiers_for", "tiers_mode"]
+
+TIERS_ENV = "FUSELAB_TIERS"
+TIER_MODES = ("both", "specialised-only", "tier0-only")
+
+
+def tiers_mode() -> str:
+    """The tiers ``FUSELAB_TIERS`` asks for (``both`` when unset)."""
+    mode = os.environ.get(TIERS_ENV, "") or "both"
+    if mode not in TIER_MODES:
+        raise GpuError(f"{TIERS_ENV}={mode!r}: expected one of {', '.join(TIER_MODES)}")
+    return mode
+
+
+def _log(message: str) -> None:
+    if os.environ.get(DEBUG_LOG_ENV) == "stdout":
+        print(f"[fuselab] {message}", file=sys.stdout)
+
+
+class Tiers:
+    """One device's tier state: tier-0 pipelines, block programs, tier-1 compiles."""
+
+    def __init__(self, device: Any) -> None:
+        import wgpu
+
+        self.device, self.rt = device, device.runtime
+        data = min(device.max_storage_buffers, 16) - 1  # one binding holds the program
+        self.rw = max(1, min(4, data // 3))
+        self.ro = min(8, data - self.rw)
+        self._tier0: dict[Tier0Key, Any] = {}
+        self._programs: dict[tuple, Tier0Program | str] = {}
+        self._tier1: dict[tuple, Future] = {}
+        self._requested: dict[tuple, float] = {}
+        self.ready_after: dict[tuple, float] = {}  # seconds from request to a ready pipeline
+        self.tier0_compile_s: dict[Tier0Key, float] = {}
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fuselab-tier1")
+        dev = device.wgpu_device
+        entries = [{"binding": k, "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": "read-only-storage" if k < self.ro or
+                               k == self.ro + self.rw else "storage"}}
+                   for k in range(self.ro + self.rw + 1)]
+        self.bind_group_layout = dev.create_bind_group_layout(entries=entries)
+        self.pipeline_layout = dev.create_pipeline_layout(
+            bind_group_layouts=[self.bind_group_layout])
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
+        self._spare_ro = dev.create_buffer(size=16, usage=usage)
+        self._spare_rw = dev.create_buffer(size=16, usage=usage)
+
+    # --- tier 0 -------------------------------------------------------------------------------
+
+    def tier0_pipeline(self, key: Tier0Key) -> Any:
+        """The tier-0 pipeline of ``key`` (compiled on first use, then kept)."""
+        found = self._tier0.get(key)
+        if found is None:
+            started = time.perf_counter()
+            dev = self.device.wgpu_device
+            module = dev.create_shader_module(code=tier0_source(key))
+            found = dev.create_compute_pipeline(layout=self.pipeline_layout, compute={
+                "module": module, "entry_point": "main",
+                "constants": {"WG_SIZE": self.rt.workgroup_size}})
+            self._tier0[key] = found
+            self.tier0_compile_s[key] = time.perf_counter() - started
+            _log(f"tier 0 kernel compiled: {key}")
+        return found
+
+    def warm(self, dtypes: Sequence[tuple[str, ...]] = (("f32", "u32"),),
+             widths: Sequence[int] = (1, 2, 4)) -> float:
+        """Compile tier-0 kernels ahead; the seconds it took."""
+        started = time.perf_counter()
+        for names in dtypes:
+            for width in widths:
+                self.tier0_pipeline(Tier0Key(tuple(sorted(names)), width, self.ro, self.rw))
+        return time.perf_counter() - started
+
+    def program(self, key: tuple, launch: Launch) -> Tier0Program | str:
+        """The block's tier-0 program, or why tier 0 cannot run it (cached)."""
+        found = self._programs.get(key)
+        if found is None:
+            try:
+                found = compile_block(launch.plan.configs[0], key[1])
+            except Tier0Unsupported as exc:
+                found = str(exc)
+            self._programs[key] = found
+        return found
+
+    def run_tier0(self, executor: Any, program: Tier0Program, launch: Launch,
+                  scalars: Sequence[int]) -> None:
+        key = Tier0Key(program.dtypes, program.config.width, self.ro, self.rw)
+        reads, writes, slots = tier0_bindings(program, launch, executor.buffer, self.ro,
+                                              self.rw)
+        words, n_pos = tier0_words(program, launch, scalars, slots.__getitem__)
+        pipeline = self.tier0_pipeline(key)
+        buffers = reads + [self._spare_ro] * (self.ro - len(reads)) + writes + \
+            [self._spare_rw] * (self.rw - len(writes))
+        self._submit(tier0_source(key), pipeline, self.bind_group_layout, buffers, words, n_pos)
+
+    # --- tier 1 ------------------------------------------------------------------------------
+
+    def request(self, key: tuple, launch: Launch) -> None:
+        """Start compiling the block's specialised pipeline (once) on the worker thread."""
+        if key in self._tier1:
+            return
+        config, signature = launch.plan.configs[0], key[1]
+        self._requested[key] = time.perf_counter()
+        future = self._worker.submit(self._compile_tier1, config, signature)
+        self._tier1[key] = future
+
+    def _compile_tier1(self, config: Any, signature: Any) -> tuple[FusedKernel, Any, Any]:
+        kernel = emit_block(config, signature)
+        dev = self.device.wgpu_device
+        module = dev.create_shader_module(code=kernel.source)
+        pipeline = dev.create_compute_pipeline(layout="auto", compute={
+            "module": module, "entry_point": "main",
+            "constants": {"WG_SIZE": self.rt.workgroup_size}})
+        return kernel, pipeline, pipeline.get_bind_group_layout(0)
+
+    def ready(self, key: tuple) -> tuple[FusedKernel, Any, Any] | None:
+        """The block's tier-1 kernel and pipeline when compiled, else ``None`` (never
+        waits). A compile that failed leaves the block on tier 0."""
+        future = self._tier1.get(key)
+        if future is None or not future.done():
+            return None
+        if future.exception() is not None:
+            if key not in self.ready_after:
+                self.ready_after[key] = float("nan")
+                _log(f"tier 1 failed for block {key[0]}: {future.exception()}; tier 0 stays")
+            return None
+        if key not in self.ready_after:
+            self.ready_after[key] = time.perf_counter() - self._requested[key]
+            _log(f"tier 1 ready for block {key[0]}")
+        return future.result()
+
+    def wait_tier1(self, timeout: float | None = None) -> None:
+        """Block until every requested tier-1 compile is done (tests and benchmarks)."""
+        for future in list(self._tier1.values()):
+            future.exception(timeout=timeout)
+
+    def run_tier1_ready(self, executor: Any, entry: tuple, launch: Launch,
+                        scalars: Sequence[int]) -> None:
+        kernel, pipeline, layout = entry
+        words, n_pos = launch_words(kernel, launch, scalars)
+        buffers = [executor.buffer((launch.input_handles if side == "in" else
+                                    launch.output_handles)[k]) for side, k in kernel.bindings]
+        executor._kernels.append(kernel)
+        self._submit(kernel.source, pipeline, layout, buffers, words, n_pos)
+
+    # --- both ---------------------------------------------------------------------------------
+
+    def _submit(self, source: str, pipeline: Any, layout: Any, buffers: list, words: list,
+                n_pos: int) -> None:
+        wg = self.rt.workgroup_size
+        groups = -(-n_pos // wg)
+        if groups == 0:
+            return
+        buffers = [*buffers, self.rt.words(words)]
+        entries = [{"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+                   for i, b in enumerate(buffers)]
+        group = self.device.wgpu_device.create_bind_group(layout=layout, entries=entries)
+        self.rt.submit(Dispatched(source, tuple(buffers), groups, wg, pipeline, group,
+                                  self.rt.grid(groups)))
+
+    def run_block(self, executor: Any, launch: Launch, scalars: Sequence[int]) -> str:
+        """Run an element-wise launch's one block on the tier the mode and the state allow;
+        the tier that ran it (``"tier 0"`` / ``"tier 1"``)."""
+        if len(launch.plan.configs) != 1:
+            raise UnsupportedOpError("a multi-block trace needs the fused reduce kernel")
+        mode = tiers_mode()
+        key = (config_id(launch.plan.configs[0]), signature_of(launch))
+        if mode == "both":
+            entry = self.ready(key)
+            if entry is not None:
+                self.run_tier1_ready(executor, entry, launch, scalars)
+                _log(f"block {key[0]}: tier 1")
+                return "tier 1"
+        reason = "FUSELAB_TIERS=specialised-only"
+        if mode != "specialised-only":
+            program = self.program(key, launch)
+            reason = program if isinstance(program, str) else ""
+            if not reason:
+                try:
+                    self.run_tier0(executor, program, launch, scalars)
+                except Tier0Unsupported as exc:
+                    reason = str(exc)
+                else:
+                    if mode == "both":
+                        self.request(key, launch)
+                    _log(f"block {key[0]}: tier 0")
+                    return "tier 0"
+        executor.run_specialised(launch, scalars)
+        _log(f"block {key[0]}: tier 1 ({reason})")
+        return "tier 1"
+
+
+_TIERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def tiers_for(device: Any) -> Tiers:
+    """The device's ``Tiers`` (made on first use)."""
+    found = _TIERS.get(device)
+    if found is None:
+        found = _TIERS[device] = Tiers(device)
+    return found
