@@ -72,6 +72,7 @@ class Tiers:
         self._tier1: dict[tuple, Future] = {}
         self._requested: dict[tuple, float] = {}
         self.ready_after: dict[tuple, float] = {}  # seconds from request to a ready pipeline
+        self.compiled_after: dict[tuple, float] = {}  # ... to the worker's end of compile
         self.tier0_compile_s: dict[Tier0Key, float] = {}
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fuselab-tier1")
         dev = device.wgpu_device
@@ -100,6 +101,7 @@ class Tiers:
                 "constants": {"WG_SIZE": self.rt.workgroup_size}})
             self._tier0[key] = found
             self.tier0_compile_s[key] = time.perf_counter() - started
+            self.rt.compiled += 1  # in the way of this run, like any synchronous compile
             _log(f"tier 0 kernel compiled: {key}")
         return found
 
@@ -142,10 +144,17 @@ class Tiers:
             return
         config, signature = launch.plan.configs[0], key[1]
         self._requested[key] = time.perf_counter()
-        future = self._worker.submit(self._compile_tier1, config, signature)
+        future = self._worker.submit(self._compile_tier1, key, config, signature)
         self._tier1[key] = future
 
-    def _compile_tier1(self, config: Any, signature: Any) -> tuple[FusedKernel, Any, Any]:
+    def _compile_tier1(self, key: tuple, config: Any,
+                       signature: Any) -> tuple[FusedKernel, Any, Any]:
+        try:
+            return self._specialised(config, signature)
+        finally:
+            self.compiled_after[key] = time.perf_counter() - self._requested[key]
+
+    def _specialised(self, config: Any, signature: Any) -> tuple[FusedKernel, Any, Any]:
         kernel = emit_block(config, signature)
         dev = self.device.wgpu_device
         module = dev.create_shader_module(code=kernel.source)

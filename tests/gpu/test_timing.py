@@ -27,6 +27,13 @@ pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _specialised(monkeypatch):
+    """Recording and replay are checked on the specialised kernel (a first run may ask for
+    its tier itself)."""
+    monkeypatch.setenv("FUSELAB_TIERS", "specialised-only")
+
+
 def _recorded(device, stream, fused: bool = True):
     profile, executed = executed_steps(stream, device.profile())
     with recording(device.runtime) as seen:
@@ -119,14 +126,26 @@ def test_timing_first_run_counts_what_a_new_expression_compiles(gpu_adapter):
     from gpu.runtime.device import request_device
 
     device = request_device()  # its own pipeline cache: the expression is new to it
-    first = first_run(_odd_expression, device)
-    again = first_run(_odd_expression, device)
+    first = first_run(_odd_expression, device, tiers="specialised-only")
+    again = first_run(_odd_expression, device, tiers="specialised-only")
     unfused = first_run(_odd_expression, device, fused=False)
     assert first.seconds > 0 and set(first.phases) == {"record", "plan", "run"}
     assert (first.compiled, first.emitted, first.dispatches) == (1, 1, 1)
+    assert first.tiers == ("tier 1",) and first.planner in ("fastplan", "refimpl")
     assert (again.compiled, again.emitted) == (0, 1)  # a fresh kernel cache; pipeline cached
     assert unfused.dispatches == 4 and unfused.emitted == 0 and "plan" not in unfused.phases
     assert json.loads(json.dumps(first.to_dict()))["pipelines_compiled"] == 1
+
+
+def test_timing_first_run_on_tier0_compiles_only_the_generic_kernel(gpu_adapter):
+    from gpu.runtime.device import request_device
+
+    device = request_device()
+    first = first_run(_odd_expression, device, tiers="both")
+    again = first_run(_odd_expression, device, tiers="tier0-only")
+    assert (first.compiled, first.emitted, first.dispatches, first.tiers) == \
+        (1, 0, 1, ("tier 0",))  # the tier-0 kernel, once per device
+    assert (again.compiled, again.emitted, again.tiers) == (0, 0, ("tier 0",))
 
 
 @pytest.mark.slow
