@@ -35,7 +35,6 @@ measures Python and the driver, not the kernel. Instead:
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from contextlib import contextmanager
@@ -253,19 +252,11 @@ class FirstRun:
                 "tiers": list(self.tiers), "planner": self.planner}
 
 
-@contextmanager
-def tiers_env(mode: str | None) -> Iterator[None]:
-    """``FUSELAB_TIERS=mode`` inside the block (unchanged when ``mode`` is None)."""
-    before = os.environ.get("FUSELAB_TIERS")
-    if mode is not None:
-        os.environ["FUSELAB_TIERS"] = mode
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("FUSELAB_TIERS", None)
-        else:
-            os.environ["FUSELAB_TIERS"] = before
+def tiers_env(mode: str | None):
+    """``FUSELAB_TIERS=mode`` inside a ``with`` block (``gpu.runtime.tiers.use_tiers``)."""
+    from gpu.runtime.tiers import use_tiers
+
+    return use_tiers(mode)
 
 
 def planned(stream: Any, profile: Any) -> tuple[tuple, str]:

@@ -8,14 +8,20 @@ compiles in the background. The program it interprets is ``gpu.codegen.tier0_pro
 its semantics per position are ``gpu.codegen.emit``'s (same reads, writes and index math).
 
 One kernel per ``Tier0Key``: the compute dtypes in use (a subset of f32/i32/u32; bool is a
-``u32`` 0/1), the vector width ``W`` (a position covers ``W`` reference elements, as in the
-specialised kernel) and the generic binding layout (``ro`` read-only and ``rw`` read-write
-storage slots, then ``prog``). Every value lives in a register file of ``vecW<u32>`` bit
-patterns; an op bitcasts its operands to its type. Each op's WGSL comes from the expression
-table the specialised kernel uses (``FUSE_EXPR``), so both tiers compute the same thing.
+``u32`` 0/1), the op families in use (``FAMILIES``: the cases of the others are left out,
+which matters where a branch is run masked, as on lavapipe), the vector width ``W`` (a
+position covers ``W`` reference elements, as in the specialised kernel) and the generic
+binding layout (``ro`` read-only and ``rw`` read-write storage slots, then ``prog``). Every
+value lives in one of ``MAX_REGISTERS`` registers of ``vecW<u32>`` bit patterns, separate
+variables reached through switches on the (uniform) register number rather than an indexed
+array, which GPUs would keep in local memory; an op bitcasts its operands to its type. Each
+op's WGSL comes from the expression table the specialised kernel uses (``FUSE_EXPR``), so
+both tiers compute the same thing.
 
-``prog`` (u32 words) holds a header, the instructions (5 words: opcode, dst, a, b, c) and one
-descriptor per global read or write (a *view*):
+``prog`` (u32 words) holds a header, the instructions (5 words: opcode, result register ``d``,
+operands ``a``, ``b``, ``c``; a register number past the last one reads zero and writes
+nothing; ``Load``/``Const`` take a view / word offset in ``a``, ``Store`` its value in ``a``
+and its view in ``b``) and one descriptor per global read or write (a *view*):
 
 ====================  ==================================================================
 word                  content
@@ -51,17 +57,28 @@ from gpu.codegen.render import dedupe
 from gpu.codegen.types import value_type
 
 __all__ = ["Tier0Key", "OPCODES", "COMPUTE_DTYPES", "MAX_REGISTERS", "INSTRUCTION_WORDS",
-           "HEADER_WORDS", "VIEW_KINDS", "INDEX_KINDS", "COMPARISONS", "tier0_source",
-           "opcode", "op_result"]
+           "HEADER_WORDS", "UNROLL", "VIEW_KINDS", "INDEX_KINDS", "COMPARISONS", "FAMILIES", "family",
+           "tier0_source", "opcode", "op_result"]
 
 COMPUTE_DTYPES = (DType.F32, DType.I32, DType.U32)
-MAX_REGISTERS = 16
+MAX_REGISTERS = 8
+UNROLL = 4  # positions per invocation
 INSTRUCTION_WORDS = 5
 HEADER_WORDS = 4  # then R reference strides
 VIEW_KINDS = MappingProxyType({"EACH": 0, "STEP": 1, "SPLAT": 2, "VEC": 3, "POS": 4})
 INDEX_KINDS = MappingProxyType({"identity": 0, "strided": 1, "reshaped": 2})
 COMPARISONS = frozenset({"Equal", "Lower", "Greater", "LowerEqual", "GreaterEqual"})
 _KIND_OF = {DType.F32: "float", DType.I32: "sint", DType.U32: "uint"}
+
+# Op families: a kernel holds the cases of the families its programs use. "core" is always in.
+FAMILIES = ("core", "math", "special")
+_MATH = frozenset({"Exp", "Log", "Log1p", "Cos", "Sin", "Tanh", "Sqrt", "Recip"})
+_SPECIAL = frozenset({"Erf", "Powf", "Rem"})
+
+
+def family(name: str) -> str:
+    """The family of an instruction name."""
+    return "math" if name in _MATH else "special" if name in _SPECIAL else "core"
 
 
 def _opcode_table() -> dict[tuple, int]:
@@ -96,13 +113,17 @@ class Tier0Key:
     """What one tier-0 kernel is specialised on."""
 
     dtypes: tuple[str, ...]  # compute dtype values held, sorted (``("f32", "u32")``)
+    families: tuple[str, ...]  # op families held, in ``FAMILIES`` order
     width: int
+    unroll: int  # positions per invocation (``p_u = t + u * threads``), each instruction
+    # decoded once for all of them
     ro: int  # read-only storage slots
     rw: int  # read-write storage slots
 
     def holds(self, key: tuple) -> bool:
         """True when this variant has the case of instruction ``key``."""
-        return all(d.value in self.dtypes for d in key[1:] if isinstance(d, DType))
+        return family(key[0]) in self.families and all(
+            d.value in self.dtypes for d in key[1:] if isinstance(d, DType))
 
 
 # --- WGSL ---------------------------------------------------------------------------------------
@@ -249,66 +270,84 @@ def _load_store_fns(width: int) -> list[str]:
     return [load, store]
 
 
-def _case(key: tuple, width: int) -> tuple[str, tuple[str, ...]]:
-    """The body of one instruction's case (over registers ``a``, ``b``, ``c`` → ``d``) and
-    the helper functions it calls."""
-    name, u = key[0], _vec(width)
+def _case(key: tuple, width: int, u: int) -> tuple[str, tuple[str, ...]]:
+    """The body of one instruction's case for the ``u``-th position of the invocation (over
+    operand values ``x0_u``, ``x1_u``, ``x2_u`` → ``y_u``) and the helper functions it calls."""
+    name, v = key[0], _vec(width)
+    x, y = (f"x0_{u}", f"x1_{u}", f"x2_{u}"), f"y_{u}"
     if name == "Load":
-        return "regs[d] = load(a, pos);", ()
+        return f"{y} = load(a, p{u});", ()
     if name == "Store":
-        return "store(a, pos, regs[d]);", ()
+        return f"if (p{u} < n) {{ store(b, p{u}, {x[0]}); }}", ()
     if name == "Const":
-        return f"regs[d] = {u}(prog[a]);", ()
-    args = ("a", "b", "c")
+        return f"{y} = {v}(prog[a]);", ()
     if name == "Cast":
         src, dst = key[1], key[2]
-        expr, helpers = FUSE_EXPR["Assign"].render(ExprCtx(dst, dst, width, src=src), "x0")
-        return f"let x0 = bitcast<{value_type(src, width)}>(regs[a]); " \
-               f"regs[d] = bitcast<{u}>({expr});", helpers
+        expr, helpers = FUSE_EXPR["Assign"].render(ExprCtx(dst, dst, width, src=src), "v0")
+        return f"{{ let v0 = bitcast<{value_type(src, width)}>({x[0]}); " \
+               f"{y} = bitcast<{v}>({expr}); }}", helpers
     ty = key[1]
     if name == "NonZero":
         ctx = ExprCtx(ty, DType.U32, width)
-        return f"let x0 = bitcast<{value_type(ty, width)}>(regs[a]); " \
-               f"regs[d] = {ctx.to_u32_bool(f'x0 != {ctx.lit(0)}')};", ()
+        return f"{{ let v0 = bitcast<{value_type(ty, width)}>({x[0]}); " \
+               f"{y} = {ctx.to_u32_bool(f'v0 != {ctx.lit(0)}')}; }}", ()
     rule = FUSE_EXPR[name]
     arity = rule.arity
-    loads = " ".join(f"let x{k} = bitcast<{value_type(ty, width)}>(regs[{args[k]}]);"
-                     for k in range(arity))
+    typed = [f"let v{k} = bitcast<{value_type(ty, width)}>({x[k]});" for k in range(arity)]
     if name == "ConditionalAssign":  # the condition is a u32 0/1
-        loads = "let x0 = regs[a]; " + " ".join(
-            f"let x{k} = bitcast<{value_type(ty, width)}>(regs[{args[k]}]);" for k in (1, 2))
+        typed[0] = f"let v0 = {x[0]};"
     expr, helpers = rule.render(ExprCtx(ty, op_result(name, ty), width),
-                                *(f"x{k}" for k in range(arity)))
-    return f"{loads} regs[d] = bitcast<{u}>({expr});", helpers
+                                *(f"v{k}" for k in range(arity)))
+    return f"{{ {' '.join(typed)} {y} = bitcast<{v}>({expr}); }}", helpers
 
 
 @functools.cache
 def tier0_source(key: Tier0Key) -> str:
     """The WGSL of one tier-0 kernel (deterministic: equal keys give equal bytes)."""
-    w, v = key.width, _vec(key.width)
+    w, v, lanes = key.width, _vec(key.width), range(key.unroll)
     cases, helpers = [], []
     for instruction, code in OPCODES.items():
         if not key.holds(instruction):
             continue
-        body, needed = _case(instruction, w)
-        helpers += needed
-        cases.append(f"            case {code}u: {{ {body} }}")
+        bodies = []
+        for u in lanes:
+            body, needed = _case(instruction, w, u)
+            helpers += needed
+            bodies.append(body)
+        cases.append(f"            case {code}u: {{ {' '.join(bodies)} }}")
     functions = _access_fns(key) + [_INDEX_FN] + _load_store_fns(w) + list(dedupe(helpers))
+
+    def moves(target: str, source: str) -> str:
+        return " ".join(f"{target}_{u} = {source}_{u};" for u in lanes)
+
+    def read(operand: str, into: str) -> list[str]:
+        picks = " ".join(f"case {r}u: {{ {moves(into, f'r{r}')} }}"
+                         for r in range(MAX_REGISTERS))
+        return [*(f"        var {into}_{u} = {v}(0u);" for u in lanes),
+                f"        switch {operand} {{ {picks} default: {{}} }}"]
+    writes = " ".join(f"case {r}u: {{ {moves(f'r{r}', 'y')} }}" for r in range(MAX_REGISTERS))
     return "\n".join([
         f"// fuselab tier-0 element-wise interpreter: dtypes {','.join(key.dtypes)}, "
-        f"width {w}, {key.ro} read-only + {key.rw} read-write slots",
+        f"families {','.join(key.families)}, width {w}, {key.unroll} positions per "
+        f"invocation, {key.ro} read-only + {key.rw} read-write slots",
         "override WG_SIZE: u32 = 64u;", "", *_bindings(key), "",
         "\n\n".join(functions), "",
         "@compute @workgroup_size(WG_SIZE)",
         "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
         "        @builtin(local_invocation_index) lid: u32) {",
-        "    let pos = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG_SIZE + lid;",
-        "    if (pos >= prog[0]) {", "        return;", "    }",
-        f"    var regs: array<{v}, {MAX_REGISTERS}>;",
+        "    let t = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * WG_SIZE + lid;",
+        "    let n = prog[0];",
+        f"    let threads = (n + {key.unroll - 1}u) / {key.unroll}u;",
+        "    if (t >= threads) {", "        return;", "    }",
+        *(f"    let p{u} = t + {u}u * threads;" for u in lanes),
+        *(f"    var r{r}_{u} = {v}(0u);" for r in range(MAX_REGISTERS) for u in lanes),
         "    let count = prog[2];",
         "    for (var i = 0u; i < count; i++) {",
         f"        let at = prog[3] + i * {INSTRUCTION_WORDS}u;",
         "        let d = prog[at + 1u];", "        let a = prog[at + 2u];",
         "        let b = prog[at + 3u];", "        let c = prog[at + 4u];",
+        *read("a", "x0"), *read("b", "x1"), *read("c", "x2"),
+        *(f"        var y_{u} = {v}(0u);" for u in lanes),
         "        switch prog[at] {", *cases, "            default: {}", "        }",
+        f"        switch d {{ {writes} default: {{}} }}",
         "    }", "}", ""])

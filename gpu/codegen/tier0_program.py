@@ -7,6 +7,9 @@ over the ops mirrors ``gpu.codegen.emit`` / ``fuse_io.BodyWriter`` decision for 
 layout, the vector size and the broadcast flag), so that a block computes the same values in
 both tiers; where ``emit`` would print an expression, this appends an instruction.
 
+A global read assigned to a block local is emitted at the local's first use (or before the
+next store, which may write what it reads), so that registers hold only live values.
+
 What it cannot express raises ``Tier0Unsupported`` (the block then goes to tier 1): the
 indexed ops (Gather, Select, Cat), f16, values read across blocks, and blocks needing more
 than ``MAX_REGISTERS`` live values.
@@ -29,7 +32,8 @@ from gpu.codegen.fused_signature import (
 )
 from gpu.codegen.render import scalar_word
 from gpu.codegen.tier0 import (
-    HEADER_WORDS, INDEX_KINDS, INSTRUCTION_WORDS, MAX_REGISTERS, VIEW_KINDS, opcode, op_result,
+    FAMILIES, HEADER_WORDS, INDEX_KINDS, INSTRUCTION_WORDS, MAX_REGISTERS, VIEW_KINDS, family,
+    opcode, op_result,
 )
 from gpu.errors import GpuError
 
@@ -69,6 +73,7 @@ class Tier0Program:
     config: FuseBlockConfig
     signature: KernelSignature
     dtypes: tuple[str, ...]
+    families: tuple[str, ...]
     words: tuple[int, ...]
     views: tuple[ViewTemplate, ...]
     view_base: int  # word of the first view descriptor
@@ -89,7 +94,9 @@ class _Builder:
         self.views: list[ViewTemplate] = []
         self.stored: list[int] = []  # view numbers that are written
         self.dtypes: set[DType] = {DType.U32}
+        self.families: set[str] = {"core"}
         self.locals: dict[BlockLocal, tuple[int, DType]] = {}
+        self.pending: dict[BlockLocal, FuseArg] = {}  # reads deferred to their first use
         self.next_reg = 0
         self.accesses: dict[VectorAccess, None] = {}
         self.literals = literals(config)
@@ -107,6 +114,7 @@ class _Builder:
             types = ", ".join(d.value for d in key[1:])
             raise Tier0Unsupported(f"no tier-0 case for {key[0]} on {types}")
         self.dtypes.update(d for d in key[1:] if isinstance(d, DType))
+        self.families.add(family(key[0]))
         self.code.append([code, dst, *args, *(None,) * (3 - len(args))])
         return dst
 
@@ -186,8 +194,17 @@ class _Builder:
             template = ViewTemplate(name, "VEC" if vs == self.width else "SPLAT", index)
         return self.emit(("Load",), self.reg(), self.view(slot, template))
 
+    def load(self, local: BlockLocal) -> None:
+        """Emit a deferred read (a global read assigned to a block local)."""
+        reg, dtype = self.raw(self.pending.pop(local))
+        self.define(local, reg, dtype)
+
     def write(self, arg: Output, reg: int) -> None:
         slot = self.slot(arg)
+        inplace = self.tensor(slot).alias is not None
+        for local, read in list(self.pending.items()):  # a read of what the store writes
+            if inplace or (isinstance(read, Output) and read.pos == arg.pos):
+                self.load(local)
         tensor, name = self.tensor(slot), self.name(slot)
         self.storage(slot)
         if tensor.dtype is DType.BOOL:  # stored as u32 0/1
@@ -199,12 +216,14 @@ class _Builder:
             template = ViewTemplate(name, "STEP", "identity", step_axis=self.config.vector_axis)
         else:
             template = ViewTemplate(name, "EACH", "strided")
-        self.emit(("Store",), reg, self.view(slot, template, store=True))
+        self.emit(("Store",), None, reg, self.view(slot, template, store=True))
 
     # --- values ---------------------------------------------------------------------------------
 
     def raw(self, arg: FuseArg) -> tuple[int, DType]:
         if isinstance(arg, BlockLocal):
+            if arg in self.pending:
+                self.load(arg)
             if arg not in self.locals:
                 raise Tier0Unsupported(f"{arg!r} is read before it is written")
             return self.locals[arg]
@@ -253,7 +272,10 @@ class _Builder:
 
     def op(self, op: FuseOp) -> None:
         args = op.args
-        if op.name == "Assign":
+        if op.name == "Assign" and isinstance(args.out, BlockLocal) and isinstance(
+                args.input, (Input, InputSwapDims, InputReshaped, Output)):
+            self.pending[args.out] = args.input  # read at first use: fewer live registers
+        elif op.name == "Assign":
             reg, dtype = self.raw(args.input)
             self.define(args.out, reg, dtype)
         elif isinstance(args, BinaryFuseArgs):
@@ -289,7 +311,7 @@ def _registers(code: list[list]) -> list[list]:
     sources, results = [], []
     for ins in code:
         if ins[0] == store:
-            sources.append((1,))
+            sources.append((2,))
             results.append(False)
         else:
             sources.append(() if ins[0] in (load, const) else
@@ -335,18 +357,21 @@ def compile_block(config: FuseBlockConfig, signature: KernelSignature) -> Tier0P
     words = [0, rank, n, HEADER_WORDS + rank] + [0] * rank
     for ins in code:
         ins = list(ins)
-        if ins[0] in (load, store):
+        if ins[0] == load:
             ins[2] = view_base + ins[2] * view_words(rank)
+        elif ins[0] == store:
+            ins[3] = view_base + ins[3] * view_words(rank)
         elif ins[0] == const:
             source, k = ins[2]
             ins[2] = const_base + k + (n_scalars if source == "literal" else 0)
-        words += [0 if w is None else w for w in ins]
+        words += [MAX_REGISTERS if w is None else w for w in ins]  # no register
     for template in builder.views:
         words += [VIEW_KINDS[template.kind], 0, 0, 1, 1, INDEX_KINDS[template.index]]
         words += [0] * (3 * rank)
     words += [0] * n_scalars
     words += [scalar_word(lit.value, compute_dtype(lit.ty)) for lit in builder.literals]
     dtypes = tuple(sorted(d.value for d in builder.dtypes))
+    families = tuple(f for f in FAMILIES if f in builder.families)
     stored = frozenset(builder.views[v].tensor for v in builder.stored)
-    return Tier0Program(config, signature, dtypes, tuple(words), tuple(builder.views),
+    return Tier0Program(config, signature, dtypes, families, tuple(words), tuple(builder.views),
                         view_base, const_base, n_scalars, tuple(builder.accesses), n, stored)

@@ -27,18 +27,19 @@ import sys
 import time
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
 from refimpl.planner.launch.launch import Launch, config_id
 from gpu.codegen.emit import FusedKernel, emit_block
-from gpu.codegen.tier0 import Tier0Key, tier0_source
+from gpu.codegen.tier0 import UNROLL, Tier0Key, tier0_source
 from gpu.codegen.tier0_program import Tier0Program, Tier0Unsupported, compile_block
 from gpu.errors import GpuError, UnsupportedOpError
 from gpu.runtime.fused_launch import launch_words, signature_of
 from gpu.runtime.server import DEBUG_LOG_ENV, Dispatched
 from gpu.runtime.tiers_launch import tier0_bindings, tier0_words
 
-__all__ = ["TIERS_ENV", "TIER_MODES", "Tiers", "tiers_for", "tiers_mode"]
+__all__ = ["TIERS_ENV", "TIER_MODES", "Tiers", "tiers_for", "tiers_mode", "use_tiers"]
 
 TIERS_ENV = "FUSELAB_TIERS"
 TIER_MODES = ("both", "specialised-only", "tier0-only")
@@ -50,6 +51,21 @@ def tiers_mode() -> str:
     if mode not in TIER_MODES:
         raise GpuError(f"{TIERS_ENV}={mode!r}: expected one of {', '.join(TIER_MODES)}")
     return mode
+
+
+@contextmanager
+def use_tiers(mode: str | None) -> Iterator[None]:
+    """``FUSELAB_TIERS=mode`` inside the block (unchanged when ``mode`` is None)."""
+    before = os.environ.get(TIERS_ENV)
+    if mode is not None:
+        os.environ[TIERS_ENV] = mode
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(TIERS_ENV, None)
+        else:
+            os.environ[TIERS_ENV] = before
 
 
 def _log(message: str) -> None:
@@ -67,6 +83,9 @@ class Tiers:
         data = min(device.max_storage_buffers, 16) - 1  # one binding holds the program
         self.rw = max(1, min(4, data // 3))
         self.ro = min(8, data - self.rw)
+        # Positions per invocation: on a CPU adapter (lavapipe) one, since its SIMD lanes
+        # are the positions and unrolled cases multiply LLVM's compile time.
+        self.unroll = 1 if device.is_cpu else UNROLL
         self._tier0: dict[Tier0Key, Any] = {}
         self._programs: dict[tuple, Tier0Program | str] = {}
         self._tier1: dict[tuple, Future] = {}
@@ -106,12 +125,16 @@ class Tiers:
         return found
 
     def warm(self, dtypes: Sequence[tuple[str, ...]] = (("f32", "u32"),),
+             families: Sequence[tuple[str, ...]] = (("core",), ("core", "math")),
              widths: Sequence[int] = (1, 2, 4)) -> float:
-        """Compile tier-0 kernels ahead; the seconds it took."""
+        """Compile tier-0 kernels ahead (by default those of f32 blocks without the special
+        ops); the seconds it took."""
         started = time.perf_counter()
         for names in dtypes:
-            for width in widths:
-                self.tier0_pipeline(Tier0Key(tuple(sorted(names)), width, self.ro, self.rw))
+            for held in families:
+                for width in widths:
+                    self.tier0_pipeline(Tier0Key(tuple(sorted(names)), tuple(held), width,
+                                                 self.unroll, self.ro, self.rw))
         return time.perf_counter() - started
 
     def program(self, key: tuple, launch: Launch) -> Tier0Program | str:
@@ -127,14 +150,16 @@ class Tiers:
 
     def run_tier0(self, executor: Any, program: Tier0Program, launch: Launch,
                   scalars: Sequence[int]) -> None:
-        key = Tier0Key(program.dtypes, program.config.width, self.ro, self.rw)
+        key = Tier0Key(program.dtypes, program.families, program.config.width, self.unroll,
+                       self.ro, self.rw)
         reads, writes, slots = tier0_bindings(program, launch, executor.buffer, self.ro,
                                               self.rw)
         words, n_pos = tier0_words(program, launch, scalars, slots.__getitem__)
         pipeline = self.tier0_pipeline(key)
         buffers = reads + [self._spare_ro] * (self.ro - len(reads)) + writes + \
             [self._spare_rw] * (self.rw - len(writes))
-        self._submit(tier0_source(key), pipeline, self.bind_group_layout, buffers, words, n_pos)
+        self._submit(tier0_source(key), pipeline, self.bind_group_layout, buffers, words,
+                     -(-n_pos // key.unroll))
 
     # --- tier 1 ------------------------------------------------------------------------------
 
@@ -196,9 +221,9 @@ class Tiers:
     # --- both ---------------------------------------------------------------------------------
 
     def _submit(self, source: str, pipeline: Any, layout: Any, buffers: list, words: list,
-                n_pos: int) -> None:
+                invocations: int) -> None:
         wg = self.rt.workgroup_size
-        groups = -(-n_pos // wg)
+        groups = -(-invocations // wg)
         if groups == 0:
             return
         buffers = [*buffers, self.rt.words(words)]
