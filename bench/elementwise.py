@@ -225,6 +225,8 @@ def fuselab_side(name: str, shape: tuple, new_shapes: tuple, args: argparse.Name
     rows = {}
     for mode, seen in runs.items():
         rows[f"fuselab {mode}"] = time_dispatches(device, seen, **timing).to_dict()
+        if mode == "tier 0":
+            continue
         rows[f"fuselab {mode}, one pass per dispatch"] = time_dispatches(
             device, seen, passes="each", **timing).to_dict()
     kernel = runs["fused"][0]
@@ -394,7 +396,8 @@ def targets(results: dict[str, Any]) -> dict[str, Any]:
 
 def print_table(results: dict[str, Any]) -> None:
     print(f"\nadapter: {results['adapter']['summary']}  ({results['date']})")
-    print(f"tier-0 kernels compiled ahead in {results['tier0_warm_ms']:.1f} ms")
+    print(f"compiled ahead: tier-0 kernels {results['tier0_warm_ms']:.1f} ms, common "
+          f"standalone kernels {results['unfused_warm_ms']:.1f} ms")
     if results.get("torch_note"):
         print(f"torch: {results['torch_note']}")
     print(f"{'workload':12} {'row':34} {'median µs':>10} {'GB/s':>8} {'first call ms':>14}")
@@ -437,10 +440,12 @@ def main(argv: list[str] | None = None) -> int:
     from gpu.runtime.device import default_device
 
     from gpu.runtime.tiers import tiers_for
+    from gpu.runtime.tiers_warm import warm_unfused
 
     device = default_device()
     tiers = tiers_for(device)
     tier0_warm_ms = tiers.warm() * 1e3  # the generic kernels, once per device, ahead
+    unfused_warm_ms = warm_unfused(device) * 1e3  # the common standalone kernels
     warm = first_run(warmup_expression, device)
     tiers.wait_tier1()
     results: dict[str, Any] = {
@@ -449,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         "adapter": {"summary": device.summary(), **device.info(),
                     "driver": str(device.adapter.info.get("description", ""))},
         "warmup_first_run_ms": warm.seconds * 1e3, "workloads": {},
-        "tier0_warm_ms": tier0_warm_ms,
+        "tier0_warm_ms": tier0_warm_ms, "unfused_warm_ms": unfused_warm_ms,
         "tier0_kernels_ms": {repr(k): v * 1e3 for k, v in tiers.tier0_compile_s.items()},
         "bytes_note": "GB/s = (inputs read + outputs written by the fused kernel) / median; "
                       "copies: their own read + write",

@@ -240,3 +240,21 @@ def test_a_second_run_allocates_no_output_buffer(gpu_device):
     created = pool.created
     _run(gpu_device, stream)
     assert pool.created == created
+
+
+# --- standalone kernels compiled ahead ---------------------------------------------------------
+
+
+def test_common_unfused_kernels_compiled_ahead_are_cache_hits(gpu_adapter):
+    from gpu.runtime.device import request_device
+    from gpu.runtime.executor import run_unfused
+    from gpu.runtime.tiers_warm import warm_unfused
+
+    device = request_device()  # an empty pipeline cache
+    assert warm_unfused(device, ("NumericFloat.Add", "NumericFloat.MulScalar", "Float.Exp")) > 0
+    compiled = device.runtime.compiled
+    s = Session(executor=None)
+    a, b = s.random((8, 8), seed=1), s.random((8, 8), seed=2)
+    s.sync((a + b * 2.0).exp())
+    run_unfused(s.close(), device)
+    assert device.runtime.compiled == compiled

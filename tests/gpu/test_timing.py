@@ -156,11 +156,15 @@ def test_timing_bench_quick_writes_its_report(gpu_adapter, tmp_path):
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((tmp_path / "elementwise.json").read_text())
-    assert set(report["workloads"]) == {"mul_add_exp", "gelu"}
+    assert set(report["workloads"]) == {"mul_add_exp", "gelu", "chain20"}
     for name, target in report["targets"].items():
         assert target["new_shape_ok"], name
         fl = report["workloads"][name]["fuselab"]
-        assert fl["first_run"]["pipelines_compiled"] >= 1
+        assert fl["first_run_specialised"]["pipelines_compiled"] >= 1
+        assert fl["first_run"]["tiers"] == ["tier 0"] and fl["tier0_tiers"] == ["tier 0"]
+        assert fl["after_takeover_run"]["tiers"] == ["tier 1"]
         assert fl["fused_errors_vs_numpy"]["max_rel"] < 1e-5
+        assert fl["tier0_errors_vs_numpy"]["max_rel"] < 1e-5
         assert all(row["median_us"] > 0 for row in fl["rows"].values())
-    assert done.stdout.rstrip().splitlines()[-1].startswith("targets gelu:")
+        assert target["tier0_over_tier1"] > 0 and len(target["tier1_takeover_ms"]) == 1
+    assert done.stdout.rstrip().splitlines()[-1].startswith("targets chain20:")
