@@ -15,14 +15,10 @@ from refimpl.seed import SEED_STREAMS
 from refimpl.stream import Stream
 from gpu.check.agreement import compare
 from gpu.codegen.emit import KernelSignature, TensorArg
-from gpu.codegen.render import scalar_word
 from gpu.codegen.tier0_program import Tier0Unsupported, compile_block
-from gpu.runtime.buffers import STORAGE_NUMPY
-from gpu.runtime.fused_launch import signature_of
 from refimpl.planner.engine.trace import CatArgs, FuseOp, Input, Output, fuse_type_of
 from refimpl.planner.launch.launch import FuseBlockConfig, RuntimeLayout
-from tests.gpu import test_emit as emit_tests
-from gpu.codegen.tier0 import OPCODES, UNROLL, Tier0Key, tier0_source
+from gpu.codegen.tier0 import OPCODES, Tier0Key, tier0_source
 from gpu.errors import GpuError, GpuLimitError
 from gpu.runtime.executor import GpuExecutor
 from gpu.runtime.pool import BufferPool, pool_for, size_class
@@ -98,50 +94,8 @@ def test_tier0_reads_a_swap_view(gpu_device, monkeypatch):
     assert _tiers(executor) == ["tier 0"]
 
 
-# --- block by block, bit for bit against the emulation (test_emit's parity cases) ---------------
-
-
-def _tier0_block(device, memory, launch, scalars) -> dict[int, np.ndarray]:
-    """``test_emit._gpu_block`` on tier 0: upload, run the block's program, read back."""
-    rt = device.runtime
-    handles = launch.input_handles + launch.output_handles
-    buffers = {b: rt.upload_buffer(memory.data[b], next(h.dtype for h in handles
-                                                       if h.buffer == b))
-               for b in sorted({h.buffer for h in handles})}
-    program = compile_block(launch.plan.configs[0], signature_of(launch))
-
-    class Bound:
-        def buffer(self, handle):
-            return buffers[handle.buffer]
-    tiers_for(device).run_tier0(Bound(), program, launch,
-                                [scalar_word(v, DType.F32) for v in scalars])
-    result = {}
-    for b, buffer in buffers.items():
-        dtype = next(h.dtype for h in handles if h.buffer == b)
-        raw = np.frombuffer(device.queue.read_buffer(buffer), dtype=STORAGE_NUMPY[dtype])
-        result[b] = raw[: memory.sizes[b]]
-    return result
-
-
-PARITY = sorted(name for name in dir(emit_tests) if name.startswith("test_emit_parity_")
-                and name != "test_emit_parity_gather_select_cat") + [
-    "test_emit_misaligned_vector_read_is_refused_like_the_emulation"]
-
-
-@pytest.mark.parametrize("name", PARITY)
-def test_tier0_matches_the_emulation_bit_for_bit(gpu_device, monkeypatch, name):
-    """Every read, write and reference path of the specialised kernel's parity tests."""
-    monkeypatch.setattr(emit_tests, "_gpu_block", _tier0_block)
-    getattr(emit_tests, name)(gpu_device)
-
-
-@pytest.mark.parametrize("name", ["test_emit_parity_transposed_input_aligned_path_and_broadcast",
-                                  "test_emit_parity_inplace_and_aligned_isref_write"])
-def test_tier0_unrolled_as_on_gpus_matches_the_emulation(gpu_device, monkeypatch, name):
-    """Four positions per invocation (what GPUs run; lavapipe runs one)."""
-    monkeypatch.setattr(emit_tests, "_gpu_block", _tier0_block)
-    monkeypatch.setattr(tiers_for(gpu_device), "unroll", UNROLL)
-    getattr(emit_tests, name)(gpu_device)
+# Block by block, bit for bit against the emulation: test_emit's parity cases run on tier 0
+# too (its ``block_tier`` fixture, through ``tests.gpu.helpers.tier0_block``).
 
 
 def test_indexed_ops_are_not_tier0_programs():
