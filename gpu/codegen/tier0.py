@@ -57,8 +57,8 @@ from gpu.codegen.render import dedupe
 from gpu.codegen.types import value_type
 
 __all__ = ["Tier0Key", "OPCODES", "COMPUTE_DTYPES", "MAX_REGISTERS", "INSTRUCTION_WORDS",
-           "HEADER_WORDS", "UNROLL", "VIEW_KINDS", "INDEX_KINDS", "COMPARISONS", "FAMILIES", "family",
-           "tier0_source", "opcode", "op_result"]
+           "HEADER_WORDS", "UNROLL", "VIEW_KINDS", "INDEX_KINDS", "COMPARISONS", "FAMILIES",
+           "family", "tier0_source", "opcode", "op_result"]
 
 COMPUTE_DTYPES = (DType.F32, DType.I32, DType.U32)
 MAX_REGISTERS = 8
@@ -140,7 +140,7 @@ def _lanes(width: int, lane_expr) -> str:
     """``V(e0, e1, ...)`` (``lane_expr(l)`` per lane), or the one value when ``W = 1``."""
     if width == 1:
         return lane_expr(0)
-    return f"{_vec(width)}({', '.join(lane_expr(l) for l in range(width))})"
+    return f"{_vec(width)}({', '.join(lane_expr(lane) for lane in range(width))})"
 
 
 def _component(width: int, value: str, lane: int) -> str:
@@ -211,15 +211,15 @@ _INDEX_FN = """fn vidx(v: u32, e: u32) -> u32 {
 
 def _load_store_fns(width: int) -> list[str]:
     w, v = width, _vec(width)
-    each = _lanes(w, lambda l: f"ld1(s, start + vidx(v, first{f' + {l}u' if l else ''}))")
-    step = _lanes(w, lambda l: f"ld1(s, o{f' + {l}u * prog[v + 3u]' if l else ''})")
-    at = _lanes(w, lambda l: f"ld1(s, o{f' + {l}u' if l else ''})")
-    stores_at = "\n".join(f"        st1(s, o{f' + {l}u' if l else ''}, "
-                          f"{_component(w, 'x', l)});" for l in range(w))
-    stores_step = "\n".join(f"        st1(s, o{f' + {l}u * prog[v + 3u]' if l else ''}, "
-                            f"{_component(w, 'x', l)});" for l in range(w))
-    stores_each = "\n".join(f"    st1(s, start + vidx(v, first{f' + {l}u' if l else ''}), "
-                            f"{_component(w, 'x', l)});" for l in range(w))
+    each = _lanes(w, lambda lane: f"ld1(s, start + vidx(v, first{f' + {lane}u' if lane else ''}))")
+    step = _lanes(w, lambda lane: f"ld1(s, o{f' + {lane}u * prog[v + 3u]' if lane else ''})")
+    at = _lanes(w, lambda lane: f"ld1(s, o{f' + {lane}u' if lane else ''})")
+    stores_at = "\n".join(f"        st1(s, o{f' + {lane}u' if lane else ''}, "
+                          f"{_component(w, 'x', lane)});" for lane in range(w))
+    stores_step = "\n".join(f"        st1(s, o{f' + {lane}u * prog[v + 3u]' if lane else ''}, "
+                            f"{_component(w, 'x', lane)});" for lane in range(w))
+    stores_each = "\n".join(f"    st1(s, start + vidx(v, first{f' + {lane}u' if lane else ''}), "
+                            f"{_component(w, 'x', lane)});" for lane in range(w))
     load = f"""fn load(v: u32, pos: u32) -> {v} {{
     let kind = prog[v];
     let s = prog[v + 1u];

@@ -18,7 +18,6 @@ than ``MAX_REGISTERS`` live values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 from refimpl.dtypes import DType
 from refimpl.planner.engine.trace import (
@@ -161,7 +160,7 @@ class _Builder:
             self.accesses.setdefault(VectorAccess(slot, swap, shape), None)
         return "reshaped" if reshape is not None else "strided"
 
-    # --- reads and writes (fuse_io.BodyWriter) -----------------------------------------------------
+    # --- reads and writes (fuse_io.BodyWriter) ------------------------------------------------
 
     def read_global(self, slot: int, layout: LayoutInfo, broadcasted: bool,
                     swap=None, reshape=None) -> int:

@@ -247,8 +247,12 @@ class GpuExecutor:
     def run_specialised(self, launch: Launch, scalars: Sequence[int]) -> None:
         """Emit (or find) the block's kernel and dispatch it over the launch's buffers."""
         kernel = emitted_kernel(self.kernels, launch)
-        self._kernels.append(kernel)
+        self.ran(kernel)
         self.launch_block(kernel, launch, scalars)
+
+    def ran(self, kernel: FusedKernel) -> None:
+        """Record a specialised kernel the current step dispatched."""
+        self._kernels.append(kernel)
 
     # --- unfused ops --------------------------------------------------------------------------
 

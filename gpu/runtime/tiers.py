@@ -215,7 +215,7 @@ class Tiers:
         words, n_pos = launch_words(kernel, launch, scalars)
         buffers = [executor.buffer((launch.input_handles if side == "in" else
                                     launch.output_handles)[k]) for side, k in kernel.bindings]
-        executor._kernels.append(kernel)
+        executor.ran(kernel)
         self._submit(kernel.source, pipeline, layout, buffers, words, n_pos)
 
     # --- both ---------------------------------------------------------------------------------
