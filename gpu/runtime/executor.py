@@ -159,10 +159,11 @@ class GpuExecutor:
 
     def _done(self, read: bool) -> dict[int, np.ndarray]:
         """The results (or a wait); then the pooled buffers go back to the pool (every synced
-        tensor is a snapshot by now)."""
+        tensor is a snapshot by now) and the tier-1 compiles the run asked for start."""
         found = self.results() if read else self._finish()
         for key in [k for k, b in self.buffers.items() if self.pool.owns(b)]:
             self.pool.give(self.buffers.pop(key))
+        tiers_for(self.device).start()  # the tier-1 compiles this run asked for
         return found
 
     def _unfused_step(self, op: OperationIr) -> StepRecord:

@@ -90,6 +90,7 @@ class Tiers:
         self._programs: dict[tuple, Tier0Program | str] = {}
         self._tier1: dict[tuple, Future] = {}
         self._requested: dict[tuple, float] = {}
+        self._queued: dict[tuple, Any] = {}  # requested, not yet handed to the worker
         self.ready_after: dict[tuple, float] = {}  # seconds from request to a ready pipeline
         self.compiled_after: dict[tuple, float] = {}  # ... to the worker's end of compile
         self.tier0_compile_s: dict[Tier0Key, float] = {}
@@ -164,13 +165,19 @@ class Tiers:
     # --- tier 1 ------------------------------------------------------------------------------
 
     def request(self, key: tuple, launch: Launch) -> None:
-        """Start compiling the block's specialised pipeline (once) on the worker thread."""
-        if key in self._tier1:
+        """Ask for the block's specialised pipeline (once); ``start`` hands the requests to
+        the worker thread when the run is over, so that its Python (the WGSL emission) does
+        not take the GIL from the run."""
+        if key in self._tier1 or key in self._queued:
             return
-        config, signature = launch.plan.configs[0], key[1]
         self._requested[key] = time.perf_counter()
-        future = self._worker.submit(self._compile_tier1, key, config, signature)
-        self._tier1[key] = future
+        self._queued[key] = launch.plan.configs[0]
+
+    def start(self) -> None:
+        """Start compiling every requested specialised pipeline on the worker thread."""
+        for key, config in self._queued.items():
+            self._tier1[key] = self._worker.submit(self._compile_tier1, key, config, key[1])
+        self._queued.clear()
 
     def _compile_tier1(self, key: tuple, config: Any,
                        signature: Any) -> tuple[FusedKernel, Any, Any]:
@@ -206,6 +213,7 @@ class Tiers:
 
     def wait_tier1(self, timeout: float | None = None) -> None:
         """Block until every requested tier-1 compile is done (tests and benchmarks)."""
+        self.start()
         for future in list(self._tier1.values()):
             future.exception(timeout=timeout)
 
