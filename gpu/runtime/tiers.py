@@ -42,6 +42,7 @@ from gpu.runtime.tiers_launch import tier0_bindings, tier0_words
 __all__ = ["TIERS_ENV", "TIER_MODES", "Tiers", "tiers_for", "tiers_mode", "use_tiers"]
 
 TIERS_ENV = "FUSELAB_TIERS"
+BLOCKS_KEPT = 1024  # tier-0 programs and tier-1 pipelines kept per device (oldest dropped)
 TIER_MODES = ("both", "specialised-only", "tier0-only")
 
 
@@ -147,6 +148,8 @@ class Tiers:
             except Tier0Unsupported as exc:
                 found = str(exc)
             self._programs[key] = found
+            if len(self._programs) > BLOCKS_KEPT:
+                del self._programs[next(iter(self._programs))]
         return found
 
     def run_tier0(self, executor: Any, program: Tier0Program, launch: Launch,
@@ -177,6 +180,10 @@ class Tiers:
         """Start compiling every requested specialised pipeline on the worker thread."""
         for key, config in self._queued.items():
             self._tier1[key] = self._worker.submit(self._compile_tier1, key, config, key[1])
+        for key in [k for k, f in self._tier1.items() if f.done()][:-BLOCKS_KEPT or None]:
+            if len(self._tier1) <= BLOCKS_KEPT:
+                break
+            del self._tier1[key]  # the oldest compiled pipelines (asked for again if needed)
         self._queued.clear()
 
     def _compile_tier1(self, key: tuple, config: Any,
