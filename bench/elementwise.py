@@ -11,11 +11,11 @@ with the lazy frontend. Rows:
 * fuselab fused: the planner's plan run by ``GpuExecutor`` on the specialised kernel (tier 1,
   one emitted kernel); fuselab tier 0: the same plan on the generic tier-0 kernel
   (``gpu.runtime.tiers``); fuselab unfused: every op its own kernel (``run_unfused``). Their
-  dispatches are recorded from a real
-  run and replayed ``--iterations`` times inside one compute pass, timed by pass timestamps
-  (``bench.gpu_timing``); the same dispatches one pass each, the emitted kernel at other
-  workgroup sizes, two edits of its source and hand-written vec4 kernels (the same work, a
-  copy) are diagnostic rows in the JSON;
+  dispatches are recorded from a real run and replayed ``--iterations`` times inside one
+  compute pass, timed by pass timestamps (``bench.gpu_timing``); the same dispatches one pass
+  each, tier 0 at 1, 2, 4 and 8 positions per invocation (not with ``--quick``), the emitted
+  kernel at other workgroup sizes, two edits of its source and hand-written vec4 kernels (the
+  same work, a copy) are diagnostic rows in the JSON;
 * torch eager, torch.compile (default mode), torch copy (``x.clone()``: the roofline): CUDA
   events around ``--iterations`` back-to-back calls. Skipped with a note without torch/CUDA.
 
@@ -230,6 +230,17 @@ def fuselab_side(name: str, shape: tuple, new_shapes: tuple, args: argparse.Name
             continue
         rows[f"fuselab {mode}, one pass per dispatch"] = time_dispatches(
             device, seen, passes="each", **timing).to_dict()
+    if not args.quick:  # diagnostic: tier 0 at other positions per invocation
+        kept = tiers.unroll
+        for unroll in (1, 2, 4, 8):
+            if unroll == kept:
+                continue
+            tiers.unroll = unroll
+            with recording(rt) as seen, tiers_env("tier0-only"):
+                GpuExecutor(stream, device, profile, KERNEL_CACHE, uploaded).run(executed)
+            rows[f"fuselab tier 0, {unroll} positions per invocation"] = time_dispatches(
+                device, list(seen), **timing).to_dict()
+        tiers.unroll = kept
     kernel = runs["fused"][0]
     for size in (64, 128, 256, 512, 1024):
         if size <= device.max_workgroup_size and size != kernel.workgroup_size:
