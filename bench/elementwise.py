@@ -2,16 +2,20 @@
 
     python bench/elementwise.py [--quick] [--out DIR] [--reps 20] [--iterations 10] [--no-torch]
 
-Two workloads: ``(a*b + c).exp()`` on 4096² f32 (3 inputs, 1 output) and a
-GELU-like chain ``0.5*x*(1 + tanh(0.7978845608*(x + 0.044715*x*x*x)))`` on [32, 512, 2048]
-f32 = 33.5 M elements (1 input, 1 output), both recorded with the lazy frontend. Rows:
+Three workloads: ``(a*b + c).exp()`` on 4096² f32 (3 inputs, 1 output), a GELU-like chain
+``0.5*x*(1 + tanh(0.7978845608*(x + 0.044715*x*x*x)))`` on [32, 512, 2048] f32 = 33.5 M
+elements (1 input, 1 output) and a 20-op chain (five times ``tanh(y*0.75 + 0.5) + 1.25``:
+its values stay away from 0, where a relative error means nothing) on 4096², all recorded
+with the lazy frontend. Rows:
 
-* fuselab fused: the planner's plan run by ``GpuExecutor`` (one emitted kernel); fuselab
-  unfused: every op its own kernel (``run_unfused``). Their dispatches are recorded from a real
-  run and replayed ``--iterations`` times inside one compute pass, timed by pass timestamps
-  (``bench.gpu_timing``); the same dispatches one pass each, the emitted kernel at other
-  workgroup sizes, two edits of its source and hand-written vec4 kernels (the same work, a
-  copy) are diagnostic rows in the JSON;
+* fuselab fused: the planner's plan run by ``GpuExecutor`` on the specialised kernel (tier 1,
+  one emitted kernel); fuselab tier 0: the same plan on the generic tier-0 kernel
+  (``gpu.runtime.tiers``); fuselab unfused: every op its own kernel (``run_unfused``). Their
+  dispatches are recorded from a real run and replayed ``--iterations`` times inside one
+  compute pass, timed by pass timestamps (``bench.gpu_timing``); the same dispatches one pass
+  each, tier 0 at 1, 2, 4 and 8 positions per invocation (not with ``--quick``), the emitted
+  kernel at other workgroup sizes, two edits of its source and hand-written vec4 kernels (the
+  same work, a copy) are diagnostic rows in the JSON;
 * torch eager, torch.compile (default mode), torch copy (``x.clone()``: the roofline): CUDA
   events around ``--iterations`` back-to-back calls. Skipped with a note without torch/CUDA.
 
@@ -20,8 +24,13 @@ Median of ``--reps`` timed reps (≥ 20), per iteration. GB/s = bytes the fused 
 copies, whose GB/s is their own read + write. First call: fuselab = a new expression from
 recording through its first result on the device (planning, launch planning, WGSL emission,
 pipeline creation, run; inputs already on the device, nothing read back); torch.compile = its
-first call on a new function after one unrelated compile (that one is reported too). Also: the
-pipelines a new shape of a known config compiles (must be 0). Full results go to
+first call on a new function after one unrelated compile (that one is reported too). The
+fuselab first run is measured twice, on a new expression each time the specialised pipeline
+is concerned: ``FUSELAB_TIERS=specialised-only`` first (the specialised kernel compiled before
+the run), then both tiers (tier 0 runs, tier 1 compiles behind it); the tier-0 kernels are
+compiled ahead, once per device, and that time is reported (``tier0_warm_ms``). Then the time
+until tier 1 takes over (request to a compiled pipeline), and tier 0's steady state against
+tier 1's. Also: the pipelines a new shape of a known config compiles (must be 0). Full results go to
 ``DIR/elementwise.json``; a short table is printed last. ``--quick`` uses small shapes (for
 lavapipe and tests).
 """
@@ -65,6 +74,8 @@ HAND = {
     "mul_add_exp": (3, "out[i] = exp(in0[i] * in1[i] + in2[i]);"),
     "gelu": (1, "let x = in0[i];\n    out[i] = 0.5 * x * (1.0 + tanh(0.7978845608 * "
                 "(x + 0.044715 * (x * x * x))));"),
+    "chain20": (1, "var y = in0[i];\n    for (var k = 0; k < 5; k++) {\n"
+                   "        y = tanh(y * 0.75 + 0.5) + 1.25;\n    }\n    out[i] = y;"),
     "copy": (1, "out[i] = in0[i];"),
 }
 
@@ -95,6 +106,15 @@ def gelu(shape: tuple[int, ...]):
     return s.close()
 
 
+def chain20(shape: tuple[int, ...]):
+    s = Session(executor=None)
+    y = s.random(shape, seed=0)
+    for _ in range(5):
+        y = (y * 0.75 + 0.5).tanh() + 1.25
+    s.sync(y)
+    return s.close()
+
+
 def warmup_expression():
     """An expression unlike both workloads: it compiles nothing they use."""
     s = Session(executor=None)
@@ -106,6 +126,11 @@ def warmup_expression():
 def numpy_ref(name: str, xs: list[np.ndarray]) -> np.ndarray:
     if name == "mul_add_exp":
         return np.exp(xs[0] * xs[1] + xs[2])
+    if name == "chain20":
+        y = xs[0]
+        for _ in range(5):
+            y = np.tanh(y * np.float32(0.75) + np.float32(0.5)) + np.float32(1.25)
+        return y
     x = xs[0]
     return 0.5 * x * (1.0 + np.tanh(GELU_C[0] * (x + GELU_C[1] * (x * x * x))))
 
@@ -115,12 +140,19 @@ def torch_fn(name: str) -> Callable:
 
     if name == "mul_add_exp":
         return lambda a, b, c: (a * b + c).exp()
+    if name == "chain20":
+        def chain(y):
+            for _ in range(5):
+                y = torch.tanh(y * 0.75 + 0.5) + 1.25
+            return y
+        return chain
     return lambda x: 0.5 * x * (1.0 + torch.tanh(GELU_C[0] * (x + GELU_C[1] * (x * x * x))))
 
 
 WORKLOADS = {  # name: (builder, full shape, quick shape, new shapes of the same config)
     "mul_add_exp": (mul_add_exp, (4096, 4096), (256, 256), ((2048, 4096), (3, 20))),
     "gelu": (gelu, (32, 512, 2048), (4, 64, 128), ((16, 512, 2048), (2, 3, 8))),
+    "chain20": (chain20, (4096, 4096), (256, 256), ((2048, 4096), (3, 20))),
 }
 
 
@@ -147,9 +179,10 @@ def _source_edits(source: str, grid: tuple[int, int, int], info: np.ndarray) -> 
 
 def fuselab_side(name: str, shape: tuple, new_shapes: tuple, args: argparse.Namespace,
                  device: Any) -> dict[str, Any]:
-    from bench.gpu_timing import (first_run, prepared, recording, time_dispatches,
+    from bench.gpu_timing import (first_run, prepared, recording, tiers_env, time_dispatches,
                                   with_workgroup_size)
     from gpu.runtime.executor import KERNEL_CACHE, GpuExecutor
+    from gpu.runtime.tiers import tiers_for
 
     build = WORKLOADS[name][0]
     rt = device.runtime
@@ -158,21 +191,33 @@ def fuselab_side(name: str, shape: tuple, new_shapes: tuple, args: argparse.Name
     uploaded = {tid: rt.upload_buffer(v.reshape(-1), stream.inputs[tid].dtype)
                 for tid, v in values.items()}
     out: dict[str, Any] = {"shape": list(shape)}
-    first = first_run(lambda: build(shape), device, uploaded)
-    out["first_run"] = first.to_dict()
-    out["second_run"] = first_run(lambda: build(shape), device, uploaded).to_dict()
+    out["first_run_specialised"] = first_run(lambda: build(shape), device, uploaded,
+                                             tiers="specialised-only").to_dict()
+    tiers = tiers_for(device)
+    before = set(tiers.compiled_after) | set(tiers._tier1)
+    out["first_run"] = first_run(lambda: build(shape), device, uploaded, tiers="both").to_dict()
+    out["second_run"] = first_run(lambda: build(shape), device, uploaded,
+                                  tiers="both").to_dict()
+    tiers.wait_tier1()
+    requested = [k for k in tiers._tier1 if k not in before]
+    out["tier1_takeover_ms"] = [tiers.compiled_after[k] * 1e3 for k in requested]
+    out["after_takeover_run"] = first_run(lambda: build(shape), device, uploaded,
+                                          tiers="both").to_dict()
     out["first_run_unfused"] = first_run(lambda: build(shape), device, uploaded,
                                          fused=False).to_dict()
 
     profile, executed = executed_steps(stream, device.profile())
     want = numpy_ref(name, list(values.values()))
     runs = {}
-    for mode in ("fused", "unfused"):
-        with recording(rt) as seen:
+    for mode, tier in (("fused", "specialised-only"), ("tier 0", "tier0-only"),
+                       ("unfused", None)):
+        with recording(rt) as seen, tiers_env(tier):
             executor = GpuExecutor(stream, device, profile, KERNEL_CACHE, uploaded)
-            got = executor.run(executed) if mode == "fused" else executor.run_unfused()
+            got = executor.run(executed) if mode != "unfused" else executor.run_unfused()
         runs[mode] = list(seen)
-        out[f"{mode}_errors_vs_numpy"] = max_errors(got[max(got)], want)
+        out[f"{mode.replace(' ', '')}_errors_vs_numpy"] = max_errors(got[max(got)], want)
+        if mode == "tier 0":
+            out["tier0_tiers"] = [t for r in executor.records for t in r.tiers]
         if mode == "fused":
             out["config_ids"] = [c for r in executor.records for c in r.config_ids()]
             out["fused_wgsl"] = [k.source for r in executor.records for k in r.kernels]
@@ -181,8 +226,21 @@ def fuselab_side(name: str, shape: tuple, new_shapes: tuple, args: argparse.Name
     rows = {}
     for mode, seen in runs.items():
         rows[f"fuselab {mode}"] = time_dispatches(device, seen, **timing).to_dict()
+        if mode == "tier 0":
+            continue
         rows[f"fuselab {mode}, one pass per dispatch"] = time_dispatches(
             device, seen, passes="each", **timing).to_dict()
+    if not args.quick:  # diagnostic: tier 0 at other positions per invocation
+        kept = tiers.unroll
+        for unroll in (1, 2, 4, 8):
+            if unroll == kept:
+                continue
+            tiers.unroll = unroll
+            with recording(rt) as seen, tiers_env("tier0-only"):
+                GpuExecutor(stream, device, profile, KERNEL_CACHE, uploaded).run(executed)
+            rows[f"fuselab tier 0, {unroll} positions per invocation"] = time_dispatches(
+                device, list(seen), **timing).to_dict()
+        tiers.unroll = kept
     kernel = runs["fused"][0]
     for size in (64, 128, 256, 512, 1024):
         if size <= device.max_workgroup_size and size != kernel.workgroup_size:
@@ -294,7 +352,8 @@ def summarise(name: str, result: dict[str, Any]) -> list[dict[str, Any]]:
     fl, th = result["fuselab"], result.get("torch") or {}
     fused_bytes, copy_bytes = result["bytes_fused"], result["bytes_copy"]
     rows = []
-    picks = [("fuselab fused", fl["rows"], fl["first_run"]["ms"]),
+    picks = [("fuselab fused", fl["rows"], fl["first_run_specialised"]["ms"]),
+             ("fuselab tier 0", fl["rows"], fl["first_run"]["ms"]),
              ("fuselab unfused", fl["rows"], fl["first_run_unfused"]["ms"]),
              ("torch eager", th.get("rows", {}), 1e3 * th.get("eager_first_call_s", np.nan)),
              ("torch.compile", th.get("rows", {}), 1e3 * th.get("compile_first_call_s", np.nan)),
@@ -322,6 +381,12 @@ def targets(results: dict[str, Any]) -> dict[str, Any]:
         entry = {"unfused_over_fused": fl["rows"]["fuselab unfused"]["median_us"] / fused,
                  "new_shape_pipelines": [s["pipelines_compiled"] for s in fl["new_shapes"]]}
         entry["unfused_over_fused_ok"] = entry["unfused_over_fused"] >= 1.9
+        entry["tier0_over_tier1"] = fl["rows"]["fuselab tier 0"]["median_us"] / fused
+        entry["tier0_within_2x"] = entry["tier0_over_tier1"] <= 2.0
+        entry["first_run_ms"] = fl["first_run"]["ms"]
+        entry["first_run_specialised_ms"] = fl["first_run_specialised"]["ms"]
+        entry["first_run_tiers"] = fl["first_run"]["tiers"]
+        entry["tier1_takeover_ms"] = fl["tier1_takeover_ms"]
         entry["new_shape_ok"] = all(s["same_config"] and s["pipelines_compiled"] == 0
                                     for s in fl["new_shapes"])
         if th:
@@ -335,12 +400,16 @@ def targets(results: dict[str, Any]) -> dict[str, Any]:
             entry["compile_first_over_fuselab_first"] = (th["compile_first_call_s"] * 1e3
                                                          / fl["first_run"]["ms"])
             entry["first_call_ok"] = entry["compile_first_over_fuselab_first"] >= 200
+            entry["compile_first_over_specialised_first"] = (
+                th["compile_first_call_s"] * 1e3 / fl["first_run_specialised"]["ms"])
         found[name] = entry
     return found
 
 
 def print_table(results: dict[str, Any]) -> None:
     print(f"\nadapter: {results['adapter']['summary']}  ({results['date']})")
+    print(f"compiled ahead: tier-0 kernels {results['tier0_warm_ms']:.1f} ms, common "
+          f"standalone kernels {results['unfused_warm_ms']:.1f} ms")
     if results.get("torch_note"):
         print(f"torch: {results['torch_note']}")
     print(f"{'workload':12} {'row':34} {'median µs':>10} {'GB/s':>8} {'first call ms':>14}")
@@ -349,7 +418,12 @@ def print_table(results: dict[str, Any]) -> None:
         print(f"{row['workload']:12} {row['row']:34} {row['median_us']:10.1f} "
               f"{row['GB_s']:8.0f} {first:>14}")
     for name, t in results["targets"].items():
+        takeover = ", ".join(f"{ms:.1f}" for ms in t["tier1_takeover_ms"]) or "-"
         parts = [f"unfused/fused {t['unfused_over_fused']:.2f}",
+                 f"tier0/tier1 {t['tier0_over_tier1']:.2f}",
+                 f"first run {t['first_run_ms']:.2f} ms {t['first_run_tiers']} "
+                 f"(specialised-only {t['first_run_specialised_ms']:.1f} ms)",
+                 f"tier 1 takes over after {takeover} ms",
                  f"new-shape pipelines {t['new_shape_pipelines']}"]
         if "fused_over_compile_graph" in t:
             parts.append(f"fused/compile(graph) {t['fused_over_compile_graph']:.2f}")
@@ -377,14 +451,23 @@ def main(argv: list[str] | None = None) -> int:
     from bench.gpu_timing import first_run
     from gpu.runtime.device import default_device
 
+    from gpu.runtime.tiers import tiers_for
+    from gpu.runtime.tiers_warm import warm_unfused
+
     device = default_device()
+    tiers = tiers_for(device)
+    tier0_warm_ms = tiers.warm() * 1e3  # the generic kernels, once per device, ahead
+    unfused_warm_ms = warm_unfused(device) * 1e3  # the common standalone kernels
     warm = first_run(warmup_expression, device)
+    tiers.wait_tier1()
     results: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "quick": args.quick,
         "command": " ".join(["python", "bench/elementwise.py", *(argv or sys.argv[1:])]),
         "adapter": {"summary": device.summary(), **device.info(),
                     "driver": str(device.adapter.info.get("description", ""))},
         "warmup_first_run_ms": warm.seconds * 1e3, "workloads": {},
+        "tier0_warm_ms": tier0_warm_ms, "unfused_warm_ms": unfused_warm_ms,
+        "tier0_kernels_ms": {repr(k): v * 1e3 for k, v in tiers.tier0_compile_s.items()},
         "bytes_note": "GB/s = (inputs read + outputs written by the fused kernel) / median; "
                       "copies: their own read + write",
     }

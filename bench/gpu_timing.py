@@ -27,8 +27,10 @@ measures Python and the driver, not the kernel. Instead:
   re-binds an element-wise dispatch at another ``WG_SIZE`` (its guard is the position count
   in its metadata, so a larger grid is safe; not for kernels that use their workgroup count);
 * ``first_run(record, device)`` times a new expression from recording its stream to its first
-  result on the device: recording, planning, launch planning, WGSL emission (a fresh kernel
-  cache), pipeline creation and the run, with the pipelines it compiled.
+  result on the device: recording, planning (fastplan's compiled planner when built, else
+  refimpl's), launch planning, WGSL emission (a fresh kernel cache), pipeline creation and
+  the run, with the pipelines it compiled and the tier that ran each block; ``tiers`` sets
+  ``FUSELAB_TIERS`` for the call (``gpu.runtime.tiers``).
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from gpu.runtime.device import GpuDevice
 from gpu.runtime.server import Dispatched, Runtime
 
-__all__ = ["DeviceTiming", "FirstRun", "first_run", "has_timestamps", "prepared", "recording",
-           "time_dispatches", "wait", "wall_seconds", "with_workgroup_size"]
+__all__ = ["DeviceTiming", "FirstRun", "first_run", "has_timestamps", "planned", "prepared",
+           "recording", "tiers_env", "time_dispatches", "wait", "wall_seconds",
+           "with_workgroup_size"]
 
 _QUERY_LIMIT = 4096  # wgpu's QUERY_SET_MAX_QUERIES
 _RESOLVE_ALIGN = 256  # QUERY_RESOLVE_BUFFER_ALIGNMENT
@@ -239,15 +242,43 @@ class FirstRun:
     compiled: int = 0  # pipelines created
     emitted: int = 0  # fused kernels emitted (kernel-cache misses)
     dispatches: int = 0
+    tiers: tuple[str, ...] = ()  # the tier of each fused block run
+    planner: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"seconds": self.seconds, "ms": self.seconds * 1e3, "phases_ms":
                 {k: v * 1e3 for k, v in self.phases.items()}, "pipelines_compiled":
-                self.compiled, "kernels_emitted": self.emitted, "dispatches": self.dispatches}
+                self.compiled, "kernels_emitted": self.emitted, "dispatches": self.dispatches,
+                "tiers": list(self.tiers), "planner": self.planner}
+
+
+def tiers_env(mode: str | None):
+    """``FUSELAB_TIERS=mode`` inside a ``with`` block (``gpu.runtime.tiers.use_tiers``)."""
+    from gpu.runtime.tiers import use_tiers
+
+    return use_tiers(mode)
+
+
+def planned(stream: Any, profile: Any) -> tuple[tuple, str]:
+    """The executed steps of ``stream`` from fastplan's compiled planner when it is built
+    (the same steps as refimpl's), else from refimpl's; and which planner made them."""
+    import fastplan
+
+    if not fastplan.COMPILED:
+        from refimpl.interpreter import executed_steps
+
+        return executed_steps(stream, profile)[1], "refimpl"
+    from fastplan.fusers.registry import FusionRegistry
+    from fastplan.stream.processor import StreamPlanner
+
+    planner = StreamPlanner(FusionRegistry().fusers(profile))
+    planner.run(stream)
+    return tuple(planner.queue.executed), "fastplan"
 
 
 def first_run(record: Callable[[], Any], device: GpuDevice,
-              uploaded: Mapping[int, Any] | None = None, *, fused: bool = True) -> FirstRun:
+              uploaded: Mapping[int, Any] | None = None, *, fused: bool = True,
+              tiers: str | None = None) -> FirstRun:
     """Time ``record()`` (builds a new expression's ``Stream``) through its first result on
     ``device``: planning, launch planning, WGSL emission into a fresh kernel cache, pipeline
     creation, the dispatches, and a wait until they are done (nothing is read back).
@@ -255,7 +286,12 @@ def first_run(record: Callable[[], Any], device: GpuDevice,
     ``uploaded`` maps input tensor ids to buffers already on the device (what a framework's
     first call starts from); without it the inputs are uploaded inside the timed region.
     ``fused=False`` runs every op as its own kernel instead (no planning)."""
-    from refimpl.interpreter import executed_steps
+    with tiers_env(tiers):
+        return _first_run(record, device, uploaded, fused)
+
+
+def _first_run(record: Callable[[], Any], device: GpuDevice, uploaded: Mapping[int, Any] | None,
+               fused: bool) -> FirstRun:
     from gpu.runtime.executor import GpuExecutor
     from gpu.runtime.fused_launch import KernelCache
 
@@ -267,14 +303,19 @@ def first_run(record: Callable[[], Any], device: GpuDevice,
     stream = record()
     mark = time.perf_counter()
     phases["record"] = mark - started
+    planner = ""
     if fused:
-        profile, executed = executed_steps(stream, device.profile())
+        profile = device.profile()
+        executed, planner = planned(stream, profile)
         phases["plan"] = time.perf_counter() - mark
         mark = time.perf_counter()
-        GpuExecutor(stream, device, profile, kernels, uploaded).run(executed, read=False)
+        executor = GpuExecutor(stream, device, profile, kernels, uploaded)
+        executor.run(executed, read=False)
     else:
-        GpuExecutor(stream, device, None, kernels, uploaded).run_unfused(read=False)
+        executor = GpuExecutor(stream, device, None, kernels, uploaded)
+        executor.run_unfused(read=False)
     end = time.perf_counter()
     phases["run"] = end - mark
     return FirstRun(end - started, phases, rt.compiled - compiled, kernels.misses,
-                    rt.dispatched - dispatched)
+                    rt.dispatched - dispatched,
+                    tuple(t for r in executor.records for t in r.tiers), planner)

@@ -7,7 +7,8 @@ them in its tables:
   compared with the eager oracle within the chained WGSL accuracy bounds of ``gpu.check.agreement``;
 * a section running the seed's ``(a*b + c).exp()`` on that adapter: its WGSL, 1 fused
   dispatch against 3 unfused, a new shape compiling no pipeline, and fused vs unfused timings
-  on 1024².
+  on 1024²; then the first run of a new expression with and without tier 0
+  (``gpu.runtime.tiers``).
 
 Without an adapter (or without wgpu) the executor and the section say so and are skipped.
 """
@@ -27,13 +28,15 @@ from refimpl.seed import mul_add_exp
 from refimpl.stream import Stream
 from gpu.check.agreement import compare
 from gpu.errors import NoAdapterError
-from gpu.runtime.device import default_device
+from gpu.runtime.device import default_device, request_device
 from gpu.runtime.executor import GpuExecutor, run_planned
+from gpu.runtime.tiers import tiers_for, use_tiers
 
 __all__ = ["run_on_adapter", "within_bounds", "time_stream", "gpu_section"]
 
 TIMING_SHAPE = (1024, 1024)
 TIMING_RUNS = 5
+FIRST_RUN_SHAPE = (64, 64)
 
 
 @functools.cache
@@ -84,6 +87,48 @@ def time_stream(stream: Stream, device: Any, runs: int = TIMING_RUNS) -> dict[st
     return result
 
 
+def _new_expression(op: str) -> Stream:
+    """``op(a*b + c)`` on ``FIRST_RUN_SHAPE``: a block no earlier part of the demo compiled."""
+    from refimpl.frontend import Session
+
+    s = Session(executor=None)
+    a, b, c = (s.random(FIRST_RUN_SHAPE, seed=k) for k in range(3))
+    s.sync(getattr(a * b + c, op)())
+    return s.close()
+
+
+def first_run_ms(stream: Stream, device: Any, mode: str) -> tuple[float, tuple[str, ...]]:
+    """Milliseconds from planning ``stream`` to its first result on ``device`` (waited for,
+    not read back) under ``FUSELAB_TIERS=mode``, and the tier of each block."""
+    with use_tiers(mode):
+        started = time.perf_counter()
+        profile, executed = executed_steps(stream, device.profile())
+        executor = GpuExecutor(stream, device, profile)
+        executor.run(executed, read=False)
+        spent = (time.perf_counter() - started) * 1e3
+    return spent, tuple(t for r in executor.records for t in r.tiers)
+
+
+def tiers_part(report: Any, device: Any) -> None:
+    """The first run of a new expression with and without tier 0, on a device of its own
+    (nothing compiled on it yet)."""
+    device = request_device(adapter_name=device.name)
+    tiers = tiers_for(device)
+    warm_ms = tiers.warm(families=(("core", "math"),), widths=(4,)) * 1e3
+    spec_ms, spec_tiers = first_run_ms(_new_expression("tanh"), device, "specialised-only")
+    zero_ms, zero_tiers = first_run_ms(_new_expression("sin"), device, "both")
+    tiers.wait_tier1()
+    ready_ms = max(tiers.compiled_after.values(), default=0.0) * 1e3
+    report.say(f"  first run of a new expression, {FIRST_RUN_SHAPE[0]}x{FIRST_RUN_SHAPE[1]} "
+               f"(tier-0 kernel compiled once per device, ahead: {warm_ms:.1f} ms):")
+    report.say(f"    specialised kernel compiled first: {spec_ms:.1f} ms; tier 0 at once: "
+               f"{zero_ms:.1f} ms (tier 1 compiled behind it in {ready_ms:.1f} ms)")
+    again_ms, again_tiers = first_run_ms(_new_expression("sin"), device, "both")
+    report.check("tier 0 runs the first call, tier 1 the next once compiled",
+                 (spec_tiers, zero_tiers, again_tiers) ==
+                 (("tier 1",), ("tier 0",), ("tier 1",)))
+
+
 def gpu_section(report: Any) -> None:
     """The seed's ``(a*b + c).exp()`` on the adapter found (SPEC §4)."""
     report.section("The kernels on this machine: (a * b + c).exp() as WGSL, fused vs unfused")
@@ -93,6 +138,13 @@ def gpu_section(report: Any) -> None:
                    "libvulkan1 for lavapipe)")
         return
     report.say(f"  adapter: {device.summary()}")
+    with use_tiers("specialised-only"):
+        _kernels_part(report, device)
+    tiers_part(report, device)
+
+
+def _kernels_part(report: Any, device: Any) -> None:
+    """The seed's fused kernel, its dispatches and timings (the specialised kernel)."""
     stream = mul_add_exp((4, 6))
     profile, executed = executed_steps(stream, device.profile())
     fused = GpuExecutor(stream, device, profile)

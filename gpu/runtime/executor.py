@@ -16,10 +16,11 @@ on numpy, this one dispatches kernels on the buffers ``Memory`` names:
   burn-cubecl never launches (swap_dims, permute, expand, a reshape or an aligned slice
   that keep the buffer: ``refimpl.planner.launch.handles.unfused_view``); ``Init`` uploads, ``Drop``
   releases;
-* fused steps: each element-wise trace through the kernel ``gpu.codegen.emit`` prints for its
-  ``FuseBlockConfig`` (``gpu.runtime.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by
-  ``config_id`` and the binding signature, never by shape; the metadata words); an in-place
-  output is the input's own buffer;
+* fused steps: each element-wise trace on the tier ``gpu.runtime.tiers`` picks: the generic
+  tier-0 kernel at once, or the kernel ``gpu.codegen.emit`` prints for its ``FuseBlockConfig``
+  (``gpu.runtime.fused_launch``: the kernel cache ``KERNEL_CACHE`` keyed by ``config_id`` and
+  the binding signature, never by shape; the metadata words); an in-place output is the
+  input's own buffer; fused outputs come from the device's ``gpu.runtime.pool``;
 * Matmul: the fused matmul kernel (``gpu.runtime.fused_matmul``: the form ``matmul_form``
   names, else autotune's pick, ``gpu.runtime.autotune_matmul``, or burn's default with
   autotune off; a form the device cannot run falls back there);
@@ -30,7 +31,8 @@ on numpy, this one dispatches kernels on the buffers ``Memory`` names:
   ``gpu.codegen.module_ops``).
 
 A synced tensor is snapshotted on the device (a buffer copy) when its producing step ends and
-read back once at the end. ``records`` counts dispatches and compilations per step.
+read back once at the end. ``records`` counts dispatches and compilations per step and names
+the tier of each block.
 ``WgslListing`` is the same walk's listing backend: every kernel emitted, none run.
 """
 
@@ -58,12 +60,14 @@ from gpu.codegen.render import scalar_word
 from gpu.errors import UnsupportedOpError
 from gpu.runtime.autotune import autotune_enabled
 from gpu.runtime.autotune_matmul import choose_matmul_form
-from gpu.runtime.buffers import DeviceTensor
+from gpu.runtime.buffers import STORAGE_NUMPY, DeviceTensor
 from gpu.runtime.device import GpuDevice, default_device
 from gpu.runtime.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
 from gpu.runtime.fused_matmul import MATMUL_KERNELS, default_kernel, run_fused_matmul
+from gpu.runtime.pool import pool_for
 from gpu.runtime.reduce_launch import REDUCE_KERNEL_CACHE, reduce_spec
 from gpu.runtime.reduce_runner import ReduceRunner, listing_refusal
+from gpu.runtime.tiers import tiers_for
 from gpu.runtime.unfused import execute as execute_op, launch as launch_kernel
 
 __all__ = ["KernelCache", "KERNEL_CACHE", "GpuStepRecord", "GpuExecutor", "WgslListing",
@@ -84,6 +88,7 @@ class GpuStepRecord:
     kernels: tuple[FusedKernel, ...]
     dispatches: int
     compiled: int
+    tiers: tuple[str, ...] = ()  # per block run: "tier 0" or "tier 1"
 
     def config_ids(self) -> tuple[str, ...]:
         return tuple(config_id(kernel.config) for kernel in self.kernels)
@@ -120,12 +125,14 @@ class GpuExecutor:
         self.walk = Walk(stream, self, self.profile)
         self.reducer = ReduceRunner(self)
         self._kernels: list[FusedKernel] = []
+        self._tiers: list[str] = []
         self._capture(sorted(stream.inputs))
 
     def _attach(self, device: GpuDevice | None, profile: Any) -> None:
         self.device = device if device is not None else default_device()
         self.profile = profile if profile is not None else self.device.profile()
         self.rt = self.device.runtime
+        self.pool = pool_for(self.rt)
         self._check_dtypes()
 
     def _check_dtypes(self) -> None:
@@ -151,14 +158,23 @@ class GpuExecutor:
         """Execute every step; the synced tensors by id (``read=False``: wait, read nothing)."""
         for item in executed:
             self.execute(item)
-        return self.results() if read else self._finish()
+        return self._done(read)
 
     def run_unfused(self, read: bool = True) -> dict[int, np.ndarray]:
         """Every op of the stream as its own kernel, in stream order (fusion off)."""
         for item in self.stream.items:
             if isinstance(item, OperationIr):
                 self._step([item], lambda: self._unfused_step(item))
-        return self.results() if read else self._finish()
+        return self._done(read)
+
+    def _done(self, read: bool) -> dict[int, np.ndarray]:
+        """The results (or a wait); then the pooled buffers go back to the pool (every synced
+        tensor is a snapshot by now) and the tier-1 compiles the run asked for start."""
+        found = self.results() if read else self._finish()
+        for key in [k for k, b in self.buffers.items() if self.pool.owns(b)]:
+            self.pool.give(self.buffers.pop(key))
+        tiers_for(self.device).start()  # the tier-1 compiles this run asked for
+        return found
 
     def _unfused_step(self, op: OperationIr) -> StepRecord:
         self.run_op(op)
@@ -174,12 +190,12 @@ class GpuExecutor:
 
     def _step(self, ops: list, body: Any) -> None:
         dispatched, compiled = self._counters()
-        self._kernels = []
+        self._kernels, self._tiers = [], []
         record = body()
         after = self._counters()
         self.records.append(GpuStepRecord(
             record.step, record.path, record.launches, tuple(self._kernels),
-            after[0] - dispatched, after[1] - compiled))
+            after[0] - dispatched, after[1] - compiled, tuple(self._tiers)))
         self._capture([t.id for op in ops for t in op.outputs()])
         self._release()
 
@@ -200,8 +216,9 @@ class GpuExecutor:
         """The GPU buffer behind a ``Memory`` buffer (created on first use)."""
         found = self.buffers.get(handle.buffer)
         if found is None:
-            elements = self.memory.sizes[handle.buffer]
-            found = self.rt.empty((elements,), handle.dtype, "fused output").buffer
+            self.rt.properties.check_dtype(handle.dtype, "fused output")
+            nbytes = self.memory.sizes[handle.buffer] * STORAGE_NUMPY[handle.dtype].itemsize
+            found = self.pool.take(nbytes, "fused output")
             self.buffers[handle.buffer] = found
         return found
 
@@ -216,10 +233,10 @@ class GpuExecutor:
                 self.snapshots[tid] = self.rt.copy(self.device_tensor(self.memory.handles[tid]))
 
     def _release(self) -> None:
-        """Forget GPU buffers no live handle uses any more."""
+        """Forget GPU buffers no live handle uses any more (pooled ones go back)."""
         live = {h.buffer for h in self.memory.handles.values()}
         for buffer in [b for b in self.buffers if b not in live]:
-            del self.buffers[buffer]
+            self.pool.give(self.buffers.pop(buffer))
 
     def launch_block(self, kernel: FusedKernel, launch: Launch, scalars: Sequence[int]) -> None:
         """Dispatch an emitted block over its launch's buffers."""
@@ -240,10 +257,19 @@ class GpuExecutor:
     matmul_kernels = MATMUL_KERNELS
 
     def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
+        """Run the block on the tier ``gpu.runtime.tiers`` picks."""
+        self._tiers.append(tiers_for(self.device).run_block(self, launch,
+                                                            scalar_words(run, trace)))
+
+    def run_specialised(self, launch: Launch, scalars: Sequence[int]) -> None:
         """Emit (or find) the block's kernel and dispatch it over the launch's buffers."""
         kernel = emitted_kernel(self.kernels, launch)
+        self.ran(kernel)
+        self.launch_block(kernel, launch, scalars)
+
+    def ran(self, kernel: FusedKernel) -> None:
+        """Record a specialised kernel the current step dispatched."""
         self._kernels.append(kernel)
-        self.launch_block(kernel, launch, scalar_words(run, trace))
 
     def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
         """The matmul and its epilogue as one kernel (or its fallback, see ``fused_matmul``)."""
@@ -254,6 +280,7 @@ class GpuExecutor:
         if callable(form):
             form = form(self, run, opt, launch, scalars)
         self._kernels.append(run_fused_matmul(self, run, opt, launch, scalars, form))
+
     def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
                        ops: Sequence[OperationIr]) -> str | None:
         return self.reducer.refusal(run, opt, launch, scalar_words(run, opt.trace), ops)

@@ -18,6 +18,9 @@ Documented classes of differences, reported as hypothesis events, never failures
 * unbounded: no accuracy bound applies (``sin`` outside [-π, π], a comparison or ``argmax``
   decided by a rounding difference).
 
+Both tiers of the fused element-wise path run the property (``FUSELAB_TIERS``:
+``specialised-only`` and ``tier0-only``, ``gpu.runtime.tiers``).
+
 Where the interpreter refuses a launch (``KernelError``: a misaligned vector access, an
 access outside a binding), the GPU executor either refuses it the same way or runs (a
 Matmul/Reduce fallback path the interpreter did not take, or WGSL's robust buffer access) and
@@ -27,6 +30,7 @@ then agrees with the eager oracle (recorded as an event).
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -50,6 +54,23 @@ NONFINITE = os.environ.get("FUSELAB_FUZZ_NONFINITE", "") not in ("", "0")
 _SLOW_OK = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+TIERS = ("specialised-only", "tier0-only")
+
+
+@contextmanager
+def _tiers(mode: str):
+    """``FUSELAB_TIERS=mode`` inside the block (hypothesis forbids function-scoped fixtures)."""
+    before = os.environ.get("FUSELAB_TIERS")
+    os.environ["FUSELAB_TIERS"] = mode
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["FUSELAB_TIERS"]
+        else:
+            os.environ["FUSELAB_TIERS"] = before
+
+
 @pytest.fixture(scope="module")
 def device(gpu_adapter):
     from gpu.runtime.device import default_device
@@ -67,6 +88,8 @@ def _check(device, stream: Stream, nonfinite: bool = False, matmul_form: str | N
         paths = sorted({r.path for r in executor.records
                         if r.step is not None and r.step.fuser == "Matmul"})
         event(f"Matmul steps: {', '.join(paths) or 'none'}")
+        for tier in sorted({t for r in executor.records for t in r.tiers}):
+            event(f"blocks run on {tier}")
         return got
 
     note(stream.to_json())
@@ -103,8 +126,10 @@ def _check(device, stream: Stream, nonfinite: bool = False, matmul_form: str | N
 @example(stream=pinned("empty_nonleading_dim"))
 @example(stream=pinned("cat_empty_operand"))
 @example(stream=pinned("size1_output_in_empty_block"))
-def test_gpu_matches_interpreter_on_random_streams(device, stream):
-    _check(device, wgsl_stream(stream, device.has_f16))
+@pytest.mark.parametrize("tiers", TIERS)
+def test_gpu_matches_interpreter_on_random_streams(device, tiers, stream):
+    with _tiers(tiers):
+        _check(device, wgsl_stream(stream, device.has_f16))
 
 
 @_SLOW_OK

@@ -1,5 +1,6 @@
 """Shared helpers of the GPU tests: one element-wise case run on the GPU and checked against
-the numpy oracle (the case builders are in ``cases.py``)."""
+the numpy oracle (the case builders are in ``cases.py``); one fused block run on the tier-0
+kernel (``tier0_block``)."""
 
 from __future__ import annotations
 
@@ -97,3 +98,37 @@ def broadcasted_stream(shape, kind: str, seed: int = 3):
         y = d / ((d * d).mean_dim(axis) + 1e-5).sqrt()
     s.sync(y)
     return s.stream
+def tier0_block(device, memory, launch, scalars, unroll: int | None = None) -> dict:
+    """Upload every buffer of a block's launch as ``memory`` holds it, run the block's tier-0
+    program (``unroll`` positions per invocation; default: the device's), read every buffer
+    back: ``{buffer: values}`` (test_emit's ``_gpu_block`` on tier 0)."""
+    from refimpl.dtypes import DType
+    from gpu.codegen.render import scalar_word
+    from gpu.codegen.tier0_program import compile_block
+    from gpu.runtime.buffers import STORAGE_NUMPY
+    from gpu.runtime.fused_launch import signature_of
+    from gpu.runtime.tiers import tiers_for
+
+    rt = device.runtime
+    handles = launch.input_handles + launch.output_handles
+    buffers = {b: rt.upload_buffer(memory.data[b], next(h.dtype for h in handles
+                                                       if h.buffer == b))
+               for b in sorted({h.buffer for h in handles})}
+    program = compile_block(launch.plan.configs[0], signature_of(launch))
+
+    class Bound:
+        def buffer(self, handle):
+            return buffers[handle.buffer]
+    tiers = tiers_for(device)
+    kept = tiers.unroll
+    tiers.unroll = unroll if unroll is not None else kept
+    try:
+        tiers.run_tier0(Bound(), program, launch, [scalar_word(v, DType.F32) for v in scalars])
+    finally:
+        tiers.unroll = kept
+    result = {}
+    for b, buffer in buffers.items():
+        dtype = next(h.dtype for h in handles if h.buffer == b)
+        raw = np.frombuffer(device.queue.read_buffer(buffer), dtype=STORAGE_NUMPY[dtype])
+        result[b] = raw[: memory.sizes[b]]
+    return result

@@ -45,6 +45,7 @@ from gpu.errors import UnsupportedOpError
 from gpu.runtime.buffers import STORAGE_NUMPY
 from gpu.runtime.executor import KernelCache, WgslListing, launch_words, signature_of
 from gpu.runtime.unfused import launch as launch_kernel
+from tests.gpu.helpers import tier0_block
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -242,8 +243,22 @@ def _block_case(config: FuseBlockConfig, inputs: list[dict], outputs: list[dict]
     return memory, Launch(plan, tuple(handles), tuple(out_handles)), scalars
 
 
+# Which kernel the parity cases run (``block_tier``): the specialised one, or the tier-0
+# program (one position per invocation, or four as on GPUs).
+_TIER = ["specialised"]
+
+
+@pytest.fixture(params=["specialised", "tier 0", "tier 0 x4"])
+def block_tier(request):
+    _TIER[0] = request.param
+    yield request.param
+    _TIER[0] = "specialised"
+
+
 def _gpu_block(device, memory: Memory, launch: Launch, scalars) -> dict[int, np.ndarray]:
     """Upload every buffer as the emulation sees it before running, dispatch, read back."""
+    if _TIER[0] != "specialised":
+        return tier0_block(device, memory, launch, scalars, 4 if _TIER[0] == "tier 0 x4" else 1)
     rt = device.runtime
     buffers = {b: rt.upload_buffer(memory.data[b], next(h.dtype for h in launch.input_handles
                                                        + launch.output_handles if h.buffer == b))
@@ -301,6 +316,7 @@ def _copy(read, width, ref, out_layout=LayoutInfo.IsRef, rank=2, axis=None):
     return FuseBlockConfig(rank, ref, ops, width, rank - 1 if axis is None else axis)
 
 
+@pytest.mark.usefixtures("block_tier")
 def test_emit_parity_swap_dims_read_and_swap_reference(gpu_device):
     """``InputSwapDims`` read against a ``SwapDims`` virtual reference (the original's
     vector size, 1), written by offset."""
@@ -311,6 +327,7 @@ def test_emit_parity_swap_dims_read_and_swap_reference(gpu_device):
             [{"shape": (6, 4), "vs": 1}])
 
 
+@pytest.mark.usefixtures("block_tier")
 def test_emit_parity_swap_dims_read_lane_by_lane(gpu_device):
     """The swapped inner dim has stride 6: vector size 1, read lane by lane under width 2
     (the aligned path, stepping the swapped stride)."""
@@ -320,6 +337,7 @@ def test_emit_parity_swap_dims_read_lane_by_lane(gpu_device):
             [{"shape": (6, 4), "vs": 2}])
 
 
+@pytest.mark.usefixtures("block_tier")
 def test_emit_misaligned_vector_read_is_refused_like_the_emulation(gpu_device):
     """A vec2 read through a swap whose inner stride is 6 starts vectors mid-vector."""
     read = InputSwapDims(Input(0, F32, LayoutInfo.Unknown), (0, 1), False)
@@ -333,6 +351,7 @@ def test_emit_misaligned_vector_read_is_refused_like_the_emulation(gpu_device):
         _gpu_block(gpu_device, memory, launch, scalars)
 
 
+@pytest.mark.usefixtures("block_tier")
 def test_emit_parity_reshape_read_and_reshaped_reference(gpu_device):
     read = InputReshaped(Input(0, F32, LayoutInfo.Unknown), (ScalarShape(0), ScalarShape(1)),
                          False)
@@ -341,6 +360,7 @@ def test_emit_parity_reshape_read_and_reshaped_reference(gpu_device):
             [{"shape": (8, 3), "vs": 1}], reshapes=(8, 3))
 
 
+@pytest.mark.usefixtures("block_tier")
 def test_emit_parity_padded_input_as_virtual_shape_reference(gpu_device):
     """A padded input cannot be the concrete reference (#5395): ``VirtualShape``; its own
     read remaps, vector size 1 under width 2 takes the aligned path."""
@@ -350,6 +370,7 @@ def test_emit_parity_padded_input_as_virtual_shape_reference(gpu_device):
             [{"shape": (3, 4), "vs": 2}])
 
 
+@pytest.mark.usefixtures("block_tier")
 def test_emit_parity_runtime_reference_with_literal_and_scalar(gpu_device):
     ops = (FuseOp.assign(Literal(1, F32), BlockLocal(0, F32)),
            FuseOp("Mul", BinaryFuseArgs(BlockLocal(0, F32), Scalar(0, F32), BlockLocal(1, F32))),
@@ -359,6 +380,7 @@ def test_emit_parity_runtime_reference_with_literal_and_scalar(gpu_device):
             runtime_layouts=(((3, 8), (8, 1)),), scalars=(2.5,))
 
 
+@pytest.mark.usefixtures("block_tier")
 def test_emit_parity_transposed_input_aligned_path_and_broadcast(gpu_device):
     """Width 4 over a transposed (vector size 1) input, read lane by lane along its stride,
     plus a broadcast row (vector size 1, replicated) and an offset buffer, computing
@@ -410,6 +432,7 @@ def test_emit_offset_word_only_for_tensors_past_element_0():
         launch_words(plain, shifted, ())
 
 
+@pytest.mark.usefixtures("block_tier")
 def test_emit_parity_inplace_and_aligned_isref_write(gpu_device):
     """The in-place output is the reference with its input's vector size 1 under width 4
     (a [1, 4] input whose outer stride is 5): stored lane by lane, stepping the inner stride;

@@ -24,6 +24,12 @@ from gpu.runtime.buffers import DeviceTensor
 from gpu.runtime.executor import GpuExecutor, KernelCache, run_unfused
 
 
+@pytest.fixture(autouse=True)
+def _specialised(monkeypatch):
+    """These tests inspect the specialised kernel (tier 1); tier 0: tests/gpu/test_tier0.py."""
+    monkeypatch.setenv("FUSELAB_TIERS", "specialised-only")
+
+
 def _run(device, stream: Stream, profile=None):
     profile, executed = executed_steps(stream, profile or device.profile())
     expected = Interpreter(stream, profile).run(executed)

@@ -27,6 +27,13 @@ pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _specialised(monkeypatch):
+    """Recording and replay are checked on the specialised kernel (a first run may ask for
+    its tier itself)."""
+    monkeypatch.setenv("FUSELAB_TIERS", "specialised-only")
+
+
 def _recorded(device, stream, fused: bool = True):
     profile, executed = executed_steps(stream, device.profile())
     with recording(device.runtime) as seen:
@@ -119,14 +126,26 @@ def test_timing_first_run_counts_what_a_new_expression_compiles(gpu_adapter):
     from gpu.runtime.device import request_device
 
     device = request_device()  # its own pipeline cache: the expression is new to it
-    first = first_run(_odd_expression, device)
-    again = first_run(_odd_expression, device)
+    first = first_run(_odd_expression, device, tiers="specialised-only")
+    again = first_run(_odd_expression, device, tiers="specialised-only")
     unfused = first_run(_odd_expression, device, fused=False)
     assert first.seconds > 0 and set(first.phases) == {"record", "plan", "run"}
     assert (first.compiled, first.emitted, first.dispatches) == (1, 1, 1)
+    assert first.tiers == ("tier 1",) and first.planner in ("fastplan", "refimpl")
     assert (again.compiled, again.emitted) == (0, 1)  # a fresh kernel cache; pipeline cached
     assert unfused.dispatches == 4 and unfused.emitted == 0 and "plan" not in unfused.phases
     assert json.loads(json.dumps(first.to_dict()))["pipelines_compiled"] == 1
+
+
+def test_timing_first_run_on_tier0_compiles_only_the_generic_kernel(gpu_adapter):
+    from gpu.runtime.device import request_device
+
+    device = request_device()
+    first = first_run(_odd_expression, device, tiers="both")
+    again = first_run(_odd_expression, device, tiers="tier0-only")
+    assert (first.compiled, first.emitted, first.dispatches, first.tiers) == \
+        (1, 0, 1, ("tier 0",))  # the tier-0 kernel, once per device
+    assert (again.compiled, again.emitted, again.tiers) == (0, 0, ("tier 0",))
 
 
 @pytest.mark.slow
@@ -137,11 +156,15 @@ def test_timing_bench_quick_writes_its_report(gpu_adapter, tmp_path):
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((tmp_path / "elementwise.json").read_text())
-    assert set(report["workloads"]) == {"mul_add_exp", "gelu"}
+    assert set(report["workloads"]) == {"mul_add_exp", "gelu", "chain20"}
     for name, target in report["targets"].items():
         assert target["new_shape_ok"], name
         fl = report["workloads"][name]["fuselab"]
-        assert fl["first_run"]["pipelines_compiled"] >= 1
+        assert fl["first_run_specialised"]["pipelines_compiled"] >= 1
+        assert fl["first_run"]["tiers"] == ["tier 0"] and fl["tier0_tiers"] == ["tier 0"]
+        assert fl["after_takeover_run"]["tiers"] == ["tier 1"]
         assert fl["fused_errors_vs_numpy"]["max_rel"] < 1e-5
+        assert fl["tier0_errors_vs_numpy"]["max_rel"] < 1e-5
         assert all(row["median_us"] > 0 for row in fl["rows"].values())
-    assert done.stdout.rstrip().splitlines()[-1].startswith("targets gelu:")
+        assert target["tier0_over_tier1"] > 0 and len(target["tier1_takeover_ms"]) == 1
+    assert done.stdout.rstrip().splitlines()[-1].startswith("targets chain20:")
