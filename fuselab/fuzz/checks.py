@@ -220,7 +220,7 @@ def check_plan(case: Case, h: Harness) -> Failure | None:
     except Exception as exc:  # noqa: BLE001
         return Failure("plan", f"fastplan raised {type(exc).__name__}", detail=str(exc))
     if actual == expected and plan_to_json(actual) == plan_to_json(expected):
-        return None
+        return _variant_plans(case)
     first = next((k for k, (a, b) in enumerate(zip(actual.steps, expected.steps)) if a != b),
                  min(len(actual.steps), len(expected.steps)))
     step = expected.steps[first] if first < len(expected.steps) else None
@@ -229,6 +229,35 @@ def check_plan(case: Case, h: Harness) -> Failure | None:
                    "-" if index is None else case.stream.items[index].op.name,
                    f"step {first}: refimpl {step}, fastplan "
                    f"{actual.steps[first] if first < len(actual.steps) else None}")
+
+
+def _variant_plans(case: Case) -> Failure | None:
+    """refimpl's steps equal fastplan's under the case's first plan-space variant too."""
+    if not case.variants:
+        return None
+    variant = case.variants[0]
+    steps = []
+    for impl in ("ref", "fast"):
+        try:
+            planner, _ = Planners(impl).planner(variant, case.device)
+            steps.append(planner.run(case.stream))
+        except Exception as exc:  # noqa: BLE001
+            steps.append(f"raised {type(exc).__name__}")
+    if steps[0] == steps[1]:
+        return None
+    ref, fast = steps
+    if isinstance(ref, str) or isinstance(fast, str):
+        return Failure("plan", f"refimpl {ref if isinstance(ref, str) else 'planned'}, "
+                       f"fastplan {fast if isinstance(fast, str) else 'planned'}",
+                       detail=variant, variant=variant)
+    first = next((k for k, (a, b) in enumerate(zip(ref, fast)) if a != b),
+                 min(len(ref), len(fast)))
+    step = ref[first] if first < len(ref) else None
+    index = step.ops[0] if step is not None and step.ops else None
+    return Failure("plan", "plans differ", (step.fuser or "unfused") if step else "-", "-",
+                   "-" if index is None else case.stream.items[index].op.name,
+                   f"{variant}: step {first}: refimpl {step}, fastplan "
+                   f"{fast[first] if first < len(fast) else None}", variant)
 
 
 def check_interp(case: Case, h: Harness) -> Failure | None:
