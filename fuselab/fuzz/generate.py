@@ -10,6 +10,7 @@ process), so stream ``index`` of a campaign is a pure function of ``--seed``.
 Input values follow NNSmith's repair: the eager oracle runs the stream op by op; the first op
 that turns finite operands into a NaN or an infinity gets the stream inputs it depends on
 re-drawn from that op's input domain (``DOMAINS``), a few rounds at most. One stream in
+``LONG_CHAIN_SHARE`` is a long element-wise chain instead, whose blocks close on ``max_ops``. One stream in
 ``NONFINITE_SHARE`` keeps non-finite values on purpose instead (NaN and ±inf written into its
 float inputs), so that the backends' handling of them is checked too.
 """
@@ -28,13 +29,18 @@ from refimpl.data import logical_values
 from refimpl.eager import EagerExecutor, init_targets
 from refimpl.errors import FuselabError
 from refimpl.ir import OperationIr, Sync
-from refimpl.strategies import streams
+from refimpl.dtypes import DType
+from refimpl.strategies import StreamBuilder, streams
 from refimpl.stream import InputSpec, Stream
 
 __all__ = ["DOMAINS", "NONFINITE_SHARE", "REPAIR_ROUNDS", "Drawn", "draw_stream", "repair",
-           "with_nonfinite", "first_nonfinite_op"]
+           "with_nonfinite", "first_nonfinite_op", "long_chain"]
 
 NONFINITE_SHARE = 10  # one stream in 10 keeps NaN/inf inputs
+LONG_CHAIN_SHARE = 50  # one stream in 50 is a long element-wise chain (``long_chain``)
+CHAIN_OPS = (60, 72)  # its length: across the 64/65-op limit of a fused block
+_CHAIN = ("Float.Tanh", "Float.Sin", "NumericFloat.Abs", "NumericFloat.MulScalar",
+          "NumericFloat.AddScalar", "Float.Cos")
 REPAIR_ROUNDS = 3
 MAX_OPS = 12
 
@@ -62,8 +68,27 @@ def _random(seed: int, index: int) -> random.Random:
     return random.Random(f"{seed}:{index}")
 
 
+def long_chain(rng: np.random.Generator) -> Stream:
+    """One element-wise chain of ``CHAIN_OPS`` ops on one input, so that blocks close on
+    ``max_ops`` (the strategies' streams are too short to reach it)."""
+    builder = StreamBuilder()
+    shape = tuple(int(d) for d in rng.choice((1, 2, 3, 4, 8), size=int(rng.integers(1, 3))))
+    tid = builder.add_input(shape, DType.F32, seed=int(rng.integers(2**16)))
+    for _ in range(int(rng.integers(*CHAIN_OPS))):
+        name = _CHAIN[int(rng.integers(len(_CHAIN)))]
+        if name.endswith("Scalar"):
+            tid = builder.op(name, shape, DType.F32, lhs=tid,
+                             rhs=float(rng.choice((0.5, 0.25, -1.5))))
+        else:
+            tid = builder.op(name, shape, DType.F32, input=tid)
+    builder.sync((tid,))
+    return builder.build()
+
+
 def draw_stream(seed: int, index: int, max_ops: int = MAX_OPS) -> Drawn:
     """Stream ``index`` of the campaign seeded ``seed`` (repaired, or kept non-finite)."""
+    if np.random.default_rng([seed, index, 2]).integers(LONG_CHAIN_SHARE) == 0:
+        return Drawn(index, long_chain(np.random.default_rng([seed, index, 3])), "finite")
     strategy = streams(max_ops=max_ops)
     for attempt in range(100):  # a draw that overruns its choice budget is drawn again
         data = ConjectureData(random=_random(seed, index * 100 + attempt))

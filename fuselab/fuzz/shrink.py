@@ -5,7 +5,8 @@ each kept only when the result is a valid stream (``with_liveness`` re-derives s
 drops; the eager oracle runs it) whose check fails with the same check, symptom and plan
 variant (``Failure.same_way``):
 
-* drop an op, with every op that depends on it (the syncs forget its tensors);
+* drop a run of ops (halves first, as delta debugging does), then single ops, each with
+  every op that depends on it (the syncs forget its tensors);
 * replace an op by a stream input holding its eager value (PyTorch minifier's move, on
   streams), which cuts the ops feeding it loose for the first move;
 * drop a sync listing, a tensor from a sync, an explicit ``Drop``;
@@ -152,6 +153,11 @@ def _candidates(stream: Stream) -> Iterator[Callable[[], Stream]]:
     """Smaller variants of ``stream``, the ones most likely to cut most first."""
     ops = [k for k, item in enumerate(stream.items) if isinstance(item, OperationIr)
            and item.op.name != "Drop"]
+    chunk = len(ops) // 2
+    while chunk >= 2:  # delta debugging: halves, quarters, ... of the ops first
+        for start in range(0, len(ops), chunk):
+            yield lambda part=frozenset(ops[start:start + chunk]): _without_ops(stream, part)
+        chunk //= 2
     for k in reversed(ops):
         yield lambda k=k: _without_ops(stream, {k})
     values: dict = {}
