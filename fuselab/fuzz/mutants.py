@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from refimpl.errors import FuselabError
 
-__all__ = ["MutantError", "Mutant", "MUTANTS", "apply", "names"]
+__all__ = ["MutantError", "Mutant", "MUTANTS", "apply", "names", "stale"]
 
 
 class MutantError(FuselabError):
@@ -225,6 +225,17 @@ _APPLIED: set[str] = set()
 
 def names() -> tuple[str, ...]:
     return tuple(MUTANTS)
+
+
+def stale() -> list[str]:
+    """Source edits whose snippet is not in the current source (nothing is applied)."""
+    found = []
+    for mutant in MUTANTS.values():
+        edits = ((mutant.target, mutant.old, mutant.new), *mutant.more) if mutant.target else ()
+        for target, old, _ in edits:
+            if old not in textwrap.dedent(inspect.getsource(_resolve(target))):
+                found.append(f"{mutant.name}: {target}")
+    return found
 
 
 def apply(name: str) -> Mutant:
