@@ -24,7 +24,6 @@ import numpy as np
 from refimpl.stream import Stream, stream_from_json, stream_to_json
 from fuselab.fuzz.checks import (DEFAULT_CHECKS, PLAN_SPACE_SAMPLE, Case, Failure, Harness,
                                  run_checks)
-from fuselab.fuzz.generate import draw_stream
 from fuselab.fuzz.plans import Planners, variants_for
 
 __all__ = ["Config", "Summary", "case_for", "run_chunk", "fuzz", "check_case"]
@@ -106,6 +105,8 @@ def _harness(config: Config) -> Harness:
 
 def case_for(config: Config, index: int) -> tuple[Case, str]:
     """Stream ``index`` of the campaign as a case, and what its input values are."""
+    from fuselab.fuzz.generate import draw_stream  # hypothesis: imported when fuzzing only
+
     drawn = draw_stream(config.seed, index, config.max_ops)
     device = config.devices[index % len(config.devices)]
     rng = np.random.default_rng([config.seed, index, 1])
