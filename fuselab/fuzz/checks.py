@@ -136,7 +136,7 @@ def _step_of(executed: tuple, index: int | None) -> Any:
     return None
 
 
-def _reason(planners: Planners, stream: Stream, variant: str, device: str,
+def _reason(planners: Planners, stream: Stream, variant: str, device: Any,
             index: int | None) -> str:
     """Why the fuser of the step holding op ``index`` closed (re-planned with recorders)."""
     reasons: dict[int, str] = {}
@@ -152,7 +152,7 @@ def _reason(planners: Planners, stream: Stream, variant: str, device: str,
 
 
 def located(check: str, symptom: str, stream: Stream, executed: tuple, index: int | None,
-            planners: Planners, variant: str, device: str, detail: str) -> Failure:
+            planners: Planners, variant: str, device: Any, detail: str) -> Failure:
     """A failure whose bucket names op ``index``, its step's fuser and close reason."""
     step = _step_of(executed, index)
     fuser = "-" if step is None else (step.step.fuser or "unfused")
@@ -333,13 +333,13 @@ def check_gpu(case: Case, h: Harness) -> Failure | None:
     got, index, exc = run_steps(GpuExecutor(stream, device, profile), executed)
     if exc is not None:
         return located("gpu", f"raised {type(exc).__name__}", stream, executed, index, ref,
-                       "default", case.device, str(exc).splitlines()[0] if str(exc) else "")
+                       "default", profile, str(exc).splitlines()[0] if str(exc) else "")
     agreement = compare(stream, expected, got, nonfinite=case.nonfinite)
     if agreement.ok:
         return None
     bad = [t.tensor for t in agreement.tensors if not t.ok]
     index = min((_producer(stream, t) for t in bad), key=lambda i: -1 if i is None else i)
-    return located("gpu", "mismatch", stream, executed, index, ref, "default", case.device,
+    return located("gpu", "mismatch", stream, executed, index, ref, "default", profile,
                    agreement.summary().splitlines()[0])
 
 

@@ -115,9 +115,9 @@ class Recorder:
         return Recorder(self.inner.clone(), self.reasons)
 
 
-def variant_profile(variant: str, device: str) -> DeviceProfile:
-    """The device profile a variant plans for."""
-    profile = profile_named(device)
+def variant_profile(variant: str, device: str | DeviceProfile) -> DeviceProfile:
+    """The device profile a variant plans for (``device``: a preset's name or a profile)."""
+    profile = device if isinstance(device, DeviceProfile) else profile_named(device)
     if variant.startswith("device:"):
         return profile_named(variant.split(":", 1)[1])
     if variant.startswith("bindings:"):
