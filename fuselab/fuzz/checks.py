@@ -170,7 +170,10 @@ def run_steps(backend: Any, executed: tuple) -> tuple[dict | None, int | None, E
             backend.execute(item)
         except Exception as exc:  # noqa: BLE001 - any exception is a finding
             return None, (item.step.ops[0] if item.step.ops else None), exc
-    return backend.synced if hasattr(backend, "synced") else backend.results(), None, None
+    try:
+        return (backend.synced if hasattr(backend, "synced") else backend.results()), None, None
+    except Exception as exc:  # noqa: BLE001 - a synced tensor never materialised
+        return None, None, exc
 
 
 def _twin_runs(stream: Stream, variant: str, device: str) -> bool:
