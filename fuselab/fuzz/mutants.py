@@ -118,6 +118,9 @@ def _guard_removed() -> None:
 
 
 _GPU = ("gpu",)
+# vector widths: the interpreter computes every lane from its own coordinates, so a wrong width
+# shows in the GPU's vector loads and in the plan
+_VECTOR = ("interp", "plan", "gpu")
 _TF = "refimpl.planner.engine.trace_fuser"
 _LP = "refimpl.planner.launch.launch_planners"
 _VEC = "refimpl.planner.launch.vectorization"
@@ -149,14 +152,17 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "block's vector width", f"{_VEC}:vectorization_input",
            "return BROADCASTED", "return _first(sizes, lambda s: True)"),
     Mutant("vector-stride-unchecked", "planner", "a read vectorized along a non-unit stride",
-           f"{_VEC}:vectorization_input", "if strides[axis] != 1:", "if strides[axis] == 0:"),
+           f"{_VEC}:vectorization_input", "if strides[axis] != 1:", "if strides[axis] == 0:",
+           checks=_VECTOR),
     Mutant("swap-view-vector-unchecked", "planner", "a multi-read swap view vectorized "
            "though the swapped dim is strided", f"{_VEC}:vectorization_swapped",
-           "(strides[axis] != 1 or strides[dim_index] != 1)", "(strides[axis] != 1)"),
+           "(strides[axis] != 1 or strides[dim_index] != 1)", "(strides[axis] != 1)",
+           checks=_VECTOR),
     Mutant("multi-read-width-kept", "planner", "a view read at another width than its "
            "original keeps the original's", f"{_VEC}:merge_multi_reads",
            "if new.broadcast or new.size != existing.size:\n        return Vect(1)",
-           "if new.broadcast or new.size != existing.size:\n        return existing"),
+           "if new.broadcast or new.size != existing.size:\n        return existing",
+           checks=_VECTOR),
     Mutant("reduce-read-broadcasts", "planner", "a reduce read block that broadcasts",
            patch=_reduce_read_broadcasts),
     Mutant("reshape-rank-accepted", "planner", "a rank-decreasing reshape fused",
