@@ -10,9 +10,9 @@ process), so stream ``index`` of a campaign is a pure function of ``--seed``.
 Input values follow NNSmith's repair: the eager oracle runs the stream op by op; the first op
 that turns finite operands into a NaN or an infinity gets the stream inputs it depends on
 re-drawn from that op's input domain (``DOMAINS``), a few rounds at most. One stream in
-``LONG_CHAIN_SHARE`` is a long element-wise chain instead, whose blocks close on ``max_ops``. One stream in
 ``NONFINITE_SHARE`` keeps non-finite values on purpose instead (NaN and ±inf written into its
-float inputs), so that the backends' handling of them is checked too.
+float inputs), so that the backends' handling of them is checked too. One stream in
+``LONG_CHAIN_SHARE`` is a long element-wise chain, whose blocks close on ``max_ops``.
 """
 
 from __future__ import annotations
