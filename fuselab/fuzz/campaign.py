@@ -28,6 +28,8 @@ from fuselab.fuzz.plans import Planners, variants_for
 
 __all__ = ["Config", "Summary", "case_for", "run_chunk", "fuzz", "check_case"]
 
+SHRUNK_FULLY = 8  # buckets shrunk with the whole --shrink-time each
+
 
 @dataclass(frozen=True)
 class Config:
@@ -252,7 +254,11 @@ def fuzz(config: Config, progress: Callable[[Summary], None] | None = None) -> S
         if not (config.stop_on_first and summary.buckets):
             _campaign(config, summary, pool, started, progress)
         summary.seconds = time.time() - started
-        finished = [(key, pool.submit(shrink_bucket, config, bucket))
+        # many buckets share the shrinking time of SHRUNK_FULLY ones (5 s each at least)
+        budget = max(5.0, config.shrink_seconds * min(1.0, SHRUNK_FULLY /
+                                                      max(len(summary.buckets), 1)))
+        shrinking = replace(config, shrink_seconds=budget)
+        finished = [(key, pool.submit(shrink_bucket, shrinking, bucket))
                     for key, bucket in sorted(summary.buckets.items())]
         for key, future in finished:
             summary.buckets[key]["repro"] = pool.result(future)
