@@ -5,8 +5,9 @@ burn counterpart: none. A check returns ``None`` when the stream passes, else a 
 whose ``bucket`` groups it with the failures of the same bug: (check, symptom, fuser, close
 reason, first diverging op).
 
-* ``plan`` — refimpl's plan equals fastplan's (the dataclasses and the canonical JSON), or
-  both refuse the stream with the same error class;
+* ``plan`` — refimpl's plan equals fastplan's (the dataclasses and the canonical JSON; a
+  planner raising on a valid stream is a finding), and their steps agree under the case's
+  first variant planning for another profile;
 * ``interp`` — refimpl's plan run by the interpreter equals the eager oracle bit for bit;
 * ``gpu`` — the same plan run on the WebGPU adapter agrees with the interpreter within the
   chained WGSL accuracy bounds (``gpu.check.agreement``), on the stream mapped to WGSL dtypes;
