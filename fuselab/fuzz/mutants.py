@@ -113,7 +113,8 @@ def _guard_removed() -> None:
 
     def skeleton(name: str) -> Template:
         text = original(name).template
-        return Template(text.replace("if (pos >= info[0]) {\n        return;\n    }", ""))
+        # info[0] stays read (an unused binding would change the pipeline layout)
+        return Template(text.replace("if (pos >= info[0]) {", "if (pos >= info[0] + 4096u) {"))
     render._skeleton = skeleton
 
 
@@ -193,7 +194,8 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "original's dims in the wrong order", "gpu.codegen.fuse_io:BodyWriter.reshaped_fn",
            'lines.append(f"    rest = rest / {size};")', 'lines.append("    rest = rest;")',
            checks=_GPU),
-    Mutant("missing-bounds-guard", "codegen", "no bounds guard in fused kernels",
+    Mutant("missing-bounds-guard", "codegen", "the bounds guard of fused kernels lets 4096 "
+           "positions too many through",
            patch=_guard_removed, checks=_GPU),
     Mutant("scalar-metadata-slot", "codegen", "a scalar read from the next metadata word",
            "gpu.codegen.fused_signature:MetadataLayout.scalar",
