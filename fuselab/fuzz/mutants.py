@@ -194,7 +194,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "original's dims in the wrong order", "gpu.codegen.fuse_io:BodyWriter.reshaped_fn",
            'lines.append(f"    rest = rest / {size};")', 'lines.append("    rest = rest;")',
            checks=_GPU),
-    Mutant("missing-bounds-guard", "codegen", "the bounds guard of fused kernels lets 4096 "
+    Mutant("missing-bounds-guard", "codegen", "the bounds guard of element-wise kernels lets 4096 "
            "positions too many through",
            patch=_guard_removed, checks=_GPU),
     Mutant("scalar-metadata-slot", "codegen", "a scalar read from the next metadata word",
