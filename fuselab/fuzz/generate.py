@@ -3,7 +3,7 @@ stay finite.
 
 burn counterpart: none. The streams come from ``refimpl.strategies`` (every fusable op kind,
 views, reductions, matmuls, cats, gathers, drops, syncs, strided inputs and the templates per
-fuser rule), drawn without hypothesis's test runner: one ``ConjectureData`` fed by a
+fuser rule, plus float → int conversions, ``CONVERSION_GENERATORS``), drawn without hypothesis's test runner: one ``ConjectureData`` fed by a
 ``random.Random`` seeded with ``"<seed>:<index>"`` (a string seed hashes the same way in every
 process), so stream ``index`` of a campaign is a pure function of ``--seed``.
 
@@ -30,15 +30,15 @@ from refimpl.eager import EagerExecutor, init_targets
 from refimpl.errors import FuselabError
 from refimpl.ir import OperationIr, Sync
 from refimpl.dtypes import DType
-from refimpl.strategies import StreamBuilder, streams
+from refimpl.strategies import CONVERSION_GENERATORS, StreamBuilder, streams
 from refimpl.stream import InputSpec, Stream
 
 __all__ = ["DOMAINS", "NONFINITE_SHARE", "REPAIR_ROUNDS", "Drawn", "draw_stream", "repair",
            "with_nonfinite", "first_nonfinite_op", "long_chain"]
 
 NONFINITE_SHARE = 10  # one stream in 10 keeps NaN/inf inputs
-LONG_CHAIN_SHARE = 50  # one stream in 50 is a long element-wise chain (``long_chain``)
-CHAIN_OPS = (60, 72)  # its length: across the 64/65-op limit of a fused block
+LONG_CHAIN_SHARE = 200  # one stream in 200 is a long element-wise chain (``long_chain``)
+CHAIN_OPS = (62, 70)  # its length: across the 64/65-op limit of a fused block
 _CHAIN = ("Float.Tanh", "Float.Sin", "NumericFloat.Abs", "NumericFloat.MulScalar",
           "NumericFloat.AddScalar", "Float.Cos")
 REPAIR_ROUNDS = 3
@@ -89,7 +89,7 @@ def draw_stream(seed: int, index: int, max_ops: int = MAX_OPS) -> Drawn:
     """Stream ``index`` of the campaign seeded ``seed`` (repaired, or kept non-finite)."""
     if np.random.default_rng([seed, index, 2]).integers(LONG_CHAIN_SHARE) == 0:
         return Drawn(index, long_chain(np.random.default_rng([seed, index, 3])), "finite")
-    strategy = streams(max_ops=max_ops)
+    strategy = streams(max_ops=max_ops, extra=CONVERSION_GENERATORS)
     for attempt in range(100):  # a draw that overruns its choice budget is drawn again
         data = ConjectureData(random=_random(seed, index * 100 + attempt))
         try:
