@@ -130,7 +130,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     # --- planner ---------------------------------------------------------------------------
     Mutant("max-ops-ge", "planner", "max_ops compared with >= (a block closes one op early)",
            f"{_TF}:TryTraceFuser.fuse", "num_ops_fused() > self.max_ops",
-           "num_ops_fused() >= self.max_ops"),
+           "num_ops_fused() >= self.max_ops", checks=("plan",)),
     Mutant("first-op-bindings-unchecked", "planner", "the binding check skips a block's "
            "first op", f"{_TF}:TryTraceFuser.fuse",
            "return _run(add_ops, self.fuser) or self._bindings_refusal(self.fuser)",
