@@ -167,13 +167,12 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            checks=_VECTOR),
     Mutant("reduce-read-broadcasts", "planner", "a reduce read block that broadcasts",
            patch=_reduce_read_broadcasts),
-    Mutant("reshape-rank-accepted", "planner", "a rank-decreasing reshape fused",
-           f"{_TF}:_reshape", "if len(d.input.shape) > len(d.out.shape):",
-           "if len(d.input.shape) > len(d.out.shape) + 8:"),
-    Mutant("shape-update-unchecked", "planner", "a grown reference shape not checked against "
-           "the output", f"{_TF}:TraceOperationFuser.output_is_compatible",
-           "if not self.settings.broadcast:\n            return False",
-           "if not self.settings.broadcast:\n            pass"),
+    Mutant("swap-dims-identity", "planner", "a fused swap_dims view recorded as swapping a dim "
+           "with itself", f"{_TF}:_swap_dims", "(d.dim1, d.dim2)", "(d.dim1, d.dim1)"),
+    Mutant("output-shape-updates-ignored", "planner", "a block's reference shape grows though "
+           "its settings forbid it (a matmul epilogue)",
+           f"{_TF}:TraceOperationFuser.output_is_compatible",
+           "if curr == 0 and self.settings.output_shape_updates:", "if curr == 0:"),
     # --- codegen ---------------------------------------------------------------------------
     Mutant("signed-rem-lowering-off", "codegen", "WGSL % on signed ints (the lowering off; "
            "right on lavapipe, wrong on NVIDIA)", "gpu.codegen.helpers:int_rem_helper",
@@ -190,10 +189,9 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "stride", "gpu.codegen.fuse_io:BodyWriter.offset_fn",
            "{self.info(lay.slot_stride(slot, j))}", "{self.info(lay.slot_stride(slot, i))}",
            checks=_GPU),
-    Mutant("reshape-remap-order", "codegen", "a reshape view's index remap walks the "
-           "original's dims in the wrong order", "gpu.codegen.fuse_io:BodyWriter.reshaped_fn",
-           'lines.append(f"    rest = rest / {size};")', 'lines.append("    rest = rest;")',
-           checks=_GPU),
+    Mutant("reshape-remap-order", "codegen", "a reshape view's linear index ignores the "
+           "reshaped dims' sizes", "gpu.codegen.fuse_io:BodyWriter.reshaped_fn",
+           "stride.append(dim)", "stride.append('1u')", checks=_GPU),
     Mutant("missing-bounds-guard", "codegen", "the bounds guard of element-wise kernels lets 4096 "
            "positions too many through",
            patch=_guard_removed, checks=_GPU),
@@ -220,8 +218,8 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
            "gpu.codegen.reduce:identity_word_value",
            'return float("-inf") if lowest else float("inf")',
            'return 0.0 if lowest else float("inf")', checks=_GPU),
-    Mutant("cat-segment-inclusive", "codegen", "a fused cat's segment test includes its end",
-           "gpu.codegen.emit:_cat", 'f"{low}({coord} < {end})"', 'f"{low}({coord} <= {end})"',
+    Mutant("cat-segment-start", "codegen", "a fused cat's segment starts one element late",
+           "gpu.codegen.emit:_cat", 'f"({coord} >= {start}) && "', 'f"({coord} > {start}) && "',
            checks=_GPU),
     Mutant("gather-dim-stride", "codegen", "a fused gather steps the index by the first "
            "dim's stride", "gpu.codegen.emit:_gather",
