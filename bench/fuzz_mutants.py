@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from fuselab.fuzz.mutants import MUTANTS  # noqa: E402
+from fuselab.fuzz.mutants import MUTANTS
 
 
 def run_mutant(name: str, limit: float, jobs: int, seed: int, shrink: float) -> dict:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import fastplan  # noqa: E402
-from refimpl.planner.stream.plan import Plan, plan_to_json  # noqa: E402
-from refimpl.stream import stream_from_json  # noqa: E402
+import fastplan
+from refimpl.planner.stream.plan import Plan, plan_to_json
+from refimpl.stream import stream_from_json
 
 
 def main() -> int:

@@ -15,18 +15,25 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from refimpl.stream import Stream, stream_from_json, stream_to_json
-from fuselab.fuzz.checks import (DEFAULT_CHECKS, PLAN_SPACE_SAMPLE, Case, Failure, Harness,
-                                 run_checks)
+from fuselab.fuzz.checks import (
+    DEFAULT_CHECKS,
+    PLAN_SPACE_SAMPLE,
+    Case,
+    Failure,
+    Harness,
+    run_checks,
+)
 from fuselab.fuzz.plans import Planners, variants_for
+from refimpl.stream import Stream, stream_from_json, stream_to_json
 
-__all__ = ["Config", "Summary", "case_for", "run_chunk", "fuzz", "check_case"]
+__all__ = ["Config", "Summary", "case_for", "check_case", "fuzz", "replay", "run_chunk"]
 
 SHRUNK_FULLY = 8  # buckets shrunk with the whole --shrink-time each
 
@@ -174,6 +181,19 @@ def run_chunk(config: Config, indices: list, started: float,
 def check_case(case: Case, config: Config) -> Failure | None:
     """Run the campaign's checks on one case in this process."""
     return run_checks(case, _harness(config), config.checks)
+
+
+def replay(directory: str | Path, cmd_timeout: float = 10.0) -> tuple[dict, Failure | None]:
+    """A repro directory's meta and its check's failure now (``None``: it passes)."""
+    from fuselab.fuzz.repro import load_repro
+
+    _, meta, case = load_repro(directory)
+    if meta.get("planner_cmd"):
+        from fuselab.fuzz import external  # registers the planner-cmd check  # noqa: F401
+    config = Config(checks=(meta["check"],), planner=meta.get("planner", "fast"),
+                    mutant=meta.get("mutant"), planner_cmd=meta.get("planner_cmd"),
+                    cmd_timeout=cmd_timeout)
+    return meta, check_case(case, config)
 
 
 def shrink_bucket(config: Config, bucket: dict) -> dict:

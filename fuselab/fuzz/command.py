@@ -16,12 +16,12 @@ from pathlib import Path
 from rich import progress as bar
 from rich.console import Console
 
+from fuselab.fuzz.campaign import Config, Summary, fuzz, replay
+from fuselab.fuzz.checks import CHECKS, DEFAULT_CHECKS
 from refimpl.devices import PRESETS
 from refimpl.errors import FuselabError
-from fuselab.fuzz.campaign import Config, Summary, check_case, fuzz
-from fuselab.fuzz.checks import CHECKS, DEFAULT_CHECKS
 
-__all__ = ["FuzzUsageError", "parse_duration", "add_arguments", "fuzz_command"]
+__all__ = ["FuzzUsageError", "add_arguments", "fuzz_command", "parse_duration"]
 
 _UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
 
@@ -119,15 +119,7 @@ def _table(summary: Summary) -> str:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from fuselab.fuzz.repro import load_repro
-
-    _, meta, case = load_repro(args.replay)
-    if meta.get("planner_cmd"):
-        from fuselab.fuzz import external  # noqa: F401
-    config = Config(checks=(meta["check"],), planner=meta.get("planner", "fast"),
-                    mutant=meta.get("mutant"), planner_cmd=meta.get("planner_cmd"),
-                    cmd_timeout=args.cmd_timeout)
-    failure = check_case(case, config)
+    meta, failure = replay(args.replay, args.cmd_timeout)
     if args.json:
         print(json.dumps({"repro": str(Path(args.replay)), "fails": failure is not None,
                           "failure": None if failure is None else failure.to_json()},

@@ -32,12 +32,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from fuselab.fuzz.checks import CHECKS, Case, Failure, Harness, check_interp
 from refimpl.ir import Sync
 from refimpl.planner.stream.plan import PlanFormatError, plan_from_json
 from refimpl.stream import Stream, load_stream, stream_to_json
-from fuselab.fuzz.checks import CHECKS, Case, Failure, Harness, check_interp
 
-__all__ = ["ExternalPlanner", "check_planner_cmd", "golden_corpus", "GOLDEN"]
+__all__ = ["GOLDEN", "ExternalPlanner", "check_planner_cmd", "golden_corpus"]
 
 GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "streams"
 

@@ -26,15 +26,24 @@ from hypothesis.errors import HypothesisException
 from hypothesis.internal.conjecture.data import ConjectureData, StopTest
 
 from refimpl.data import logical_values
+from refimpl.dtypes import DType
 from refimpl.eager import EagerExecutor, init_targets
 from refimpl.errors import FuselabError
 from refimpl.ir import OperationIr, Sync
-from refimpl.dtypes import DType
 from refimpl.strategies import CONVERSION_GENERATORS, StreamBuilder, streams
 from refimpl.stream import InputSpec, Stream
 
-__all__ = ["DOMAINS", "NONFINITE_SHARE", "REPAIR_ROUNDS", "Drawn", "draw_stream", "repair",
-           "with_nonfinite", "first_nonfinite_op", "long_chain"]
+__all__ = [
+    "DOMAINS",
+    "NONFINITE_SHARE",
+    "REPAIR_ROUNDS",
+    "Drawn",
+    "draw_stream",
+    "first_nonfinite_op",
+    "long_chain",
+    "repair",
+    "with_nonfinite",
+]
 
 NONFINITE_SHARE = 10  # one stream in 10 keeps NaN/inf inputs
 LONG_CHAIN_SHARE = 200  # one stream in 200 is a long element-wise chain (``long_chain``)

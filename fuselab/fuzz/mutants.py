@@ -22,12 +22,13 @@ import gc
 import importlib
 import inspect
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from refimpl.errors import FuselabError
 
-__all__ = ["MutantError", "Mutant", "MUTANTS", "apply", "names", "stale"]
+__all__ = ["MUTANTS", "Mutant", "MutantError", "apply", "names", "stale"]
 
 
 class MutantError(FuselabError):

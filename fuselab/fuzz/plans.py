@@ -29,7 +29,7 @@ from refimpl.devices import PRESETS, DeviceProfile, profile_named
 from refimpl.ops import OpKind
 from refimpl.planner.engine.fuser import FuserStatus
 
-__all__ = ["VARIANTS", "Limited", "Recorder", "Planners", "variant_profile", "variants_for"]
+__all__ = ["VARIANTS", "Limited", "Planners", "Recorder", "variant_profile", "variants_for"]
 
 BUILTINS = ("ElementWise", "Matmul", "Reduce", "ReduceBroadcasted", "NHWCRelayout")
 VARIANTS = (tuple(f"device:{name}" for name in PRESETS)
@@ -147,7 +147,7 @@ class Planners:
         elif variant.startswith("refuse:"):
             registry.remove(variant.split(":", 1)[1])
         fusers = registry.fusers(profile)
-        if variant.startswith("max-ops:") or variant.startswith("close-after:"):
+        if variant.startswith(("max-ops:", "close-after:")):
             limit = int(variant.split(":", 1)[1])
             fusers = [Limited(f, limit, variant.startswith("max-ops:")) for f in fusers]
         return fusers

@@ -12,7 +12,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import multiprocessing
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from refimpl.errors import FuselabError
 

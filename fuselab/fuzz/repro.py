@@ -22,15 +22,15 @@ from typing import Any
 
 import numpy as np
 
+from fuselab.fuzz.checks import Case, Failure
+from fuselab.fuzz.plans import Planners
 from refimpl.data import logical_values
 from refimpl.eager import run_stream
 from refimpl.errors import FuselabError
 from refimpl.planner.stream.plan import Plan, plan_to_json
 from refimpl.stream import Stream, load_stream, save_stream
-from fuselab.fuzz.checks import Case, Failure
-from fuselab.fuzz.plans import Planners
 
-__all__ = ["ReproError", "slug", "versions", "write_repro", "load_repro"]
+__all__ = ["ReproError", "load_repro", "slug", "versions", "write_repro"]
 
 
 class ReproError(FuselabError):

@@ -22,20 +22,20 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from fuselab.fuzz.checks import Failure
+from fuselab.workloads import with_tensors
 from refimpl.data import logical_values
 from refimpl.dtypes import DType
 from refimpl.eager import EagerExecutor, init_targets, run_stream
 from refimpl.ir import OperationIr, Sync, TensorIr
 from refimpl.liveness import with_liveness
 from refimpl.stream import InputSpec, Stream
-from fuselab.fuzz.checks import Failure
-from fuselab.workloads import with_tensors
 
-__all__ = ["size", "shrink", "SHRINK_SECONDS"]
+__all__ = ["SHRINK_SECONDS", "shrink", "size"]
 
 SHRINK_SECONDS = 30.0
 _DTYPES = {DType.F64: DType.F32, DType.F16: DType.F32, DType.I64: DType.I32,

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fuselab.fuzz.generate import (CHAIN_OPS, draw_stream, first_nonfinite_op, long_chain,
-                                   repair)
+from fuselab.fuzz.generate import CHAIN_OPS, draw_stream, first_nonfinite_op, long_chain, repair
 from refimpl.dtypes import DType
 from refimpl.strategies import StreamBuilder
 
