@@ -154,9 +154,10 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant("broadcast-operand-block-width", "planner", "a broadcast operand given the "
            "block's vector width", f"{_VEC}:vectorization_input",
            "return BROADCASTED", "return _first(sizes, lambda s: True)"),
-    Mutant("vector-stride-unchecked", "planner", "a read vectorized along a non-unit stride",
-           f"{_VEC}:vectorization_input", "if strides[axis] != 1:", "if strides[axis] == 0:",
-           checks=_VECTOR),
+    Mutant("vector-width-not-dividing", "planner", "a read's vector width need not divide "
+           "its axis", f"{_VEC}:vectorization_input",
+           "lambda s: shape_axis % s == 0 and next_stride % s == 0",
+           "lambda s: next_stride % s == 0", checks=_VECTOR),
     Mutant("swap-view-vector-unchecked", "planner", "a multi-read swap view vectorized "
            "though the swapped dim is strided", f"{_VEC}:vectorization_swapped",
            "(strides[axis] != 1 or strides[dim_index] != 1)", "(strides[axis] != 1)",
