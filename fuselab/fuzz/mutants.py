@@ -170,7 +170,8 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant("reduce-read-broadcasts", "planner", "a reduce read block that broadcasts",
            patch=_reduce_read_broadcasts),
     Mutant("swap-dims-identity", "planner", "a fused swap_dims view recorded as swapping a dim "
-           "with itself", f"{_TF}:_swap_dims", "(d.dim1, d.dim2)", "(d.dim1, d.dim1)"),
+           "with itself", f"{_TF}:_swap_dims", "(d.dim1, d.dim2)", "(d.dim1, d.dim1)",
+           checks=_VECTOR),
     Mutant("output-shape-updates-ignored", "planner", "a block's reference shape grows though "
            "its settings forbid it (a matmul epilogue)",
            f"{_TF}:TraceOperationFuser.output_is_compatible",
