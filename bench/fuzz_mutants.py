@@ -43,7 +43,8 @@ def run_mutant(name: str, limit: float, jobs: int, seed: int, shrink: float) -> 
         command = [sys.executable, "-m", "fuselab", "fuzz", "--mutant", name,
                    "--time", f"{limit:g}s", "--jobs", str(jobs), "--seed", str(seed),
                    "--stop-on-first", "--planner", "ref", "--json", "--checks", *mutant.checks,
-                   "--max-ops", str(mutant.max_ops), "--device", *mutant.devices,
+                   "--max-ops", str(mutant.max_ops), "--long-chains", str(mutant.long_chains),
+                   "--device", *mutant.devices,
                    "--shrink-time", f"{shrink:g}", "--out", out]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         started = time.monotonic()

@@ -55,6 +55,7 @@ class Config:
     cmd_timeout: float = 10.0
     shrink_seconds: float = 30.0
     max_ops: int = 12
+    long_chains: int = 200
     cluster: str | None = None
     stop_on_first: bool = False
     chunk: int | None = None
@@ -116,7 +117,7 @@ def case_for(config: Config, index: int) -> tuple[Case, str]:
     """Stream ``index`` of the campaign as a case, and what its input values are."""
     from fuselab.fuzz.generate import draw_stream  # hypothesis: imported when fuzzing only
 
-    drawn = draw_stream(config.seed, index, config.max_ops)
+    drawn = draw_stream(config.seed, index, config.max_ops, config.long_chains)
     device = config.devices[index % len(config.devices)]
     rng = np.random.default_rng([config.seed, index, 1])
     pool = variants_for(device)

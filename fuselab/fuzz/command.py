@@ -69,6 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shrink-time", type=float, default=30.0, metavar="S",
                         help="time to shrink each bucket's first failure (default 30 s)")
     parser.add_argument("--max-ops", type=int, default=12, help="ops per stream (default 12)")
+    parser.add_argument("--long-chains", type=int, default=200, metavar="N",
+                        help="one stream in N is a long element-wise chain that reaches the "
+                             "op limit of a block (default 200; 0: none)")
     parser.add_argument("--stop-on-first", action="store_true",
                         help="stop at the first finding")
     parser.add_argument("--mutant", metavar="NAME", help=argparse.SUPPRESS)
@@ -98,7 +101,7 @@ def _config(args: argparse.Namespace) -> Config:
                   devices=tuple(args.device), out=args.out, planner=args.planner,
                   mutant=args.mutant, planner_cmd=args.planner_cmd,
                   cmd_timeout=args.cmd_timeout, shrink_seconds=args.shrink_time,
-                  max_ops=args.max_ops, cluster=args.cluster, stop_on_first=args.stop_on_first)
+                  max_ops=args.max_ops, long_chains=args.long_chains, cluster=args.cluster, stop_on_first=args.stop_on_first)
 
 
 def _table(summary: Summary) -> str:

@@ -94,9 +94,11 @@ def long_chain(rng: np.random.Generator) -> Stream:
     return builder.build()
 
 
-def draw_stream(seed: int, index: int, max_ops: int = MAX_OPS) -> Drawn:
-    """Stream ``index`` of the campaign seeded ``seed`` (repaired, or kept non-finite)."""
-    if np.random.default_rng([seed, index, 2]).integers(LONG_CHAIN_SHARE) == 0:
+def draw_stream(seed: int, index: int, max_ops: int = MAX_OPS,
+                long_chains: int = LONG_CHAIN_SHARE) -> Drawn:
+    """Stream ``index`` of the campaign seeded ``seed`` (repaired, or kept non-finite); one
+    in ``long_chains`` is a long chain (0: none)."""
+    if long_chains and np.random.default_rng([seed, index, 2]).integers(long_chains) == 0:
         return Drawn(index, long_chain(np.random.default_rng([seed, index, 3])), "finite")
     strategy = streams(max_ops=max_ops, extra=CONVERSION_GENERATORS)
     for attempt in range(100):  # a draw that overruns its choice budget is drawn again

@@ -49,6 +49,7 @@ class Mutant:
     more: tuple[tuple[str, str, str], ...] = ()  # further (target, old, new) edits
     checks: tuple[str, ...] = ("interp", "plan-space", "plan")
     max_ops: int = 12
+    long_chains: int = 200
     devices: tuple[str, ...] = ("metal",)
 
 
@@ -131,7 +132,7 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     # --- planner ---------------------------------------------------------------------------
     Mutant("max-ops-ge", "planner", "max_ops compared with >= (a block closes one op early)",
            f"{_TF}:TryTraceFuser.fuse", "num_ops_fused() > self.max_ops",
-           "num_ops_fused() >= self.max_ops", checks=("plan",)),
+           "num_ops_fused() >= self.max_ops", checks=("plan",), long_chains=5),
     Mutant("first-op-bindings-unchecked", "planner", "the binding check skips a block's "
            "first op", f"{_TF}:TryTraceFuser.fuse",
            "return _run(add_ops, self.fuser) or self._bindings_refusal(self.fuser)",
