@@ -117,7 +117,8 @@ def differing(expected: dict, got: dict) -> list[int]:
     bad = sorted(set(expected) ^ set(got))
     for tid in sorted(set(expected) & set(got)):
         want, have = np.asarray(expected[tid]), np.asarray(got[tid])
-        if want.shape != have.shape or want.dtype != have.dtype or not exact({tid: want}, {tid: have}, None)[tid][0]:
+        if want.shape != have.shape or want.dtype != have.dtype or \
+                not exact({tid: want}, {tid: have}, None)[tid][0]:
             bad.append(tid)
     return sorted(bad)
 

@@ -101,7 +101,8 @@ def _config(args: argparse.Namespace) -> Config:
                   devices=tuple(args.device), out=args.out, planner=args.planner,
                   mutant=args.mutant, planner_cmd=args.planner_cmd,
                   cmd_timeout=args.cmd_timeout, shrink_seconds=args.shrink_time,
-                  max_ops=args.max_ops, long_chains=args.long_chains, cluster=args.cluster, stop_on_first=args.stop_on_first)
+                  max_ops=args.max_ops, long_chains=args.long_chains, cluster=args.cluster,
+                  stop_on_first=args.stop_on_first)
 
 
 def _table(summary: Summary) -> str:
