@@ -4,8 +4,9 @@ stay finite.
 burn counterpart: none. The streams come from ``refimpl.strategies`` (every fusable op kind,
 views, reductions, matmuls, cats, gathers, drops, syncs, strided inputs and the templates per
 fuser rule, plus float → int conversions, ``CONVERSION_GENERATORS``), drawn without
-hypothesis's test runner: one ``ConjectureData`` fed by a ``random.Random`` seeded with ``"<seed>:<index>"`` (a string seed hashes the same way in every
-process), so stream ``index`` of a campaign is a pure function of ``--seed``.
+hypothesis's test runner: one ``ConjectureData`` fed by a ``random.Random`` seeded with
+``"<seed>:<index>"`` (a string seed hashes the same way in every process), so stream
+``index`` of a campaign is a pure function of ``--seed``.
 
 Input values follow NNSmith's repair: the eager oracle runs the stream op by op; the first op
 that turns finite operands into a NaN or an infinity gets the stream inputs it depends on
