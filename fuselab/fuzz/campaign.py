@@ -297,7 +297,7 @@ def _campaign(config: Config, summary: Summary, pool: Any, started: float,
     next_index = 0
     pending = []
     while True:
-        while len(pending) < 2 * pool.workers:
+        while len(pending) < (1 if config.stop_on_first else 2) * pool.workers:
             if config.count is not None:
                 if not chunks:
                     break
