@@ -32,6 +32,7 @@ from refimpl.planner.stream.plan import Plan, plan_to_json
 from refimpl.stream import Stream, load_stream
 from gpu.check.agreement import judge as gpu_judge
 from fuselab import bench, compare, demo, gpu_commands, run
+from fuselab.fuzz import command as fuzz_command
 
 __all__ = ["Command", "Backend", "Tolerance", "Benchmark", "COMMANDS", "BACKENDS",
            "TOLERANCES", "PLANNERS", "BENCHMARKS", "UsageError", "build_parser", "main"]
@@ -251,4 +252,6 @@ COMMANDS: dict[str, Command] = {
                      _bench_arguments, _bench),
     "wgsl": Command("print the WGSL of every fused kernel of a stream",
                     gpu_commands.wgsl_arguments, gpu_commands.wgsl_command),
+    "fuzz": Command("fuzz the planner and the kernels: find, shrink and file bugs",
+                    fuzz_command.add_arguments, fuzz_command.fuzz_command),
 }

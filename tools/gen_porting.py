@@ -73,6 +73,39 @@ is. A deliberate change of behaviour regenerates the corpus in the same change
 (`python3 tools/record_golden.py`, then review `git diff --stat tests/golden/`); a golden file
 is never edited by hand. Beyond the corpus, the differential tests (`tests/differential/`)
 compare the two planners on generated streams, plans and launch plans alike.
+
+## Fuzzing a port: `fuselab fuzz --planner-cmd`
+
+Beyond the corpus, `fuselab fuzz` checks a port on generated streams (docs/fuzzing.md). The
+port is any command that reads one stream JSON on stdin and writes its plan JSON on stdout
+(the same text `fuselab plan` prints), planning for the device preset named by the
+environment variable `FUSELAB_DEVICE`; it exits 0. The fuzzer runs the golden corpus first,
+then generated streams, one call per stream, each with a time limit (`--cmd-timeout`, 10 s by
+default). For every stream it checks that the output is JSON, is a plan document, names the
+device, covers every op exactly once, and equals refimpl's plan; refimpl's plan is then run by
+the interpreter and compared with the eager oracle. Whatever differs is shrunk to a small
+stream and saved as a repro directory: a hang, a crash, malformed output or a plan that skips
+ops is a finding with its own message, never a crash of the fuzzer.
+
+Worked example: `docs/examples/fastplan_port.py` is a "port" of three lines of I/O around
+`fastplan.plan`:
+
+```sh
+fuselab fuzz --planner-cmd "python3 docs/examples/fastplan_port.py" --count 100
+# fuzz: 142 streams ..., checks planner-cmd         (the 42 golden streams, then 100)
+# findings: 0 in 0 bucket(s)
+
+fuselab fuzz --planner-cmd "python3 docs/examples/fastplan_port.py --bug skip-last" \
+    --count 20 --out /tmp/port
+# findings: ... planner-cmd | skips ops | - | - | -
+#   ops [...] are in no step
+#   shrunk ... -> ... ops: /tmp/port/planner-cmd-skips-ops
+fuselab fuzz --replay /tmp/port/planner-cmd-skips-ops   # exit 1 while the port is wrong
+```
+
+A port in another language replaces `fastplan.plan` by its own planner; the repro directory
+holds the stream (`stream.json`), the port's output (`plan.json`) and the oracle's values
+(`expected.npz`), and `meta.json` says which check failed and how.
 """
 
 

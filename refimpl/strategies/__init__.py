@@ -34,7 +34,7 @@ from refimpl.strategies.builder import (
     DIMS, FLOAT_DTYPES, INT_DTYPES, StreamBuilder, input_specs, shapes, strides_for_layout,
 )
 from refimpl.strategies.generators import (
-    ELEMENTWISE_GENERATORS, GENERATORS, MATMUL_GENERATORS, creation,
+    CONVERSION_GENERATORS, ELEMENTWISE_GENERATORS, GENERATORS, MATMUL_GENERATORS, creation,
 )
 from refimpl.strategies.templates import TEMPLATE_OPS, TEMPLATES
 
@@ -50,6 +50,7 @@ __all__ = [
     "streams",
     "elementwise_streams",
     "matmul_streams",
+    "CONVERSION_GENERATORS",
 ]
 
 ZERO_DIM_SHARE = 8  # one stream in 8 may hold zero-size dims
@@ -81,9 +82,11 @@ def _stream(draw, generators: tuple, templates: tuple, max_ops: int, max_rank: i
     return builder.build()
 
 
-def streams(max_ops: int = 10, max_rank: int = 3) -> st.SearchStrategy[Stream]:
-    """Valid streams with every kind of op fuselab fuses or runs."""
-    return _stream(GENERATORS, TEMPLATES, max_ops, max_rank)
+def streams(max_ops: int = 10, max_rank: int = 3,
+            extra: tuple = ()) -> st.SearchStrategy[Stream]:
+    """Valid streams with every kind of op fuselab fuses or runs; ``extra`` generators are
+    drawn too (``CONVERSION_GENERATORS``: float → int conversions)."""
+    return _stream(GENERATORS + tuple(extra), TEMPLATES, max_ops, max_rank)
 
 
 def elementwise_streams(max_ops: int = 10, max_rank: int = 3) -> st.SearchStrategy[Stream]:

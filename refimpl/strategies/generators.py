@@ -17,8 +17,8 @@ from refimpl.strategies.builder import (
     CATEGORY, DIMS, FLOAT_DTYPES, INT_DTYPES, StreamBuilder, family, input_specs, pick, shapes,
 )
 
-__all__ = ["ELEMENTWISE_GENERATORS", "GENERATORS", "MATMUL_GENERATORS", "VIEW_KINDS", "broadcast",
-           "broadcast_partner",
+__all__ = ["CONVERSION_GENERATORS", "ELEMENTWISE_GENERATORS", "GENERATORS", "MATMUL_GENERATORS",
+           "VIEW_KINDS", "broadcast", "broadcast_partner",
            "creation", "view_of"]
 
 
@@ -372,6 +372,19 @@ def _gather(draw, b: StreamBuilder) -> int | None:
     indices = b.add_input(out, index_dtype, data=_nested(values, out) if numel else None)
     return b.op(f"{base}.Gather", out, dtype, tensor=tid, dim=dim, indices=indices)
 
+
+def _into_int(draw, b: StreamBuilder) -> int | None:
+    """A float tensor converted to an int dtype (``Float.IntoInt``: Rust's ``as``)."""
+    tid = pick(draw, b, lambda s, d: d.is_float)
+    if tid is None:
+        return None
+    shape, _ = b.live[tid]
+    return b.op("Float.IntoInt", shape, draw(st.sampled_from(INT_DTYPES)), input=tid)
+
+
+# Drawn only where a caller asks for them (``streams(extra=...)``): not in GENERATORS, so the
+# properties built on GENERATORS keep their coverage.
+CONVERSION_GENERATORS = (_into_int,)
 
 ELEMENTWISE_GENERATORS = (_unary, _abs, _binary, _binary, _scalar, _scalar, _compare, _int_ops,
                           _cast, _clamp, _mask, creation)
