@@ -60,7 +60,8 @@ COMPILED_MODULES = ("opinfo", "stream.relative", "engine.builder", "engine.scori
                     "search.repair", "search.search", "stream._trie", "stream.cache",
                     "stream.queue", "stream.processor", "planner", "launch.layout",
                     "launch.vectorization", "launch.handles", "launch.launch_planners",
-                    "launch.launch_vectorize", "launch.launch", "launch.launch_stream")
+                    "launch.launch_vectorize", "launch.launch", "launch.launch_memo",
+                    "launch.execute")
 _BUNDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "_bundle" + importlib.machinery.EXTENSION_SUFFIXES[0])
 

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""C-level declaration of fastplan.launch.handles.Memory (fastplan.launch.launch_stream reads its
+"""C-level declaration of fastplan.launch.handles.Memory (fastplan.launch.execute reads its
 state)."""
 
 cimport cython

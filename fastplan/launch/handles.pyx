@@ -24,7 +24,7 @@ Differs from refimpl (bookkeeping, not results):
   ``init_targets`` passes over an op that creates nothing by its op-table entry's address;
 * ``with_values`` is always false: values are ``refimpl.planner.launch.handles.Memory``'s job.
 
-``fastplan.launch.launch_stream`` runs a whole executed stream against one ``Memory``;
+``fastplan.launch.execute`` runs a whole executed stream against one ``Memory``;
 ``fastplan.launch.launch.plan_launch`` accepts it wherever it accepts refimpl's.
 """
 
@@ -267,7 +267,7 @@ cdef object new_handle(object buffer, object shape, object strides, object offse
                        object dtype):
     """``Handle(buffer, shape, strides, offset, dtype)``: ``make_frozen(Handle, ...)``'s
     instance, its slots filled at their offsets directly (no values tuple, no layout lookup
-    per handle). ``fastplan.launch.launch_stream`` replays handles through it too."""
+    per handle). ``fastplan.launch.launch_memo`` replays handles through it too."""
     handle = new_instance(<PyTypeObject*>Handle)
     set_slot(handle, _H_BUFFER, buffer)
     set_slot(handle, _H_SHAPE, shape)
@@ -423,7 +423,7 @@ cdef Py_ssize_t _layout_words(int64_t* words, object shape, object strides, obje
 
 cdef Py_ssize_t layout_id(dict table, object handle) except -1:
     """The small int ``table`` gives the handle's (shape, strides, offset, dtype), so that
-    fastplan.launch.launch_stream's step memo keys on ints (the table lives as long as that
+    fastplan.launch.launch_memo's step memo keys on ints (the table lives as long as that
     memo)."""
     if type(handle) is Handle:
         layout = _layout_key(slot(handle, _H_SHAPE), slot(handle, _H_STRIDES),
@@ -463,7 +463,7 @@ cdef bint _same_spec(tuple known, object shape, object strides, object dtype) no
 cdef class _InputsMemo:
     """The layouts of the stream inputs a fresh ``Memory`` loaded last, and the handles it
     made of them (``Memory.load_inputs_with``): a runtime's next iteration loads inputs of
-    the same layouts under new tensor ids. fastplan.launch.launch_stream keeps one per
+    the same layouts under new tensor ids. fastplan.launch.launch_memo keeps one per
     ``LaunchMemo``."""
 
     def __init__(self):
@@ -472,7 +472,7 @@ cdef class _InputsMemo:
 
 def _load_inputs_memoized(stream, _InputsMemo memo, dict layout_ids):
     """A fresh ``Memory`` taking its layout ids from ``layout_ids`` that loaded ``stream``'s
-    inputs through ``memo``, as fastplan.launch.launch_stream loads them (for the tests)."""
+    inputs through ``memo``, as fastplan.launch.execute loads them (for the tests)."""
     cdef Memory memory = Memory()
     memory.use_layout_ids(layout_ids)
     memory.load_inputs_with(stream, memo)
@@ -483,7 +483,7 @@ def _load_inputs_memoized(stream, _InputsMemo memo, dict layout_ids):
 @cython.freelist(256)
 cdef class _Live:
     """A live tensor: its handle, that handle's buffer number and its layout id, found with one
-    probe of the tensor id (``fastplan.launch.launch_stream`` keys its memo on them). The handle of
+    probe of the tensor id (``fastplan.launch.launch_memo`` keys its memo on them). The handle of
     an entry the launch memo replayed is built when something first reads it
     (``live_handle``): most are dropped again unread. It holds no reference cycle (its
     handle, or the fields tuple of one), so the collector need not see it."""

@@ -469,7 +469,7 @@ def _plan_launch(trace, context, memory, device, matmul_operands=None):
 
 @cython.freelist(64)  # one per launch of the walk
 cdef class _WalkLaunch:
-    """What the stream walk (``fastplan.launch.launch_stream``) reads of a launch, built instead of
+    """What the stream walk (``fastplan.launch.execute``) reads of a launch, built instead of
     the ``Launch``: the plan's ``aliases``, each block's width (``widths``, the configs' in
     order), ``skipped``, and what burn's fused matmul checks (``walk_matmul_refused``). The
     configs' ops with their layout marks, the vector sizes, views, reshapes and runtime

@@ -50,7 +50,6 @@ KNOWN_LARGE: tuple[str, ...] = (
     "fastplan/engine/builder.pyx",
     "fastplan/launch/handles.pyx",
     "fastplan/launch/launch_planners.pyx",
-    "fastplan/launch/launch_stream.pyx",
     "fastplan/stream/queue.pyx",
     "fastplan/fusers/reduce_broadcasted.pyx",
     "fastplan/engine/trace_fuser.pyx",
