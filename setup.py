@@ -27,7 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # fastplan modules that are compiled, by dotted name under fastplan ("search.block":
 # fastplan/search/block.pyx, the module fastplan.search.block).
-MODULES = ["opinfo", "stream.relative", "engine.builder", "engine.scoring", "engine.trace_fuser",
+MODULES = ["opinfo", "stream.relative", "engine.builder_alloc", "engine.builder_cores",
+           "engine.builder_boundary", "engine.builder", "engine.scoring", "engine.trace_fuser",
            "fusers.elemwise", "fusers.matmul", "fusers.reduce", "fusers.reduce_broadcasted",
            "fusers.nhwc", "fusers.registry",
            "_keys", "search.strategy", "search.graph", "search.block", "search.merging",

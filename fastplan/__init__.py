@@ -53,8 +53,9 @@ PLANNER_TWINS = ("stream.relative", "engine.builder", "engine.scoring", "engine.
 
 # fastplan's compiled modules (setup.py's MODULES), by their names under fastplan, all in the
 # bundle when it was built.
-COMPILED_MODULES = ("opinfo", "stream.relative", "engine.builder", "engine.scoring",
-                    "engine.trace_fuser", "fusers.elemwise", "fusers.matmul", "fusers.reduce",
+COMPILED_MODULES = ("opinfo", "stream.relative", "engine.builder_alloc",
+                    "engine.builder_cores", "engine.builder_boundary", "engine.builder",
+                    "engine.scoring", "engine.trace_fuser", "fusers.elemwise", "fusers.matmul", "fusers.reduce",
                     "fusers.reduce_broadcasted", "fusers.nhwc", "fusers.registry", "_keys",
                     "search.strategy", "search.graph", "search.block", "search.merging",
                     "search.repair", "search.search", "stream._trie", "stream.cache",

@@ -9,7 +9,7 @@ the trace itself is a ``builder.Trace``. A trial (refimpl: fuse on a clone) is a
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
 from fastplan._vec cimport Vec
-from fastplan.engine.builder cimport Arg, Trace
+from fastplan.engine.builder_structs cimport Arg, Trace
 from fastplan.engine.scoring cimport ScoringState
 from fastplan.stream.relative cimport OpC, TensorC
 

@@ -36,22 +36,29 @@ from libc.string cimport memcpy, memset
 from fastplan._vec cimport (
     Log, log_rollback, mem_calloc, mem_free, vec_free, vec_init, vec_reserve,
 )
-from fastplan.engine.builder cimport (
-    ARG_LITERAL, E_NOMEM, LAYOUT_UNKNOWN, R_DROP_FIRST, R_MAX_BINDINGS, R_MAX_OPS, R_NONE,
-    R_RESHAPE_RANK, R_SHAPE, R_UNSUPPORTED_OP, R_UNSUPPORTED_VARIANT, FOp, TraceFuser,
+from fastplan.engine.builder cimport TraceFuser, trace_handle
+from fastplan.engine.builder_alloc cimport trace_clear, trace_clone, trace_decref, trace_new
+from fastplan.engine.builder_boundary cimport (
     arg_to_py, raise_error, reason_code, reason_text, settings_code, settings_flags,
-    settings_object, trace_block_local_input, trace_clear, trace_clone, trace_decref,
-    trace_estimate_bindings, trace_finish, trace_fuse_dropped, trace_fuse_operation,
-    trace_handle, trace_input, trace_input_indexed, trace_input_reshaped, trace_input_swap_dims,
-    trace_input_unhandled, trace_io_counts, trace_new, trace_next_block, trace_num_ops_fused,
-    trace_output, trace_output_nhwc_layout, trace_output_unhandled, trace_scalar,
+    settings_object, trace_finish,
+)
+from fastplan.engine.builder_cores cimport (
+    trace_block_local_input, trace_estimate_bindings, trace_fuse_dropped, trace_fuse_operation,
+    trace_input, trace_input_indexed, trace_input_reshaped, trace_input_swap_dims,
+    trace_input_unhandled, trace_io_counts, trace_next_block, trace_num_ops_fused, trace_output,
+    trace_output_nhwc_layout, trace_output_unhandled, trace_scalar,
+)
+from fastplan.engine.builder_structs cimport (
+    ARG_LITERAL, E_NOMEM, LAYOUT_UNKNOWN, R_DROP_FIRST, R_MAX_BINDINGS, R_MAX_OPS, R_NONE,
+    R_RESHAPE_RANK, R_SHAPE, R_UNSUPPORTED_OP, R_UNSUPPORTED_VARIANT, FOp,
 )
 from fastplan.engine.scoring cimport Scoring, calculate_score
 from fastplan.stream.relative cimport (
     EncodedOp, EncodedTensor, encode_cached, encode_tensor, shape_tuple,
 )
 
-from fastplan.engine.builder import FUSE_OP_CODE, Refusal
+from fastplan.engine.builder import Refusal
+from fastplan.engine.builder_boundary import FUSE_OP_CODE
 
 from refimpl import ir
 from refimpl.dtypes import DType

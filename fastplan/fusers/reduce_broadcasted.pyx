@@ -31,14 +31,15 @@ from libc.stdint cimport int64_t
 
 from fastplan._keys cimport FieldRead, field, field_read
 from fastplan._vec cimport Vec, vec_free, vec_init, vec_push
-from fastplan.engine.builder cimport Arg, arg_to_py, reason_text, settings_code
+from fastplan.engine.builder_boundary cimport arg_to_py, reason_text, settings_code
+from fastplan.engine.builder_structs cimport Arg
 from fastplan.fusers.reduce cimport ReduceFuser
 from fastplan.stream.relative cimport EncodedOp, TensorC, encode_cached, new_frozen, tensor_ir
 from fastplan.engine.trace_fuser cimport (
     TraceOperationFuser, tof_begin_trial, tof_block_local_input, tof_end_trial,
     tof_fuse, tof_output_unhandled, tof_score,
 )
-from fastplan.engine.builder cimport trace_num_mb_local_inputs
+from fastplan.engine.builder_cores cimport trace_num_mb_local_inputs
 
 from fastplan.engine.trace_fuser import properties_of
 
