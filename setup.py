@@ -33,7 +33,8 @@ MODULES = ["opinfo", "stream.relative", "engine.builder_alloc", "engine.builder_
            "fusers.nhwc", "fusers.registry",
            "_keys", "search.strategy", "search.graph", "search.block", "search.merging",
            "search.repair", "search.search", "stream._trie", "stream.cache",
-           "stream.queue", "stream.processor", "planner",
+           "stream.queue", "stream.queue_execution",
+           "stream.queue_relative", "stream.processor", "planner",
            "launch.layout", "launch.vectorization", "launch.handles", "launch.launch_planners",
            "launch.launch_vectorize", "launch.launch", "launch.launch_memo", "launch.execute"]
 
