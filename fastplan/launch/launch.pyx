@@ -42,7 +42,8 @@ from fastplan._keys cimport (
     F_SCALAR, F_TENSOR, F_TENSORS, Slots, StructInfo, exact_codes, exact_long_long, field_offset,
     slot, slots, struct_info, tensor_id, tensor_type,
 )
-from fastplan.launch.handles cimport Memory, _Live, live_find, live_handle, op_nodes
+from fastplan.launch.handles cimport Memory, _Live, live_find, live_handle
+from fastplan.launch.handles_ops cimport op_nodes
 from fastplan.launch.layout cimport matrix_batch_layout_o, permuted_innermost_axis_t
 from fastplan.stream.relative cimport new_frozen
 

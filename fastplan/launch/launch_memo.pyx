@@ -38,9 +38,9 @@ from fastplan._keys cimport (
     buf_push, exact_long_long,
 )
 from fastplan.launch.handles cimport (
-    Memory, _InputsMemo, _Live, handle_buffer, handle_layout, live_find, live_handle,
-    tensor_key,
+    Memory, _InputsMemo, _Live, live_find, live_handle, tensor_key,
 )
+from fastplan.launch.handles_layouts cimport handle_buffer, handle_layout
 from fastplan.stream.queue cimport _StepContext, _StepRecord
 
 cdef extern from *:

@@ -37,7 +37,8 @@ cdef extern from *:
     # cimport)
     int _compact_at "fastplan_compact_int"(PyObject* o, long long* v) noexcept
     PyTypeObject PyLong_Type
-from fastplan.launch.handles cimport Memory as PlanningMemory, buffer_length
+from fastplan.launch.handles cimport Memory as PlanningMemory
+from fastplan.launch.handles_layouts cimport buffer_length
 from fastplan.stream.relative cimport make_frozen, new_frozen
 from fastplan.launch.layout cimport (
     contiguous_strides_t, dim_order_t, is_contiguous_t, is_dense_t, strides_for_t,
