@@ -55,8 +55,10 @@ PLANNER_TWINS = ("stream.relative", "engine.builder", "engine.scoring", "engine.
 # bundle when it was built.
 COMPILED_MODULES = ("opinfo", "stream.relative", "engine.builder_alloc",
                     "engine.builder_cores", "engine.builder_boundary", "engine.builder",
-                    "engine.scoring", "engine.trace_fuser", "fusers.elemwise", "fusers.matmul", "fusers.reduce",
-                    "fusers.reduce_broadcasted", "fusers.nhwc", "fusers.registry", "_keys",
+                    "engine.scoring", "engine.trace_fuser_cores", "engine.trace_fuser",
+                    "fusers.elemwise", "fusers.matmul", "fusers.reduce",
+                    "fusers.reduce_broadcasted", "fusers.nhwc",
+                    "fusers.registry", "_keys",
                     "search.strategy", "search.graph", "search.block", "search.merging",
                     "search.repair", "search.search", "stream._trie", "stream.cache",
                     "stream.queue", "stream.queue_execution", "stream.queue_relative",

@@ -35,9 +35,10 @@ from fastplan.engine.builder_boundary cimport arg_to_py, reason_text, settings_c
 from fastplan.engine.builder_structs cimport Arg
 from fastplan.fusers.reduce cimport ReduceFuser
 from fastplan.stream.relative cimport EncodedOp, TensorC, encode_cached, new_frozen, tensor_ir
-from fastplan.engine.trace_fuser cimport (
-    TraceOperationFuser, tof_begin_trial, tof_block_local_input, tof_end_trial,
-    tof_fuse, tof_output_unhandled, tof_score,
+from fastplan.engine.trace_fuser cimport TraceOperationFuser
+from fastplan.engine.trace_fuser_cores cimport (
+    tof_begin_trial, tof_block_local_input, tof_end_trial, tof_fuse, tof_output_unhandled,
+    tof_score,
 )
 from fastplan.engine.builder_cores cimport trace_num_mb_local_inputs
 

@@ -257,11 +257,12 @@ def test_mirror_every_twin_module_is_built():
 
 def test_mirror_trace_fuser_handlers_match_refimpl():
     """fastplan dispatches on a handler code per op, computed by refimpl's rules: the code of
-    every op of the table names the handler refimpl's ``_fuse_op`` would run."""
+    every op of the table names the handler refimpl's ``_fuse_op`` would run (the handlers
+    live in trace_fuser's cores)."""
     from refimpl.ops import FUSED_CATEGORIES, OPS, OpKind
     from refimpl.planner.engine import trace_fuser as reference
 
-    twin = importlib.import_module("fastplan.engine.trace_fuser")
+    twin = importlib.import_module("fastplan.engine.trace_fuser_cores")
     for op in OPS:
         if op.kind is OpKind.DROP:
             expected = "drop"

@@ -49,7 +49,6 @@ KNOWN_CYCLES: tuple[tuple[str, ...], ...] = (
 KNOWN_LARGE: tuple[str, ...] = (
     "fastplan/launch/launch_planners.pyx",
     "fastplan/fusers/reduce_broadcasted.pyx",
-    "fastplan/engine/trace_fuser.pyx",
 )
 
 
