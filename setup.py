@@ -35,8 +35,9 @@ MODULES = ["opinfo", "stream.relative", "engine.builder_alloc", "engine.builder_
            "search.repair", "search.search", "stream._trie", "stream.cache", "stream.queue",
            "stream.queue_execution", "stream.queue_relative", "stream.processor", "planner",
            "launch.layout", "launch.vectorization", "launch.handles_layouts",
-           "launch.handles_ops", "launch.handles", "launch.launch_planners",
-           "launch.launch_vectorize", "launch.launch", "launch.launch_memo", "launch.execute"]
+           "launch.handles_ops", "launch.handles", "launch.launch_planners_output",
+           "launch.launch_planners", "launch.launch_vectorize", "launch.launch",
+           "launch.launch_memo", "launch.execute"]
 
 
 def _init_symbol(module):

@@ -64,7 +64,7 @@ COMPILED_MODULES = ("opinfo", "stream.relative", "engine.builder_alloc",
                     "stream.queue", "stream.queue_execution", "stream.queue_relative",
                     "stream.processor", "planner", "launch.layout",
                     "launch.vectorization", "launch.handles_layouts", "launch.handles_ops",
-                    "launch.handles", "launch.launch_planners",
+                    "launch.handles", "launch.launch_planners_output", "launch.launch_planners",
                     "launch.launch_vectorize", "launch.launch", "launch.launch_memo",
                     "launch.execute")
 _BUNDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),

@@ -49,8 +49,9 @@ from fastplan.stream.relative cimport new_frozen
 
 from fastplan.launch.launch_planners cimport (
     BlockPlan, HandleInput, HandleOutput, PlanningState, ReferenceSelection, block_at, input_at,
-    new_reference, output_at, plan_inputs_c, plan_outputs_c,
+    new_reference, output_at, plan_inputs_c,
 )
+from fastplan.launch.launch_planners_output cimport plan_outputs_c
 from fastplan.launch.launch_vectorize cimport plan_vectorization_c
 
 from refimpl.ir import OP_IR_STRUCTS, FieldKind, ScalarOpIr
