@@ -10,6 +10,10 @@ from fastplan.fusers.reduce cimport ReduceFuser
 from fastplan.stream.relative cimport EncodedOp
 
 
+# The position of ``out`` among an encoded op's tensors (-1: none).
+cdef int out_index(EncodedOp op)
+
+
 cdef class ReduceBlockFuser:
     cdef public ReduceFuser fuser
     cdef list encoded  # EncodedOp, the block's ops in order
