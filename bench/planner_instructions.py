@@ -45,7 +45,10 @@ def _child(root: str, workload: str, size: int, path: str, measured: bool) -> No
     except ImportError:  # a checkout from before fuselab/: the workloads were fastplan.bench's
         from fastplan import bench as workloads
     from fastplan.fusers.registry import FusionRegistry
-    from fastplan.launch.launch_stream import LaunchMemo
+    try:
+        from fastplan.launch.launch_memo import LaunchMemo
+    except ImportError:  # a checkout from before the memo had its module
+        from fastplan.launch.launch_stream import LaunchMemo
     from fastplan.planner import _launch_planned, plan
     from fastplan.stream.processor import StreamPlanner
     from refimpl.devices import profile_named

@@ -11,7 +11,7 @@ For each workload of ``fuselab.workloads`` (one stream of about ``--size`` items
 * ``cache`` — ``run`` on iteration 2 (every tensor id moved): the plan-cache hit path;
 * ``launch-warm`` — launch planning of iteration 2, served from the memo;
 * ``walk`` — the compiled walk alone on iteration 1's executed steps with the warm memo
-  (``fastplan.launch.launch_stream.launch_plan_stream``, without building the executed steps).
+  (``fastplan.launch.execute.launch_plan_stream``, without building the executed steps).
 
 µs of planning-thread CPU time per stream item, median of ``--repeats`` (the garbage
 collector on and charged as in ``bench/planner.py``). Needs fastplan compiled.
@@ -36,7 +36,8 @@ PARTS = ("search", "launch", "cache", "launch-warm", "walk")
 def measure(workload: str, size: int, repeats: int, device: str) -> dict[str, float]:
     """Median µs per item of every part, and the memo's hits on iteration 1."""
     from fastplan.fusers.registry import FusionRegistry
-    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.launch.execute import launch_plan_stream
+    from fastplan.launch.launch_memo import LaunchMemo
     from fastplan.planner import _launch_planned
     from fastplan.stream.processor import StreamPlanner
 

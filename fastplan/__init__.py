@@ -53,14 +53,20 @@ PLANNER_TWINS = ("stream.relative", "engine.builder", "engine.scoring", "engine.
 
 # fastplan's compiled modules (setup.py's MODULES), by their names under fastplan, all in the
 # bundle when it was built.
-COMPILED_MODULES = ("opinfo", "stream.relative", "engine.builder", "engine.scoring",
-                    "engine.trace_fuser", "fusers.elemwise", "fusers.matmul", "fusers.reduce",
-                    "fusers.reduce_broadcasted", "fusers.nhwc", "fusers.registry", "_keys",
+COMPILED_MODULES = ("opinfo", "stream.relative", "engine.builder_alloc",
+                    "engine.builder_cores", "engine.builder_boundary", "engine.builder",
+                    "engine.scoring", "engine.trace_fuser_cores", "engine.trace_fuser",
+                    "fusers.elemwise", "fusers.matmul", "fusers.reduce",
+                    "fusers.reduce_broadcasted_full", "fusers.reduce_broadcasted", "fusers.nhwc",
+                    "fusers.registry", "_keys",
                     "search.strategy", "search.graph", "search.block", "search.merging",
                     "search.repair", "search.search", "stream._trie", "stream.cache",
-                    "stream.queue", "stream.processor", "planner", "launch.layout",
-                    "launch.vectorization", "launch.handles", "launch.launch_planners",
-                    "launch.launch_vectorize", "launch.launch", "launch.launch_stream")
+                    "stream.queue", "stream.queue_execution", "stream.queue_relative",
+                    "stream.processor", "planner", "launch.layout",
+                    "launch.vectorization", "launch.handles_layouts", "launch.handles_ops",
+                    "launch.handles", "launch.launch_planners_output", "launch.launch_planners",
+                    "launch.launch_vectorize", "launch.launch", "launch.launch_memo",
+                    "launch.execute")
 _BUNDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "_bundle" + importlib.machinery.EXTENSION_SUFFIXES[0])
 

@@ -16,10 +16,10 @@ byte-equal canonical JSON).
 3. ``StreamPlanner.run(stream)`` — every item fed in order: ops registered lazily, syncs
    drain, the end of the stream drains;
 4. the executed steps become the ``Plan``, with their launch plans (``aliases`` per step,
-   ``width`` per block) from ``fastplan.launch.launch_stream.launch_plan_stream`` (the compiled
+   ``width`` per block) from ``fastplan.launch.execute.launch_plan_stream`` (the compiled
    launch planning of ``refimpl.planner.launch.execute.launch_plan_stream``, with a memo for
    this walk alone: an execution met again on the same layouts is replayed; single fused
-   steps are not memoised here, ``fastplan.launch.launch_stream``'s "One walk's memo").
+   steps are not memoised here, ``fastplan.launch.launch_memo``'s "One walk's memo").
 
 ``Plan``, ``PlanStep``, ``PlanBlock``, ``plan_to_json`` and ``plan_from_json`` are refimpl's
 (plain data and its canonical JSON).
@@ -42,7 +42,8 @@ from fastplan.stream.processor import StreamPlanner
 from fastplan._keys import BoundaryError
 
 from refimpl.devices import profile_named
-from fastplan.launch.launch_stream import LaunchMemo, launch_records
+from fastplan.launch.execute import launch_records
+from fastplan.launch.launch_memo import LaunchMemo
 from refimpl.planner.log import FusionLog
 from refimpl.planner.stream.plan import Plan, PlanBlock, PlanStep, plan_from_json, plan_to_json
 
@@ -134,7 +135,7 @@ def _launch_planned(stream, _Planner planner, start, profile, memo=None):
 cdef object _one_walk_memo():
     """A ``LaunchMemo`` for one walk (``plan``'s, dropped on return): whole executions are
     stored and replayed, single fused steps are not (``keep_steps`` false: within one walk
-    the step memo serves next to nothing, see ``fastplan.launch.launch_stream``, "One walk's
+    the step memo serves next to nothing, see ``fastplan.launch.launch_memo``, "One walk's
     memo"). A runtime passes its own memo, kept across iterations, which keeps both."""
     memo = LaunchMemo()
     memo.keep_steps = False

@@ -24,7 +24,7 @@ turns, one run of every path each), the same for refimpl and fastplan:
   runtime's next step allocates new ids): the plan-cache hit path;
 * ``cache+launch`` — the same plus launch planning of its steps: the steady state of a
   runtime that repeats its iteration, i.e. the amortised cost per op. fastplan's launch
-  planning (``fastplan.launch.launch_stream``) keeps a ``LaunchMemo`` beside the planner, as a
+  planning (``fastplan.launch.execute``) keeps a ``LaunchMemo`` beside the planner, as a
   runtime would: it was filled by launch-planning iteration 1 (not timed), so iteration 2's
   fused steps are replayed from it; refimpl plans every launch again.
 
@@ -111,7 +111,7 @@ def _planners():
     (``fastplan.COMPILED``)."""
     fast_memo = _no_memo
     if fastplan.COMPILED:
-        from fastplan.launch.launch_stream import LaunchMemo as fast_memo
+        from fastplan.launch.launch_memo import LaunchMemo as fast_memo
     return {"refimpl": (ref.plan, RefPlanner, ref_registry.FusionRegistry, _no_memo),
             "fastplan": (fastplan.plan, fastplan.planner_module("stream.processor").StreamPlanner,
                          fastplan.planner_module("fusers.registry").FusionRegistry, fast_memo)}

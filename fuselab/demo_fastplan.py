@@ -44,7 +44,7 @@ def _seed_plans_equal(device: str) -> list[str]:
 def _next_iteration(stream: Any, nxt: Any, device: str) -> dict[str, Any]:
     """Plan ``stream`` then ``nxt`` with one warm planner per twin: what the second pass did."""
     # compiled modules only (the section is skipped when fastplan is not compiled)
-    from fastplan.launch.launch_stream import LaunchMemo
+    from fastplan.launch.launch_memo import LaunchMemo
     from fastplan.stream.processor import StreamPlanner
     from fastplan.fusers.registry import FusionRegistry
 

@@ -58,7 +58,7 @@ def _golden() -> int:
 def _runtime(stream, profile) -> None:
     """A runtime's loop: a planner and a launch memo kept across iterations of ``stream``."""
     from fuselab import workloads
-    from fastplan.launch.launch_stream import LaunchMemo
+    from fastplan.launch.launch_memo import LaunchMemo
     from fastplan.stream.processor import StreamPlanner
     from fastplan.fusers.registry import FusionRegistry
 

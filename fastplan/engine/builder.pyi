@@ -19,8 +19,6 @@ from refimpl.planner.engine.trace import (
 
 REFUSED_INDEXED: str
 REFUSED_VIEW: str
-FUSE_OP_NAMES: tuple[str, ...]
-FUSE_OP_CODE: dict[str, int]
 
 class LocalVariablePool:
     def __init__(self, values: dict[FuseType, dict[int, int]] | None = None) -> None: ...

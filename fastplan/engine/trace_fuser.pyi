@@ -4,7 +4,6 @@ refimpl.planner.engine.trace_fuser)."""
 from collections.abc import Callable
 
 from refimpl.ir import OperationIr, TensorIr
-from refimpl.ops import Op
 from refimpl.planner.engine.fuser import FuserProperties, FuserStatus
 from refimpl.planner.engine.settings import FuseSettings
 from refimpl.planner.engine.trace import FuseArg, FuseTrace
@@ -19,10 +18,8 @@ REASON_UNSUPPORTED_OP: str
 REASON_UNSUPPORTED_VARIANT: str
 REASON_DROP_FIRST: str
 REASON_RESHAPE_RANK: str
-HANDLER_NAMES: tuple[str, ...]
 
 def max_bindings_reason(estimate: int, max_bindings: int) -> str: ...
-def handler_code(op: Op) -> int: ...
 def properties_of(score: int, ready: bool) -> FuserProperties: ...
 
 class TryTraceFuser:

@@ -11,7 +11,8 @@ twins must return equal objects, so they return the same classes).
 
 cimport cython
 
-from fastplan.engine.trace_fuser cimport TraceOperationFuser, tof_fuse
+from fastplan.engine.trace_fuser cimport TraceOperationFuser
+from fastplan.engine.trace_fuser_cores cimport tof_fuse
 from fastplan.stream.relative cimport EncodedOp, encode_cached, new_frozen
 
 from refimpl.planner.engine.settings import ELEMENTWISE_SETTINGS

@@ -14,10 +14,11 @@ each (same outcome, half the work).
 
 cimport cython
 
-from fastplan.engine.builder cimport R_NOT_MATMUL, Arg, arg_to_py
-from fastplan.engine.trace_fuser cimport (
-    Reason, TraceOperationFuser, tof_close, tof_fuse_both, tof_input_unhandled,
-    tof_output_unhandled,
+from fastplan.engine.builder_boundary cimport arg_to_py
+from fastplan.engine.builder_structs cimport R_NOT_MATMUL, Arg
+from fastplan.engine.trace_fuser cimport TraceOperationFuser
+from fastplan.engine.trace_fuser_cores cimport (
+    Reason, tof_close, tof_fuse_both, tof_input_unhandled, tof_output_unhandled,
 )
 from fastplan.opinfo cimport OpKindC
 from fastplan.stream.relative cimport EncodedOp, encode_cached, new_frozen

@@ -13,8 +13,9 @@ cimport cython
 from libc.stdint cimport int64_t
 
 from fastplan._vec cimport mem_free, mem_malloc
-from fastplan.engine.builder cimport trace_output_nhwc_layout
-from fastplan.engine.trace_fuser cimport TraceOperationFuser, tof_fuse
+from fastplan.engine.builder_cores cimport trace_output_nhwc_layout
+from fastplan.engine.trace_fuser cimport TraceOperationFuser
+from fastplan.engine.trace_fuser_cores cimport tof_fuse
 from fastplan.opinfo cimport OpKindC
 from fastplan.stream.relative cimport READ_WRITE, EncodedOp, TensorC, encode_cached, new_frozen
 

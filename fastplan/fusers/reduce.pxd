@@ -3,7 +3,8 @@
 
 from libc.stdint cimport int64_t
 
-from fastplan.engine.trace_fuser cimport Checkpoint, Reason, TraceOperationFuser
+from fastplan.engine.trace_fuser cimport TraceOperationFuser
+from fastplan.engine.trace_fuser_cores cimport Checkpoint, Reason
 from fastplan.stream.relative cimport EncodedOp
 
 

@@ -15,12 +15,12 @@ cimport cython
 
 from libc.stdint cimport int64_t
 
-from fastplan.engine.builder cimport (
-    R_REDUCE_CAPTURED, R_REDUCE_SHAPE, Arg, arg_to_py, reason_text, settings_code,
-)
-from fastplan.engine.trace_fuser cimport (
-    Reason, TraceOperationFuser, tof_close, tof_end_trial, tof_fuse_both, tof_output_unhandled,
-    tof_shape_equals, tof_try_both,
+from fastplan.engine.builder_boundary cimport arg_to_py, reason_text, settings_code
+from fastplan.engine.builder_structs cimport R_REDUCE_CAPTURED, R_REDUCE_SHAPE, Arg
+from fastplan.engine.trace_fuser cimport TraceOperationFuser
+from fastplan.engine.trace_fuser_cores cimport (
+    Reason, tof_close, tof_end_trial, tof_fuse_both, tof_output_unhandled, tof_shape_equals,
+    tof_try_both,
 )
 from fastplan.opinfo cimport OpKindC
 from fastplan.stream.relative cimport EncodedOp, TensorC, encode_cached, new_frozen

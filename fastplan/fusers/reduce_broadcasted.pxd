@@ -4,9 +4,14 @@ feeds, scores and checks the fuser without a Python call)."""
 
 from libc.stdint cimport int64_t
 
-from fastplan.engine.trace_fuser cimport Checkpoint, TraceOperationFuser
+from fastplan.engine.trace_fuser cimport TraceOperationFuser
+from fastplan.engine.trace_fuser_cores cimport Checkpoint
 from fastplan.fusers.reduce cimport ReduceFuser
 from fastplan.stream.relative cimport EncodedOp
+
+
+# The position of ``out`` among an encoded op's tensors (-1: none).
+cdef int out_index(EncodedOp op)
 
 
 cdef class ReduceBlockFuser:

@@ -6,7 +6,9 @@ burn counterpart: ``crates/burn-cubecl-fusion/src/optim/reduce_broadcasted/fuser
 full,full_analyzer}.rs`` (``ReduceBroadcastedFuser``, ``ReduceBlockFuser``,
 ``ReduceBroadcastedFullFuser``, ``FullFuserAnalyzer``) and ``optimization.rs``; notes §8.3.
 Mirrors ``refimpl/planner/fusers/reduce_broadcasted.py``: same names, same order, same results; the
-plain-data classes (states, kinds, infos, the optimization) are refimpl's.
+plain-data classes (states, kinds, infos, the optimization) are refimpl's. Split along burn's
+seam: the full trace (``FullFuserAnalyzer``, ``ReduceBroadcastedFullFuser``) is
+``fastplan.fusers.reduce_broadcasted_full``, imported back here.
 
 Differs from refimpl:
 
@@ -20,9 +22,7 @@ Differs from refimpl:
   it holds exactly the fuser's blocks, with the reductions' arguments its dry run recorded;
   otherwise it builds the full fuser as refimpl does. The finishes are C calls;
 * ``_set_closed`` finds the ``Closed`` and ``Abort`` statuses by identity;
-* ``FullFuserAnalyzer`` keeps no ``_full`` (refimpl's ids of the full-shape sides, never
-  read), copies ``last_single`` for the last block only, and a consistency check's dry run
-  registers its blocks with ``register_c``.
+* ``FullFuserAnalyzer`` differs as ``reduce_broadcasted_full`` says.
 """
 
 cimport cython
@@ -30,27 +30,28 @@ cimport cython
 from libc.stdint cimport int64_t
 
 from fastplan._keys cimport FieldRead, field, field_read
-from fastplan._vec cimport Vec, vec_free, vec_init, vec_push
-from fastplan.engine.builder cimport Arg, arg_to_py, reason_text, settings_code
 from fastplan.fusers.reduce cimport ReduceFuser
-from fastplan.stream.relative cimport EncodedOp, TensorC, encode_cached, new_frozen, tensor_ir
-from fastplan.engine.trace_fuser cimport (
-    TraceOperationFuser, tof_begin_trial, tof_block_local_input, tof_end_trial,
-    tof_fuse, tof_output_unhandled, tof_score,
+from fastplan.fusers.reduce_broadcasted_full cimport FullFuserAnalyzer as _Analyzer
+from fastplan.fusers.reduce_broadcasted_full cimport ReduceBroadcastedFullFuser as _FullFuser
+from fastplan.fusers.reduce_broadcasted_full cimport _finish_blocks_c
+from fastplan.stream.relative cimport EncodedOp, encode_cached, new_frozen
+from fastplan.engine.trace_fuser cimport TraceOperationFuser
+from fastplan.engine.trace_fuser_cores cimport (
+    tof_begin_trial, tof_end_trial, tof_fuse, tof_score,
 )
-from fastplan.engine.builder cimport trace_num_mb_local_inputs
+from fastplan.engine.builder_cores cimport trace_num_mb_local_inputs
 
 from fastplan.engine.trace_fuser import properties_of
+# refimpl's names for the full trace's classes (defined in reduce_broadcasted_full)
+from fastplan.fusers.reduce_broadcasted_full import (
+    FullFuserAnalyzer, ReduceBroadcastedFullFuser, _finish_blocks,
+)
 
 from refimpl.ir import OP_IR_STRUCTS
 from refimpl.planner.engine.builder import Refusal
 from refimpl.planner.engine.fuser import FuserStatus
-from refimpl.planner.engine.settings import (
-    REDUCE_BROADCASTED_READ_SETTINGS, REDUCE_BROADCASTED_WRITE_SETTINGS,
-    reduce_broadcasted_next_read_settings,
-)
+from refimpl.planner.engine.settings import reduce_broadcasted_next_read_settings
 from refimpl.planner.fusers.elemwise import ElemwiseOptimization
-from refimpl.planner.fusers.reduce import FusedReduce
 from refimpl.planner.fusers.reduce_broadcasted import (
     ELEMWISE_BLOCK, STARTING, ReduceBlockFusionAnalysis, ReduceBlockKind,
     ReduceBroadcastedFuseBlock, ReduceBroadcastedInfo, ReduceBroadcastedOptimization,
@@ -96,7 +97,7 @@ def _after_out(struct):
 _AFTER_OUT = tuple(_after_out(s) for s in OP_IR_STRUCTS)
 
 
-cdef inline int _out_index(EncodedOp op):
+cdef int out_index(EncodedOp op):
     cdef int after = _AFTER_OUT[op.c.struct_code]
     return op.c.n_tensors - 1 - after if after >= 0 else -1
 
@@ -263,233 +264,6 @@ cdef tuple _new_block_analysis(object status, bint is_reduce, object shape, obje
     return _REFUSE, reason
 
 
-cdef class FullFuserAnalyzer:
-    """burn ``FullFuserAnalyzer``: for every block boundary of the full trace, which tensors the
-    new block receives from an earlier block (tensor, block position).
-
-    Mirrors refimpl.planner.fusers.reduce_broadcasted.FullFuserAnalyzer.
-    """
-
-    cdef list _analyses  # per boundary: [(EncodedOp, tensor index, block_pos)]
-    cdef dict _single  # ids available after a reduce's write side -> block_pos
-    cdef list _block_data
-    cdef list _current_single
-    cdef dict last_single  # _single when the last block's last segment started
-
-    def __init__(self, blocks):
-        cdef ReduceBlockFuser block
-        cdef Py_ssize_t pos, ops_index, k, last
-        cdef list items = blocks if type(blocks) is list else list(blocks)
-        cdef list encoded
-        self._analyses, self._single = [], {}
-        self._block_data, self._current_single = [], []
-        last = len(items) - 1
-        for k in range(len(items)):
-            block = items[k]
-            ops_index = block.ops_index
-            encoded = block.encoded
-            if k == last:  # only the last block's copy is kept
-                self.last_single = dict(self._single)
-            for pos in range(len(encoded)):
-                op = encoded[pos]
-                if block.elemwise or pos < ops_index:
-                    self._register(op, None)
-                elif pos > ops_index:
-                    self._register(op, self._current_single)
-                else:
-                    self._next_block()
-                    if k == last:
-                        self.last_single = dict(self._single)
-            self._next_block()
-        self._analyses.pop(0)  # the first block receives nothing
-
-    cdef int _next_block(self) except -1:
-        block_pos = len(self._analyses)
-        self._analyses.append(self._block_data)
-        self._block_data = []
-        for tid in self._current_single:
-            self._single.setdefault(tid, block_pos)
-        self._current_single = []
-        return 0
-
-    cdef int _register(self, EncodedOp op, list current) except -1:
-        # Only values from a reduce's write side can be read across blocks (a broadcast);
-        # full-shape values live in another reduction loop. ``current`` is None on a
-        # full-shape side: refimpl's _full (those ids) is never read.
-        cdef Py_ssize_t i
-        cdef int out = _out_index(op)
-        if not self._single and current is None:
-            return 0  # nothing to receive, nothing to record
-        for i in range(op.c.n_tensors):
-            if i == out:
-                continue
-            tid = op.c.tensors[i].id
-            if self._single:
-                block_pos = self._single.get(tid)
-                if block_pos is not None:
-                    self._block_data.append((op, i, block_pos))
-            if current is not None:
-                current.append(tid)
-        if out >= 0 and current is not None:
-            current.append(op.c.tensors[out].id)
-        return 0
-
-    cdef list _retrieve(self):
-        return self._analyses.pop(0)
-
-    def retrieve_next(self):
-        cdef EncodedOp op
-        cdef TensorC* t
-        result = []
-        for op, i, block_pos in self._retrieve():
-            t = &op.c.tensors[<Py_ssize_t>i]
-            result.append((tensor_ir(t.id, t.shape, t.rank, t.dtype, t.status), block_pos))
-        return result
-
-
-cdef class ReduceBroadcastedFullFuser:
-    """burn ``ReduceBroadcastedFullFuser``: builds one trace over every block.
-
-    Mirrors refimpl.planner.fusers.reduce_broadcasted.ReduceBroadcastedFullFuser.
-    """
-
-    cdef readonly TraceOperationFuser fuser
-    cdef readonly FullFuserAnalyzer analyzer
-    cdef public list blocks
-    cdef int64_t num_reduce  # non-element-wise blocks registered
-    cdef bint dry  # only count (is_consistent): no ReduceBlockKind objects
-    cdef Vec args  # Arg: each reduce block's source and output, in block order (dry or not)
-
-    def __cinit__(self):
-        vec_init(&self.args, sizeof(Arg))
-
-    def __dealloc__(self):
-        vec_free(&self.args)
-
-    def __init__(self, max_bindings, analyzer):
-        self.fuser = TraceOperationFuser(max_bindings, REDUCE_BROADCASTED_READ_SETTINGS)
-        self.analyzer = analyzer
-        self.blocks = []
-        self.num_reduce = 0
-        self.dry = False
-
-    def num_ops_fused(self):
-        """Ops in the full trace, each reduction counted once."""
-        return self.fuser.st.s.num_ops + self.num_reduce
-
-    cdef int _receive(self) except -1:
-        cdef EncodedOp op
-        cdef Arg out
-        cdef int rc
-        for op, i, block_pos in self.analyzer._retrieve():
-            rc = tof_block_local_input(&self.fuser.st, &op.c.tensors[<Py_ssize_t>i], block_pos,
-                                       False, &out)
-            if rc > 0:
-                raise Refusal(reason_text(rc, 0, 0))
-            self.fuser.check(rc)
-        return 0
-
-    cdef int _fuse_all(self, list ops, Py_ssize_t start, Py_ssize_t stop) except -1:
-        cdef Py_ssize_t i
-        for i in range(start, stop):
-            self.fuser.check(tof_fuse(&self.fuser.st, &(<EncodedOp>ops[i]).c))
-        return 0
-
-    def register(self, block):
-        """Append one block's ops (and its reduction) to the full trace."""
-        self.register_c(block)
-
-    cdef int register_c(self, ReduceBlockFuser b) except -1:
-        cdef EncodedOp reduce_op
-        cdef Arg source, output
-        cdef Arg* slot
-        cdef Py_ssize_t ops_index
-        cdef int rc
-        if self.fuser.st.s.num_ops != 0:
-            rc = self.fuser.next_block_c(NULL, 0, settings_code(_NEXT_READ_SETTINGS), False, NULL)
-            self._receive()
-        if b.elemwise:
-            self._fuse_all(b.encoded, 0, len(b.encoded))
-            if not self.dry:
-                self.blocks.append(ELEMWISE_BLOCK)
-            return 0
-        ops_index = b.ops_index
-        if not 0 <= ops_index < len(b.encoded):
-            raise IndexError(f"reduce block kind names op {ops_index} of {len(b.encoded)}")
-        self._fuse_all(b.encoded, 0, ops_index)
-        reduce_op = b.encoded[ops_index]
-        rc = self.fuser.next_block_c(&reduce_op.c.tensors[0], 1,
-                                     settings_code(REDUCE_BROADCASTED_WRITE_SETTINGS), False,
-                                     &source)
-        if rc > 0:
-            raise Refusal(reason_text(rc, 0, 0))
-        self.fuser.check(tof_output_unhandled(&self.fuser.st, &reduce_op.c.tensors[1], &output))
-        slot = <Arg*>vec_push(&self.args, NULL)
-        if slot == NULL:
-            raise MemoryError()
-        slot[0] = source
-        slot = <Arg*>vec_push(&self.args, NULL)
-        if slot == NULL:
-            raise MemoryError()
-        slot[0] = output
-        self._receive()
-        self.num_reduce += 1
-        if not self.dry:
-            reduce = b.kind.reduce
-            fused = new_frozen(FusedReduce, (arg_to_py(&source), arg_to_py(&output), reduce.acc,
-                                             reduce.axis, reduce.op, reduce.inst))
-            self.blocks.append(new_frozen(ReduceBlockKind, (ops_index, fused)))
-        self._fuse_all(b.encoded, ops_index + 1, len(b.encoded))
-        return 0
-
-    def finish(self):
-        return self.finish_c()
-
-    cdef object finish_c(self):
-        reductions, axis = [], 0
-        for kind in self.blocks:
-            if kind.reduce is not None:
-                reductions.append(new_frozen(ReduceBroadcastedFuseBlock, (
-                    kind.reduce.inst, kind.reduce.input, kind.reduce.output)))
-                axis = kind.reduce.axis
-        return new_frozen(ReduceBroadcastedInfo, (tuple(reductions), self.fuser.finish_c(), axis))
-
-    cdef object finish_dry(self, list blocks):
-        """``finish`` of a dry run over ``blocks`` (no ReduceBlockKind was kept): the
-        reductions from the recorded arguments and the blocks' own reductions."""
-        cdef ReduceBlockFuser block
-        cdef Arg* args = <Arg*>self.args.data
-        cdef Py_ssize_t k = 0
-        reductions, axis = [], 0
-        for block in blocks:
-            if block.elemwise:
-                continue
-            reduce = block._kind.reduce
-            reductions.append(new_frozen(ReduceBroadcastedFuseBlock, (
-                reduce.inst, arg_to_py(&args[k]), arg_to_py(&args[k + 1]))))
-            axis = reduce.axis
-            k += 2
-        return new_frozen(ReduceBroadcastedInfo, (tuple(reductions), self.fuser.finish_c(), axis))
-
-
-cdef tuple _finish_blocks_c(list blocks, object max_bindings):
-    """``_finish_blocks`` without Python calls."""
-    cdef ReduceBroadcastedFullFuser full = ReduceBroadcastedFullFuser(
-        max_bindings, FullFuserAnalyzer(blocks))
-    cdef ReduceBlockFuser block
-    cdef list fallbacks = []
-    cdef int64_t covered, num_ops = 0
-    for block in blocks:
-        full.register_c(block)
-        fallbacks.append(block._finish(&covered))
-        num_ops += covered
-    return fallbacks, full, num_ops
-
-
-def _finish_blocks(blocks, max_bindings):
-    return _finish_blocks_c(list(blocks), max_bindings)
-
-
 @cython.freelist(64)  # a trial per op fed, made and dropped in bulk
 cdef class ReduceBroadcastedFuser:
     """burn ``ReduceBroadcastedFuser``.
@@ -550,11 +324,11 @@ cdef class ReduceBroadcastedFuser:
     cdef object _full_run(self):
         """Build the full trace's fuser over every block: ``(full fuser, analyzer)``, or None
         when a block-crossing read is refused (burn panics: not consistent)."""
-        cdef ReduceBroadcastedFullFuser full
+        cdef _FullFuser full
         cdef ReduceBlockFuser block
-        cdef FullFuserAnalyzer analyzer = FullFuserAnalyzer(self.blocks)
+        cdef _Analyzer analyzer = _Analyzer(self.blocks)
         try:
-            full = ReduceBroadcastedFullFuser(self.max_bindings, analyzer)
+            full = _FullFuser(self.max_bindings, analyzer)
             full.dry = True
             for block in self.blocks:
                 full.register_c(block)
@@ -573,7 +347,7 @@ cdef class ReduceBroadcastedFuser:
         run = self._full_run()
         if run is None:
             return False
-        return (<ReduceBroadcastedFullFuser>run[0]).num_ops_fused() == self._covered()
+        return (<_FullFuser>run[0]).num_ops_fused() == self._covered()
 
     def is_consistent(self):
         """Dry run: the full trace and the per-block fallbacks both cover every op."""
@@ -598,7 +372,7 @@ cdef class ReduceBroadcastedFuser:
                 or last.encoded[len(last.encoded) - 1] is not op \
                 or last.elemwise != cached.elemwise or last.ops_index != cached.ops_index:
             return False
-        out = _out_index(op)
+        out = out_index(op)
         for i in range(op.c.n_tensors):
             if i != out and op.c.tensors[i].id in self._full_single:
                 return False
@@ -634,12 +408,12 @@ cdef class ReduceBroadcastedFuser:
         run = trial._full_run()
         if run is None:
             return False, None, 0
-        fuser = <ReduceBroadcastedFullFuser>run[0]
+        fuser = <_FullFuser>run[0]
         return fuser.num_ops_fused() == trial._covered(), run, 0
 
     cdef void _keep_cache(self, object run, int how, bint kept):
         """After ``fuse`` decided: the cache follows the kept state (or is dropped)."""
-        cdef ReduceBroadcastedFullFuser full
+        cdef _FullFuser full
         if how == 2:
             return
         if how == 1:
@@ -658,7 +432,7 @@ cdef class ReduceBroadcastedFuser:
         self._full_blocks = list(self.blocks)
         self._full_last_len = len((<ReduceBlockFuser>self.blocks[len(self.blocks) - 1]).encoded)
         self._full_num_reduce = full.num_reduce
-        self._full_single = (<FullFuserAnalyzer>run[1]).last_single
+        self._full_single = (<_Analyzer>run[1]).last_single
 
     cdef int _fuse_no_check(self, EncodedOp op) except -1:
         """refimpl ``_fuse_no_check``; the last block is replaced, never changed in place, so a
@@ -743,7 +517,7 @@ cdef class ReduceBroadcastedFuser:
         """``finish`` in C. When the cached full fuser of the last check holds exactly the
         blocks (it is then the full fuser a new run would build, op for op), its trace is
         finished as it is, without building it again."""
-        cdef ReduceBroadcastedFullFuser full = self._cached_full()
+        cdef _FullFuser full = self._cached_full()
         cdef ReduceBlockFuser block
         cdef list fallbacks
         cdef int64_t covered, num_ops = 0
@@ -763,7 +537,7 @@ cdef class ReduceBroadcastedFuser:
         (the same block objects, the last with as many ops), else None."""
         cdef Py_ssize_t i, k = len(self.blocks)
         if self._full is None or self._full_owner is None or k == 0 \
-                or (<ReduceBroadcastedFullFuser>self._full_owner).fuser is not self._full \
+                or (<_FullFuser>self._full_owner).fuser is not self._full \
                 or len(self._full_blocks) != k:
             return None
         for i in range(k):

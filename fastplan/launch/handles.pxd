@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""C-level declaration of fastplan.launch.handles.Memory (fastplan.launch.launch_stream reads its
+"""C-level declaration of fastplan.launch.handles.Memory (fastplan.launch.execute reads its
 state)."""
 
 cimport cython
@@ -7,14 +7,8 @@ from cpython.ref cimport PyObject
 from libc.stdint cimport uint64_t
 
 from fastplan._keys cimport KeyTable
+from fastplan.launch.handles_layouts cimport new_handle
 
-cdef Py_ssize_t layout_id(dict table, object handle) except -1
-cdef tuple op_nodes(object op)
-cdef object buffer_length(tuple shape, tuple strides)
-cdef object handle_buffer(object handle)
-cdef object new_handle(object buffer, object shape, object strides, object offset,
-                       object dtype)
-cdef tuple handle_layout(object handle)
 cdef long long tensor_key(object tensor_id) except? -1
 cdef bint replayable_op(object op) except -1
 

@@ -4,6 +4,9 @@
 burn counterpart: ``CubeFusionHandle`` / ``HandleContainer`` and ``burn-cubecl``'s metadata ops.
 Mirrors ``refimpl/planner/launch/handles.py`` for the planning-only use (layouts, never values):
 same names; ``Handle`` is refimpl's frozen dataclass, so handles compare equal across the twins.
+Split along its seams: the ``Memory`` here, handle layouts (building a handle, buffer lengths,
+layout ids, the metadata ops' views: ``UNFUSED_LAYOUTS``) in ``handles_layouts``, and what
+launch planning reads of an op (``op_nodes``, ``init_targets``) in ``handles_ops``.
 
 Differs from refimpl (bookkeeping, not results):
 
@@ -20,19 +23,16 @@ Differs from refimpl (bookkeeping, not results):
   handle, a trial notes only what it changes;
 * an entry registered by its handle's fields (``register_at``, the launch memo's replay)
   builds its ``Handle`` on the first read (``live_handle``);
-* layout ids come from a ``KeyTable`` probed with the layout's words (``_layout_id``), and
-  ``init_targets`` passes over an op that creates nothing by its op-table entry's address;
+* layout ids come from a ``KeyTable`` probed with the layout's words (``_layout_id``);
 * ``with_values`` is always false: values are ``refimpl.planner.launch.handles.Memory``'s job.
 
-``fastplan.launch.launch_stream`` runs a whole executed stream against one ``Memory``;
+``fastplan.launch.execute`` runs a whole executed stream against one ``Memory``;
 ``fastplan.launch.launch.plan_launch`` accepts it wherever it accepts refimpl's.
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsUnsignedLongLong
-from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
-from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
@@ -40,13 +40,17 @@ cimport cython
 
 from fastplan._keys cimport (
     F_RANGES, F_TENSOR, F_TENSORS, KeyTable, StructInfo, exact_codes, exact_long_long,
-    field_offset, key_hash, new_instance, op_code_of, set_slot, slot, slots, struct_info,
-    tensor_id as tensor_id_of, untrack_atomic,
+    field_offset, key_hash, slot, slots, struct_info, tensor_id as tensor_id_of,
 )
 from fastplan._vec cimport mem_calloc, mem_free, mem_malloc, mem_realloc
+from fastplan.launch.handles_layouts cimport (
+    _buffer_of, _contiguous, _handle, _layout_words, _view, buffer_length, layout_id,
+)
+from fastplan.launch.handles_ops cimport _inputs, init_targets_c
 
 from fastplan._keys import BoundaryError
-from fastplan.launch.layout import reshape_action
+from fastplan.launch.handles_layouts import UNFUSED_LAYOUTS
+from fastplan.launch.handles_ops import init_targets
 
 from refimpl.errors import TensorIdError
 from refimpl.ir import FieldKind, OperationIr, TensorIr, TensorStatus
@@ -118,324 +122,6 @@ cdef bint replayable_op(object op) except -1:
     return True
 
 
-cdef inline object _buffer_of(object handle):
-    return slot(handle, _H_BUFFER) if type(handle) is Handle else handle.buffer
-
-
-cdef object handle_buffer(object handle):
-    """``handle.buffer`` (read at its slot for a ``Handle``)."""
-    return _buffer_of(handle)
-
-
-cdef tuple handle_layout(object handle):
-    """``(shape, strides, offset, dtype)`` of a handle (read at their slots for a ``Handle``)."""
-    if type(handle) is Handle:
-        return (slot(handle, _H_SHAPE), slot(handle, _H_STRIDES), slot(handle, _H_OFFSET),
-                slot(handle, _H_DTYPE))
-    return (handle.shape, handle.strides, handle.offset, handle.dtype)
-
-
-cdef tuple _input_fields(type struct):
-    found = _INPUT_FIELDS.get(struct)
-    if found is None:
-        found = _INPUT_FIELDS[struct] = tuple([
-            (name, kind is _TENSORS) for name, kind in struct.SCHEMA
-            if name != "out" and (kind is _TENSOR or kind is _TENSORS)])
-    return <tuple>found
-
-
-cdef tuple _inputs(object op):
-    """``op.inputs()``: the tensors it reads, in field order."""
-    return tuple(_reads(op.desc))
-
-
-cdef list _reads(object desc):
-    cdef list found = []
-    for name, many in _input_fields(type(desc)):
-        if many:
-            found.extend(getattr(desc, name))
-        else:
-            found.append(getattr(desc, name))
-    return found
-
-
-cdef tuple op_nodes(object op):
-    """``op.nodes()`` (inputs, then the ``out`` tensor if the struct has one), for an exact
-    ``OperationIr``; anything else answers its own ``nodes()``."""
-    if type(op) is not OperationIr:
-        return op.nodes()
-    desc = op.desc
-    cdef list found = _reads(desc)
-    struct = type(desc)
-    has_out = _HAS_OUT.get(struct)
-    if has_out is None:
-        has_out = _HAS_OUT[struct] = any([name == "out" for name, _ in struct.SCHEMA])
-    if has_out:
-        found.append(desc.out)
-    return tuple(found)
-
-
-def init_targets(stream):
-    """Stream inputs an ``Init`` op creates (they are not live before it).
-
-    Mirrors refimpl.planner.launch.handles.init_targets.
-    """
-    return init_targets_c(stream)
-
-
-# The op table's entries that create nothing (every op but ``Init``), by address: an open
-# addressing set built once from ``OPS`` (held here for good, so the addresses stay valid).
-# ``init_targets_c`` skips an exact ``OperationIr`` whose op is one of them with a probe or
-# two instead of ``op_code_of``'s call.
-cdef tuple _OPS_HELD = tuple(OPS)
-cdef object _OPERATION_IR = OperationIr
-
-
-cdef extern from *:
-    """
-    #define fastplan_type_address(o) ((void*)Py_TYPE(o))
-    """
-    void* _type_address "fastplan_type_address"(PyObject* o) noexcept
-    # fastplan._keys' ``compact_int`` on a borrowed pointer (its C function, emitted with the
-    # cimport)
-    int _compact_at "fastplan_compact_int"(PyObject* o, long long* v) noexcept
-    PyTypeObject PyLong_Type
-
-
-cdef enum:
-    _PLAIN_CAP = 2048  # a power of two, at least 4x the table's ops
-cdef PyObject* _PLAIN_OPS[_PLAIN_CAP]
-memset(_PLAIN_OPS, 0, sizeof(_PLAIN_OPS))
-assert len(_OPS_HELD) * 4 <= _PLAIN_CAP
-
-
-cdef inline size_t _plain_home(PyObject* op) noexcept:
-    return ((<size_t>op) >> 4) & (_PLAIN_CAP - 1)
-
-
-cdef bint _is_plain_op(PyObject* op) noexcept:
-    """Whether ``op`` is an entry of ``OPS`` that creates nothing (by address)."""
-    cdef size_t i = _plain_home(op)
-    while _PLAIN_OPS[i] != NULL:
-        if _PLAIN_OPS[i] == op:
-            return True
-        i = (i + 1) & (_PLAIN_CAP - 1)
-    return False
-
-
-for _op in _OPS_HELD:
-    if _ACTIONS[_op.code] != _CREATE and not _is_plain_op(<PyObject*>_op):
-        _i = _plain_home(<PyObject*>_op)
-        while _PLAIN_OPS[_i] != NULL:
-            _i = (_i + 1) & (_PLAIN_CAP - 1)
-        _PLAIN_OPS[_i] = <PyObject*>_op
-
-
-cdef frozenset init_targets_c(object stream):
-    """``init_targets`` as a C call (each walk's memory loads the stream's inputs): an exact
-    ``OperationIr`` whose op is an entry of the op table that creates nothing is passed over
-    by the op's address (``_is_plain_op``), any other item read as refimpl reads it."""
-    cdef list found = []
-    cdef int64_t code, struct_code
-    cdef Py_ssize_t known, i, n
-    cdef Py_ssize_t op_at = slots().op
-    cdef PyObject* obj
-    cdef PyObject* op
-    items = stream.items
-    if type(items) is not tuple:
-        items = tuple(items)
-    n = len(<tuple>items)
-    for i in range(n):
-        obj = PyTuple_GET_ITEM(<tuple>items, i)
-        if _type_address(obj) == <void*>_OPERATION_IR:
-            op = (<PyObject**>((<char*>obj) + op_at))[0]
-            if op != NULL and _is_plain_op(op):
-                continue
-        item = <object>obj
-        known = op_code_of(item)
-        if known >= 0 and _ACTIONS[known] != _CREATE:  # a table op that creates nothing
-            continue
-        if exact_codes(item, &code, &struct_code):
-            if _ACTIONS[code] == _CREATE:
-                found.append(item.desc.out.id)
-        elif isinstance(item, OperationIr) and item.op.kind is _INIT:
-            found.append(item.desc.out.id)
-    return frozenset(found)
-
-
-cdef object new_handle(object buffer, object shape, object strides, object offset,
-                       object dtype):
-    """``Handle(buffer, shape, strides, offset, dtype)``: ``make_frozen(Handle, ...)``'s
-    instance, its slots filled at their offsets directly (no values tuple, no layout lookup
-    per handle). ``fastplan.launch.launch_stream`` replays handles through it too."""
-    handle = new_instance(<PyTypeObject*>Handle)
-    set_slot(handle, _H_BUFFER, buffer)
-    set_slot(handle, _H_SHAPE, shape)
-    set_slot(handle, _H_STRIDES, strides)
-    set_slot(handle, _H_OFFSET, offset)
-    set_slot(handle, _H_DTYPE, dtype)
-    return handle
-
-
-cdef inline object _handle(object buffer, tuple shape, tuple strides, object offset,
-                           object dtype):
-    untrack_atomic(shape)  # of ints: out of the collector's view, as the handle is
-    untrack_atomic(strides)
-    return new_handle(buffer, shape, strides, offset, dtype)
-
-
-cdef long long _C_BOUND = 1 << 30  # _small_ints' bound on each value
-cdef long long _C_PRODUCT_BOUND = 1LL << 33  # times a value below _C_BOUND: below 2**63
-
-
-cdef bint _small_ints(tuple values):
-    """Exact ints below 2**30 in magnitude, at most 8 of them: sums of their pairwise products
-    stay exact in C's 64-bit arithmetic."""
-    cdef Py_ssize_t i, n = len(values)
-    cdef long long c_value
-    if n > 8:
-        return False
-    for i in range(n):
-        if not exact_long_long(values[i], &c_value) or not -_C_BOUND < c_value < _C_BOUND:
-            return False
-    return True
-
-
-cdef tuple _contiguous(tuple shape):
-    # Python ints, as refimpl's contiguous_strides: fastplan.launch.layout's core computes in int64
-    cdef Py_ssize_t i, n = len(shape)
-    cdef long long c_current = 1
-    cdef list strides
-    cdef tuple found
-    cdef object value  # a Python int: the tuple takes a reference to it
-    if _small_ints(shape):  # in C while a product of a dim below 2**30 stays below 2**63
-        found = PyTuple_New(n)  # filled from the end, without a list first
-        for i in range(n - 1, -1, -1):
-            if not -_C_PRODUCT_BOUND < c_current < _C_PRODUCT_BOUND:
-                break
-            value = c_current
-            Py_INCREF(value)
-            PyTuple_SET_ITEM(found, i, value)
-            c_current *= <long long>(<object>shape[i])
-        else:
-            return found
-    strides = [0] * n
-    current = 1
-    for i in range(n - 1, -1, -1):
-        strides[i] = current
-        current = current * shape[i]
-    return tuple(strides)
-
-
-cdef object buffer_length(tuple shape, tuple strides):
-    """refimpl.data.buffer_length: dims and strides paired as ``zip`` pairs them. Up to 8
-    dims and their strides that are one-digit ints (below 2**30 in magnitude: the terms'
-    sum stays exact in C) are read in place, through the tuples' borrowed pointers."""
-    cdef Py_ssize_t i, n = min(len(shape), len(strides))
-    cdef long long total = 1, c_dim, c_stride
-    cdef long long dims[8]
-    cdef long long steps[8]
-    if len(shape) <= len(strides) and n <= 8 and _digits(shape, dims, n) and \
-            _digits(strides, steps, n):
-        for i in range(n):
-            if dims[i] == 0:
-                return 0
-        for i in range(n):
-            total += (dims[i] - 1) * steps[i]
-        return total
-    if len(shape) <= len(strides) and _small_ints(shape) and _small_ints(strides):
-        for i in range(len(shape)):
-            c_dim = <object>shape[i]
-            if c_dim == 0:
-                return 0
-        for i in range(n):  # C arithmetic: at most 8 terms below 2**60 each
-            c_dim, c_stride = <object>shape[i], <object>strides[i]
-            total += (c_dim - 1) * c_stride
-        return total
-    for d in shape:
-        if d == 0:
-            return 0
-    size = 1
-    for d, stride in zip(shape, strides):
-        size += (d - 1) * stride
-    return size
-
-
-cdef inline bint _digits(tuple values, long long* out, Py_ssize_t n) noexcept:
-    """The first ``n`` items of ``values`` (it has as many) into ``out`` when each is an exact
-    ``int`` of one digit, read where CPython keeps it; else false."""
-    cdef Py_ssize_t i
-    cdef PyObject* item
-    for i in range(n):
-        item = PyTuple_GET_ITEM(values, i)
-        if _type_address(item) != <void*>&PyLong_Type or not _compact_at(item, &out[i]):
-            return False
-    return True
-
-
-cdef bint _push_ints(int64_t* out, Py_ssize_t* at, object values) except -1:
-    """Write ``len(values)`` then the values of a tuple of at most 8 exact ints that fit in 64
-    bits at ``out[at]``, moving ``at``; false (nothing meaningful written) for anything else."""
-    cdef Py_ssize_t i, n
-    cdef long long value
-    if type(values) is not tuple:
-        return False
-    n = len(<tuple>values)
-    if n > 8:
-        return False
-    out[at[0]] = n
-    for i in range(n):
-        if not exact_long_long((<tuple>values)[i], &value):
-            return False
-        out[at[0] + 1 + i] = value
-    at[0] += n + 1
-    return True
-
-
-cdef object _layout_key(object shape, object strides, object offset, object dtype):
-    """A layout's key in the layout table: its ints in one byte string where shape and strides
-    are tuples of at most 8 exact 64-bit ints and the offset one too (hashed and compared as
-    bytes, without the element-wise protocol of a tuple of tuples); else the tuple
-    ``(shape, strides, offset, id(dtype))``. Equal byte strings are equal layouts, so a key
-    never stands for two layouts; a layout equal to another only through another int type (a
-    ``bool``, a numpy int) takes the tuple form and an id of its own: a memo miss, never a
-    wrong hit."""
-    cdef int64_t words[20]
-    cdef Py_ssize_t n = _layout_words(words, shape, strides, offset, dtype)
-    if n >= 0:
-        return PyBytes_FromStringAndSize(<char*>words, n * sizeof(int64_t))
-    return (shape, strides, offset, <Py_ssize_t><PyObject*>dtype)
-
-
-cdef Py_ssize_t _layout_words(int64_t* words, object shape, object strides, object offset,
-                              object dtype) except -2:
-    """The words of ``_layout_key``'s byte string in ``words`` (room for 20), and how many;
-    -1 where the key takes the tuple form."""
-    cdef Py_ssize_t at = 0
-    cdef long long c_offset
-    if (_push_ints(words, &at, shape) and _push_ints(words, &at, strides)
-            and exact_long_long(offset, &c_offset)):
-        words[at] = c_offset
-        words[at + 1] = <int64_t><Py_ssize_t><PyObject*>dtype  # the dtype's id()
-        return at + 2
-    return -1
-
-
-cdef Py_ssize_t layout_id(dict table, object handle) except -1:
-    """The small int ``table`` gives the handle's (shape, strides, offset, dtype), so that
-    fastplan.launch.launch_stream's step memo keys on ints (the table lives as long as that
-    memo)."""
-    if type(handle) is Handle:
-        layout = _layout_key(slot(handle, _H_SHAPE), slot(handle, _H_STRIDES),
-                             slot(handle, _H_OFFSET), slot(handle, _H_DTYPE))
-    else:
-        layout = _layout_key(handle.shape, handle.strides, handle.offset, handle.dtype)
-    found = table.get(layout)
-    if found is None:
-        found = table[layout] = len(table)
-    return <Py_ssize_t>found
-
-
 cdef bint _same_ints(object a, object b) noexcept:
     """``a`` and ``b`` are tuples of the same exact ints (what equal tuples of ``int`` are,
     without ``True == 1``)."""
@@ -463,7 +149,7 @@ cdef bint _same_spec(tuple known, object shape, object strides, object dtype) no
 cdef class _InputsMemo:
     """The layouts of the stream inputs a fresh ``Memory`` loaded last, and the handles it
     made of them (``Memory.load_inputs_with``): a runtime's next iteration loads inputs of
-    the same layouts under new tensor ids. fastplan.launch.launch_stream keeps one per
+    the same layouts under new tensor ids. fastplan.launch.launch_memo keeps one per
     ``LaunchMemo``."""
 
     def __init__(self):
@@ -472,7 +158,7 @@ cdef class _InputsMemo:
 
 def _load_inputs_memoized(stream, _InputsMemo memo, dict layout_ids):
     """A fresh ``Memory`` taking its layout ids from ``layout_ids`` that loaded ``stream``'s
-    inputs through ``memo``, as fastplan.launch.launch_stream loads them (for the tests)."""
+    inputs through ``memo``, as fastplan.launch.execute loads them (for the tests)."""
     cdef Memory memory = Memory()
     memory.use_layout_ids(layout_ids)
     memory.load_inputs_with(stream, memo)
@@ -483,7 +169,7 @@ def _load_inputs_memoized(stream, _InputsMemo memo, dict layout_ids):
 @cython.freelist(256)
 cdef class _Live:
     """A live tensor: its handle, that handle's buffer number and its layout id, found with one
-    probe of the tensor id (``fastplan.launch.launch_stream`` keys its memo on them). The handle of
+    probe of the tensor id (``fastplan.launch.launch_memo`` keys its memo on them). The handle of
     an entry the launch memo replayed is built when something first reads it
     (``live_handle``): most are dropped again unread. It holds no reference cycle (its
     handle, or the fields tuple of one), so the collector need not see it."""
@@ -1030,144 +716,6 @@ cdef class Memory:
             if tensor.status is _READ_WRITE:
                 self.remove(tensor.id)
         self.register(out.id, handle)
-
-
-# --- view layouts of burn-cubecl's metadata ops -------------------------------------------------
-
-
-def _swap_dims(op, h):
-    d = op.desc
-    shape, strides = _swapped(h, d.dim1, d.dim2)
-    return _handle(h.buffer, shape, strides, h.offset, h.dtype)
-
-
-cdef tuple _swapped(object h, object dim1, object dim2):
-    """The shape and strides of ``h`` with dims ``dim1`` and ``dim2`` swapped."""
-    cdef list strides, shape
-    if type(h) is Handle:
-        strides, shape = list(slot(h, _H_STRIDES)), list(slot(h, _H_SHAPE))
-    else:
-        strides, shape = list(h.strides), list(h.shape)
-    strides[dim1], strides[dim2] = strides[dim2], strides[dim1]
-    shape[dim1], shape[dim2] = shape[dim2], shape[dim1]
-    return tuple(shape), tuple(strides)
-
-
-def _permute(op, h):
-    axes = op.desc.axes
-    shape, strides = h.shape, h.strides
-    return _handle(h.buffer, tuple([shape[a] for a in axes]), tuple([strides[a] for a in axes]),
-                   h.offset, h.dtype)
-
-
-def _expand(op, h):
-    # Python ints on purpose: an input of higher rank than the output makes ``diff`` negative,
-    # and the indices then wrap as refimpl's do (a stream no validator passed, but planned)
-    cdef object i, diff
-    target = tuple(op.desc.out.shape)
-    diff = len(target) - len(h.shape)
-    strides = [0] * len(target)
-    for i in range(diff, len(target)):
-        if h.shape[i - diff] == target[i]:
-            strides[i] = h.strides[i - diff]
-    return _handle(h.buffer, target, tuple(strides), h.offset, h.dtype)
-
-
-# reshape_action of (shape, strides, new shape) seen before: a runtime reshapes the same
-# layouts at every iteration. Bounded: emptied when full.
-cdef dict _RESHAPES = {}
-cdef Py_ssize_t _RESHAPES_CAPACITY = 4096
-
-
-cdef bint _ints(object values):
-    """A tuple of exact ints (what a memo key may hold: equal means identical)."""
-    if type(values) is not tuple:
-        return False
-    for value in <tuple>values:
-        if type(value) is not int:
-            return False
-    return True
-
-
-def _reshape(op, h):
-    strides = _reshaped_strides(h.shape, h.strides, op.desc.out.shape)
-    if strides is None:
-        return None
-    return _handle(h.buffer, tuple(op.desc.out.shape), strides, h.offset, h.dtype)
-
-
-cdef object _reshaped_strides(object shape, object strides, object new_shape):
-    """The strides of a reshape of ``(shape, strides)`` to ``new_shape`` laid out on the same
-    buffer, or ``None`` (``reshape_action``'s ``Recompute``: a fresh buffer)."""
-    query = None
-    action = None
-    if _ints(shape) and _ints(strides) and _ints(new_shape):
-        query = (shape, strides, new_shape)
-        action = _RESHAPES.get(query)
-    if action is None:
-        action = reshape_action(shape, strides, new_shape)
-        if query is not None:
-            if len(_RESHAPES) >= _RESHAPES_CAPACITY:
-                _RESHAPES.clear()
-            _RESHAPES[query] = action
-    if action.kind == "Recompute":
-        return None
-    return action.strides
-
-
-def _slice(op, h):
-    start = end = 0
-    shape = list(h.shape)
-    for i, (first, last) in enumerate(op.desc.ranges):
-        start += h.strides[i] * first
-        end += h.strides[i] * (shape[i] - last)
-        shape[i] = last - first
-    size = h.dtype.storage_bytes
-    if (start * size) % MEMORY_ALIGNMENT_BYTES or (end * size) % MEMORY_ALIGNMENT_BYTES:
-        return None
-    return _handle(h.buffer, tuple(shape), h.strides, h.offset + start, h.dtype)
-
-
-UNFUSED_LAYOUTS = {
-    "SwapDims": _swap_dims,
-    "Permute": _permute,
-    "Expand": _expand,
-    "Reshape": _reshape,
-    "Slice": _slice,
-}
-
-
-cdef object _view(object op, object variant, object source):
-    """``unfused_view`` of an exact op of a view kind whose first input's handle is
-    ``source``. ``Reshape`` and ``SwapDims`` on an exact ``Handle`` (what a runtime's stream
-    has between its fused steps) are laid out here, without the call through the table."""
-    view = UNFUSED_LAYOUTS.get(variant)
-    if view is None:
-        return None
-    if type(source) is Handle and (view is _RESHAPE or view is _SWAP_DIMS):
-        desc = slot(op, slots().desc)  # the table's order: the layout, then the dtype
-        if view is _RESHAPE:
-            out = desc.out
-            strides = _reshaped_strides(slot(source, _H_SHAPE), slot(source, _H_STRIDES),
-                                        out.shape)
-            if strides is None:
-                return None
-            return _handle(slot(source, _H_BUFFER), tuple(out.shape), strides,
-                           slot(source, _H_OFFSET), out.dtype)
-        shape, strides = _swapped(source, desc.dim1, desc.dim2)
-        return _handle(slot(source, _H_BUFFER), shape, strides, slot(source, _H_OFFSET),
-                       desc.out.dtype)
-    result = view(op, source)
-    if result is None:
-        return None
-    dtype = op.desc.out.dtype
-    if (slot(result, _H_DTYPE) if type(result) is Handle else result.dtype) is dtype:
-        return result
-    return _handle(result.buffer, result.shape, result.strides, result.offset, dtype)
-
-
-cdef object _RESHAPE = _reshape
-cdef object _SWAP_DIMS = _swap_dims
 
 
 def unfused_view(op, handles):

@@ -1,6 +1,6 @@
 # cython: language_level=3
 """C-level declaration of fastplan.launch.launch's launch planning for the stream walk
-(fastplan.launch.launch_stream plans each fused step through it)."""
+(fastplan.launch.execute plans each fused step through it)."""
 
 
 cdef class _WalkLaunch:

@@ -42,14 +42,16 @@ from fastplan._keys cimport (
     F_SCALAR, F_TENSOR, F_TENSORS, Slots, StructInfo, exact_codes, exact_long_long, field_offset,
     slot, slots, struct_info, tensor_id, tensor_type,
 )
-from fastplan.launch.handles cimport Memory, _Live, live_find, live_handle, op_nodes
+from fastplan.launch.handles cimport Memory, _Live, live_find, live_handle
+from fastplan.launch.handles_ops cimport op_nodes
 from fastplan.launch.layout cimport matrix_batch_layout_o, permuted_innermost_axis_t
 from fastplan.stream.relative cimport new_frozen
 
 from fastplan.launch.launch_planners cimport (
     BlockPlan, HandleInput, HandleOutput, PlanningState, ReferenceSelection, block_at, input_at,
-    new_reference, output_at, plan_inputs_c, plan_outputs_c,
+    new_reference, output_at, plan_inputs_c,
 )
+from fastplan.launch.launch_planners_output cimport plan_outputs_c
 from fastplan.launch.launch_vectorize cimport plan_vectorization_c
 
 from refimpl.ir import OP_IR_STRUCTS, FieldKind, ScalarOpIr
@@ -469,7 +471,7 @@ def _plan_launch(trace, context, memory, device, matmul_operands=None):
 
 @cython.freelist(64)  # one per launch of the walk
 cdef class _WalkLaunch:
-    """What the stream walk (``fastplan.launch.launch_stream``) reads of a launch, built instead of
+    """What the stream walk (``fastplan.launch.execute``) reads of a launch, built instead of
     the ``Launch``: the plan's ``aliases``, each block's width (``widths``, the configs' in
     order), ``skipped``, and what burn's fused matmul checks (``walk_matmul_refused``). The
     configs' ops with their layout marks, the vector sizes, views, reshapes and runtime

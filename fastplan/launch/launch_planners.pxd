@@ -84,9 +84,16 @@ cdef inline BlockPlan block_at(list blocks, Py_ssize_t i):
         if _type_of(found) == <PyTypeObject*>BlockPlan:
             return <BlockPlan>found
     return <BlockPlan>entry_at(blocks, i, BlockPlan, "blocks")
-# ``ReferenceSelection(kind, arg, shape, strides, dims, pos)`` without the call.
-cdef ReferenceSelection new_reference(str kind, object arg, object shape, object strides,
-                                      object dims, object pos)
-# The input and output passes (``plan_inputs`` / ``plan_outputs``) as C calls.
+
+
+cdef inline ReferenceSelection new_reference(str kind, object arg, object shape, object strides,
+                                             object dims, object pos):
+    """``ReferenceSelection(kind, arg, shape, strides, dims, pos)`` without the call."""
+    cdef ReferenceSelection found = ReferenceSelection.__new__(ReferenceSelection)
+    found.kind, found.arg, found.shape, found.strides = kind, arg, shape, strides
+    found.dims, found.pos = dims, pos
+    return found
+
+
+# The input pass (``plan_inputs``) as a C call (the output pass: launch_planners_output.pxd).
 cdef int plan_inputs_c(PlanningState state) except -1
-cdef int plan_outputs_c(PlanningState state) except -1

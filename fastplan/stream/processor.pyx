@@ -473,7 +473,7 @@ cdef class StreamPlanner:
         """The steps executed from ``start`` on, launch-planned: ``aliases`` per step and
         ``width`` per block, as ``plan`` fills them.
 
-        ``memo``: the ``fastplan.launch.launch_stream.LaunchMemo`` a runtime keeps beside this
+        ``memo``: the ``fastplan.launch.launch_memo.LaunchMemo`` a runtime keeps beside this
         planner across iterations (a fresh one when ``None``): a fused step met again on the
         same layouts is replayed from it. See refimpl's for the runtime's loop."""
         from fastplan.planner import _launch_planned, resolve_device

@@ -4,7 +4,9 @@
 burn counterpart: ``crates/burn-fusion/src/stream/queue/{base,execution}.rs``
 (``OperationQueue::add``, ``execute``, ``drain_queue``, ``reset_relative``) and the ``Segment``
 of ``stream/multi.rs`` (register: lazy process; drain: sync process).
-Mirrors ``refimpl/planner/stream/queue.py``: same names, same order, same results.
+Mirrors ``refimpl/planner/stream/queue.py``: same names, same order, same results. Split along
+burn's seam: running a stored plan's leaves and recording the steps is
+``fastplan.stream.queue_execution`` (burn's ``queue/execution.rs``), called by the methods here.
 
 Differs from refimpl:
 
@@ -14,55 +16,46 @@ Differs from refimpl:
 * ``add_op_updating`` (``StreamPlanner``) and ``execute_plan_updating`` (the processor's
   drain) encode a key into a buffer the policy's trie walk reads (``Policy.update_buf``);
   where the trie holds the key, the queue keeps the trie's own ``bytes`` object;
-* a stored plan's leaves are read once (``_Compiled``, ``_Leaf``: fuser, score, relative
-  inputs and outputs, positions, whether it only drops tensors) and reused at every later
-  execution of it;
+* a stored plan's leaves are read once and reused at every later execution of it
+  (``queue_execution``);
 * ``executed`` and ``converter`` are built on access from the segments recorded at execution
   time; the converter keeps no list of latest snapshots (``_latest_tensors`` reads the pending
   ops), and while every id is an exact int64 ``g2r_keys`` is also the relative-to-global map;
 * a dim is looked up first at the shape id it last had (``_dim_hint``), and a step context
   reuses the dims tuple of an earlier one when the dims are the same objects (``_dims_now``);
-* tensor uses are encoded, ``PlanStep``s filled and the queue's lists emptied and refilled
-  through borrowed pointers (``_push_tensor``, ``_new_step``, ``_clear``).
+* tensor uses are encoded and the queue's lists emptied and refilled through borrowed
+  pointers (``_push_tensor``, ``_clear``).
 
 ``ExecutedStep`` is refimpl's class (plain data).
 """
 
-from types import MappingProxyType
 
 cimport cython
 
-from cpython.bytes cimport PyBytes_AS_STRING
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
-from cpython.object cimport PyTypeObject
-from cpython.ref cimport Py_INCREF, PyObject
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memset
 
 from fastplan._keys cimport (
-    _list_item, _tuple_item, _var_size,
-    F_INT, F_OTHER, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots, StructInfo,
-    buf_bytes, buf_free, buf_grow, buf_init, buf_push, dtype_of, dtype_slot_at, exact_codes,
-    exact_long_long, field_offset, int_slot, interned, list_append_long, list_drop_front,
-    list_empty, list_push, list_reserved, new_operation, new_struct, new_tensor,
-    op_codes, slot, slots, status_of, status_slot_at, struct_info, tensor_id, untrack_atomic,
-    value_slot,
+    _tuple_item, _var_size, F_INT, F_RANGES, F_SCALAR, F_TENSOR, F_TENSORS, KeyBuf, Slots,
+    StructInfo, buf_bytes, buf_free, buf_grow, buf_init, buf_push, dtype_slot_at, exact_codes,
+    exact_long_long, int_slot, list_append_long, list_empty, list_push, list_reserved, op_codes,
+    slot, slots, status_slot_at, struct_info, tensor_id, untrack_atomic, value_slot,
 )
 from fastplan._vec cimport mem_calloc, mem_free
-from fastplan.search.strategy cimport (
-    fused_optimization, leaves_of, main_trace_of, max_shape_id_of, trace_ids, trace_op_names,
-    unfused_block,
-)
 from fastplan.stream.cache cimport ExecutionPlanStore, Policy
-from fastplan.stream.relative cimport EncodedOp, encode_key, new_frozen, remember_encoded
+from fastplan.stream.queue_execution cimport (
+    compile_plan, dims_now, drain, drops_only, executed_steps, global_ids, make_step,
+    run_leaves, run_optimization, run_plan, segment_of,
+)
+from fastplan.stream.queue_relative cimport materialize, relative_at
 
 from fastplan._keys import BoundaryError
 
 from fastplan.stream.relative import OperationConverter as _Converter
 
 from refimpl.ir import TensorIr
-from refimpl.ops import op_named
 from refimpl.planner.log import NO_LOG, LogLevel
 from refimpl.planner.search.strategy import Operations
 from refimpl.planner.stream.plan import PlanBlock, PlanStep
@@ -76,136 +69,6 @@ _PlanBlock = PlanBlock
 _Operations = Operations
 _ExecutedStep = ExecutedStep
 _BASIC = LogLevel.BASIC
-
-# PlanStep is a frozen dataclass whose __post_init__ only sorts ``aliases``: steps built here
-# have none, so they are filled field by field without it (equal objects, no dataclass call).
-cdef tuple _STEP_FIELDS = ("kind", "ops", "fuser", "score", "inputs", "outputs", "aliases",
-                           "blocks")
-assert tuple(f for f in PlanStep.__slots__) == _STEP_FIELDS
-
-
-cdef extern from "Python.h":
-    object _generic_alloc "PyType_GenericAlloc"(PyTypeObject* type, Py_ssize_t nitems)
-    object _gc_new_untracked "_PyObject_GC_New"(PyTypeObject* type)
-    void PyObject_GC_UnTrack(object op)
-
-# A PlanStep holds its eight fields and nothing else (no __dict__, no __weakref__): a fresh one
-# is allocated untracked and unzeroed (``_new_step`` fills every slot before anything can see
-# it), where PyType_GenericAlloc zeroes it and links it into the collector, to be untracked.
-cdef bint _STEP_BARE = (
-    PlanStep.__basicsize__ == object.__basicsize__ + 8 * sizeof(PyObject*)
-    and PlanStep.__itemsize__ == 0 and PlanStep.__dictoffset__ == 0
-    and PlanStep.__weakrefoffset__ == 0)
-
-
-cdef Py_ssize_t _STEP_OFFSETS[8]
-for _i, _name in enumerate(_STEP_FIELDS):
-    _STEP_OFFSETS[_i] = field_offset(PlanStep, _name)
-
-
-cdef inline void _put(object obj, Py_ssize_t offset, object value) noexcept:
-    """Fill an empty slot of a fresh object (a new reference is stored)."""
-    Py_INCREF(value)
-    (<PyObject**>((<char*><PyObject*>obj) + offset))[0] = <PyObject*>value
-
-
-cdef object _new_step(object kind, tuple ops, object fuser, object score, tuple inputs,
-                      tuple outputs, tuple blocks):
-    """``PlanStep(kind, ops, ...)``: a fresh instance, its eight slots filled directly."""
-    cdef object step
-    if _STEP_BARE:
-        step = _gc_new_untracked(<PyTypeObject*>_PlanStep)
-    else:
-        step = _generic_alloc(<PyTypeObject*>_PlanStep, 0)
-    _put(step, _STEP_OFFSETS[0], kind)
-    _put(step, _STEP_OFFSETS[1], ops)
-    _put(step, _STEP_OFFSETS[2], fuser)
-    _put(step, _STEP_OFFSETS[3], score)
-    _put(step, _STEP_OFFSETS[4], inputs)
-    _put(step, _STEP_OFFSETS[5], outputs)
-    _put(step, _STEP_OFFSETS[6], ())
-    _put(step, _STEP_OFFSETS[7], blocks)
-    if not _STEP_BARE:
-        PyObject_GC_UnTrack(step)  # frozen, of strings, numbers and tuples: never in a cycle
-    return step
-
-
-cdef Py_ssize_t _DROP_CODE = op_named("Drop").code
-
-
-cdef class _Leaf:
-    """One leaf of a stored strategy, read once (``OperationQueue._run``)."""
-
-    cdef bint fused
-    cdef tuple ordering  # segment positions
-    # ``ordering`` as C ints when each is an exact int in [0, 2**31) (else NULL: read the tuple)
-    cdef Py_ssize_t* positions
-
-    def __dealloc__(self):
-        mem_free(self.positions)
-    cdef Py_ssize_t count  # ops it executes: opt.len() or len(ordering)
-    cdef object opt  # the fuser's optimization (fused leaves)
-    cdef object fuser  # opt.name
-    cdef object score
-    cdef tuple inputs  # relative ids read from global memory
-    cdef tuple outputs  # relative ids written back
-    cdef tuple blocks  # PlanBlock per FuseBlock
-
-
-cdef _Leaf _read_leaf(object leaf):
-    cdef _Leaf info = _Leaf.__new__(_Leaf)
-    cdef Py_ssize_t i, n
-    cdef long long pos
-    info.ordering = tuple(leaf.ordering)
-    n = len(info.ordering)
-    if n:
-        info.positions = <Py_ssize_t*>mem_calloc(n, sizeof(Py_ssize_t))
-        if info.positions == NULL:
-            raise MemoryError()
-        for i in range(n):
-            if not exact_long_long(info.ordering[i], &pos) or not 0 <= pos < 0x7FFFFFFF:
-                mem_free(info.positions)
-                info.positions = NULL
-                break
-            info.positions[i] = <Py_ssize_t>pos
-    if isinstance(leaf, _Operations):
-        info.fused = False
-        info.count = len(info.ordering)
-        return info
-    opt = leaf.opt
-    info.fused = True
-    info.opt = opt
-    info.fuser = opt.name
-    info.score = leaf.score
-    if fused_optimization(opt):  # FusedOptimization's methods, read at the fields
-        info.count = opt.num_ops
-        main = main_trace_of(opt)
-        info.inputs = trace_ids(main, False)
-        info.outputs = trace_ids(main, True)
-        names = trace_op_names(main)
-    else:
-        info.count = opt.len()
-        info.inputs = tuple(opt.global_inputs())
-        info.outputs = tuple(opt.global_outputs())
-        names = opt.block_op_names()
-    info.blocks = tuple([new_frozen(_PlanBlock, (tuple(block), None)) for block in names])
-    return info
-
-
-cdef class _Compiled:
-    """A stored optimization's leaves, read once, and what ``execute`` checks."""
-
-    cdef object optimization  # the BlockOptimization read (identity checked on reuse)
-    cdef Py_ssize_t covered  # len(optimization.ordering)
-    cdef object needed  # max_relative_shape_id(optimization.strategy)
-    # ``needed`` as a C int (-1: None) when it is None or an exact int in [0, 2**62); -2: read
-    # ``needed`` itself
-    cdef long long needed_c
-    cdef list leaves  # _Leaf
-    # whether the leaves only drop tensors (``_drops_only``; -1: not known yet). A stored plan
-    # runs where the queue's leading keys are its own (the policy matched them), so the
-    # answer of its first execution holds for every later one
-    cdef int drops
 
 
 @cython.no_gc  # holds lists, dicts and ops the queue made: nothing that leads back to it
@@ -282,10 +145,6 @@ cdef _StepContext context_given(object segment, object g2r, object shapes, objec
 cdef class _StepRecord:
     """One executed step as the queue recorded it (see queue.pxd)."""
 
-
-# The maps of an unfused step without context (launch planning reads none): one shared empty
-# mapping that nobody writes to.
-cdef object _NO_CONTEXT = MappingProxyType({})
 
 cdef inline int _queued(OperationQueue q, object index, object operation, bytes key) except -1:
     """Append an encoded op (its key made) to the queue's pending lists and its history (a
@@ -439,37 +298,8 @@ cdef class OperationQueue:
         return self._executed
 
     cdef list executed_since(self, Py_ssize_t start, bint unfused_context):
-        """``executed[start:]``, built as needed. Without ``unfused_context`` the unfused steps
-        carry an empty context (what launch planning reads of them: nothing) and are not
-        kept."""
-        cdef Py_ssize_t i
-        cdef list found = []
-        cdef _StepRecord record
-        cdef _StepContext context
-        if start < 0:
-            raise ValueError(f"no executed step at {start}")
-        for i in range(start, len(self._records)):
-            if i < len(self._executed):
-                found.append(self._executed[i])
-                continue
-            record = self._records[i]
-            context = record.context
-            if context is None and not unfused_context:
-                found.append(_ExecutedStep(record.step, None, (), _NO_CONTEXT, _NO_CONTEXT, ()))
-                continue
-            if context is None:
-                segment, maps = self._segment_of(record.first, record.count)
-                g2r, shapes, scalars = maps
-                item = _ExecutedStep(record.step, None, segment, dict(g2r), dict(shapes),
-                                     scalars)
-            else:  # the converter's maps as the step executed, shared by its execution
-                item = _ExecutedStep(record.step, record.optimization, context.segment(),
-                                     context.g2r_map(), context.shapes_map(),
-                                     context.scalar_values())
-            found.append(item)
-            if i == len(self._executed):
-                list_append_long(self._executed, item)
-        return found
+        """``executed[start:]``, built as needed (``queue_execution.executed_steps``)."""
+        return executed_steps(self, start, unfused_context)
 
     cdef list records_since(self, Py_ssize_t start):
         """The ``_StepRecord`` of every step executed from ``start`` on."""
@@ -478,20 +308,8 @@ cdef class OperationQueue:
         return self._records[start:]
 
     cdef tuple _segment_of(self, Py_ssize_t first, Py_ssize_t count):
-        """The segment pending at some execution (``count`` ops from history ``first``) and
-        the converter's maps then: the relative form of exactly those ops (rebuilt by encoding
-        them again into a scratch queue)."""
-        cdef OperationQueue scratch
-        if self._segment_maps is None or self._segment_maps[0] != (first, count):
-            segment = tuple(self._history[first:first + count])
-            scratch = OperationQueue.__new__(OperationQueue)
-            scratch._clear()
-            for operation in segment:
-                scratch._encode(operation)
-            self._segment_maps = ((first, count), segment,
-                                  (scratch._g2r_map(), dict(enumerate(scratch.dim_values)),
-                                   tuple(scratch.scalars)))
-        return self._segment_maps[1], self._segment_maps[2]
+        """The segment pending at some execution and the converter's maps then."""
+        return segment_of(self, first, count)
 
     # --- keys ------------------------------------------------------------------------------
 
@@ -662,30 +480,9 @@ cdef class OperationQueue:
         return 0
 
     cdef object rel_at(self, Py_ssize_t i):
-        """The relative op at position ``i``, built from its key on first use with its
-        ``EncodedOp`` (the search encodes every op it is given).
-
-        Both are kept by key: the same relative op comes back often (relative ids restart at
-        every drain), and then the op built before is taken again where it is
-        indistinguishable from a new one (``_same_values``)."""
-        if i < len(self._rel):
-            found = self._rel[i]
-            if found is not None:
-                return found
-        key = <bytes>self.keys[i]
-        made = self._made.get(key)
-        if made is not None and _same_values(made[0], self.global_ops[i]):
-            found = made[0]
-            remember_encoded(<EncodedOp>made[1])
-        else:
-            found = self._materialize(i)
-            if len(self._made) >= _MADE_LIMIT:
-                self._made.clear()
-            self._made[key] = (found, encode_key(key, found))
-        while len(self._rel) <= i:  # ``_rel`` grows only as far as it is asked for
-            list_push(self._rel, None)
-        self._rel[i] = found
-        return found
+        """The relative op at position ``i``, built from its key on first use
+        (``queue_relative.relative_at``)."""
+        return relative_at(self, i)
 
     cdef bytes key_at(self, Py_ssize_t i):
         return <bytes>self.keys[i]
@@ -694,41 +491,7 @@ cdef class OperationQueue:
         return len(self.global_ops)
 
     cdef object _materialize(self, Py_ssize_t i):
-        """The relative op at ``i``, read from its key and the global op's fields. ``_encode``
-        checked the op's exact types, so the fields are read at their slots as it read them."""
-        cdef bytes key = self.keys[i]
-        cdef const int64_t* p = <const int64_t*>PyBytes_AS_STRING(key)
-        cdef Py_ssize_t pos = 2
-        cdef int64_t struct_code = p[1]
-        cdef const StructInfo* info = struct_info(struct_code)
-        cdef const Slots* at = slots()
-        cdef Py_ssize_t f
-        cdef int kind
-        cdef list values = []
-        cdef list tensors
-        operation = self.global_ops[i]
-        desc = slot(operation, at.desc)
-        for f in range(info.n_fields):
-            value = slot(desc, info.offsets[f])
-            kind = info.kinds[f]
-            if kind == F_TENSOR:
-                values.append(_tensor_at(p, &pos))
-            elif kind == F_TENSORS:
-                pos += 1  # the tensor count: ``value`` has them
-                tensors = []
-                for _ in value:
-                    tensors.append(_tensor_at(p, &pos))
-                values.append(tuple(tensors))
-            elif kind == F_SCALAR:
-                values.append(p[pos])
-                pos += 1
-            elif kind == F_RANGES:
-                values.append(interned(p[pos]))
-                pos += 1
-            else:
-                values.append(value)
-                pos += 1
-        return new_operation(slot(operation, at.op), new_struct(struct_code, values))
+        return materialize(self, i)
 
     # --- StreamSegment -----------------------------------------------------------------------
 
@@ -744,28 +507,8 @@ cdef class OperationQueue:
         self.execute_plan(store.get(plan_id).optimization, -1)
 
     cdef int execute_plan(self, object optimization, Py_ssize_t plan_id) except -1:
-        """Run stored plan ``plan_id``'s ``optimization`` (``plan_id`` -1: a plan from
-        elsewhere, read again at every call)."""
-        cdef _Compiled compiled = <_Compiled>self._compile(optimization, plan_id)
-        cdef long long assigned_c
-        cdef bint unfused
-        if compiled.covered > len(self.shapes_assigned):  # a plan longer than the queue
-            raise IndexError("list index out of range")
-        assigned = self.shapes_assigned[compiled.covered - 1] if compiled.covered else 1
-        if compiled.needed_c == -1:
-            unfused = False
-        elif compiled.needed_c >= 0 and exact_long_long(assigned, &assigned_c):
-            unfused = compiled.needed_c >= assigned_c
-        else:
-            unfused = compiled.needed is not None and compiled.needed >= assigned
-        if unfused:
-            ordering = tuple(range(compiled.covered))
-            self._run(unfused_block(ordering))
-            return 0
-        if compiled.drops < 0:
-            compiled.drops = 1 if compiled.leaves and self._drops_only(compiled.leaves) else 0
-        self._run_leaves(compiled.leaves, optimization, compiled.drops)
-        return 0
+        """Run stored plan ``plan_id``'s ``optimization`` (``queue_execution.run_plan``)."""
+        return run_plan(self, optimization, plan_id)
 
     cdef int execute_plan_updating(self, object optimization, Py_ssize_t plan_id,
                                    Policy policy, ExecutionPlanStore store) except -1:
@@ -782,30 +525,8 @@ cdef class OperationQueue:
             self._drain_store = None
 
     cdef object _compile(self, object optimization, Py_ssize_t plan_id):
-        """``optimization`` read (``_Compiled``), once per stored plan: kept by plan id and
-        checked to be the very object read (``plan_id`` -1: not kept)."""
-        cdef _Compiled compiled
-        cdef long long needed
-        if 0 <= plan_id < len(self._compiled_plans):
-            entry = self._compiled_plans[plan_id]
-            if entry is not None and (<_Compiled>entry).optimization is optimization:
-                return <_Compiled>entry
-        compiled = _Compiled.__new__(_Compiled)
-        compiled.optimization = optimization
-        compiled.covered = len(optimization.ordering)
-        compiled.needed = max_shape_id_of(optimization.strategy)
-        compiled.needed_c = -2
-        if compiled.needed is None:
-            compiled.needed_c = -1
-        elif exact_long_long(compiled.needed, &needed) and 0 <= needed < (<long long>1 << 62):
-            compiled.needed_c = needed
-        compiled.drops = -1
-        compiled.leaves = [_read_leaf(leaf) for leaf in leaves_of(optimization.strategy)]
-        if plan_id >= 0:
-            while len(self._compiled_plans) <= plan_id:
-                self._compiled_plans.append(None)
-            self._compiled_plans[plan_id] = compiled
-        return compiled
+        """``optimization`` read once per stored plan (``queue_execution.compile_plan``)."""
+        return compile_plan(self, optimization, plan_id)
 
     def execute_unfused(self, optimization):
         self._run(optimization)
@@ -873,248 +594,35 @@ cdef class OperationQueue:
                 return True
         return False
 
+    # --- execution (``fastplan.stream.queue_execution``: burn's ``queue/execution.rs``) ------
+
     cdef int _run(self, object optimization) except -1:
-        return self._run_leaves([_read_leaf(leaf) for leaf in leaves_of(optimization.strategy)],
-                                optimization, -1)
+        return run_optimization(self, optimization)
 
     cdef int _run_leaves(self, list leaves, object optimization, int drops) except -1:
-        """Execute ``leaves``; ``drops``: whether they only drop tensors (``_drops_only``; -1:
-        not known, asked here)."""
-        cdef _Leaf leaf
-        cdef Py_ssize_t executed = 0
-        cdef Py_ssize_t pending = len(self.global_ops)
-        cdef _StepContext context = None
-        cdef _StepRecord record
-        cdef PyObject* lst
-        if drops < 0:
-            drops = 1 if leaves and self._drops_only(leaves) else 0
-        if leaves and not drops:
-            # launch planning reads the converter's maps as they are now; ``plan`` names the
-            # relative segment's plan (the launch memo replays a whole execution by it). An
-            # execution that only drops tensors gets none: replaying it from the memo would
-            # cost more than dropping them (and most executions of some streams are one Drop)
-            context = _StepContext.__new__(_StepContext)
-            context.history, context.first, context.count = self._history, self._first, pending
-            context.plan = optimization
-            for leaf in leaves:
-                if leaf.fused:
-                    # a fused step reads every map: the context takes the tensor order and
-                    # the scalars (an empty list is left: ``()`` stands for it), and the drain
-                    # below starts new ones (``_clear``); the dims it gets as the tuple launch
-                    # planning reads, and the queue keeps its list to empty in place
-                    context.order = self.g2r_keys
-                    context.dims = self._dims_now()
-                    context.scalars = self.scalars if len(self.scalars) else ()
-                    self._taken = True
-                    break
-            else:  # the walk reads only the tensor order and the dims: copies, and the
-                # queue keeps its maps to empty in place
-                context.order = self.g2r_keys[:]
-                if self._id_table:  # the id table's ids: exact ints, none tracked
-                    PyObject_GC_UnTrack(context.order)
-                else:
-                    untrack_atomic(context.order)
-                context.dims = self._dims_now()
-                context.scalars = ()
-        for leaf in leaves:
-            step = self._step(leaf)
-            lst = <PyObject*>self.steps  # borrowed: see ``_queued``
-            list_append_long(<list>lst, step)
-            record = _StepRecord.__new__(_StepRecord)
-            record.step, record.first, record.count = step, self._first, pending
-            record.execution = context
-            if leaf.fused:
-                record.fused = True
-                record.optimization, record.context = leaf.opt, context
-            lst = <PyObject*>self._records
-            list_append_long(<list>lst, record)
-            if self._basic:
-                self._log.write(f"[step] {step.kind} {step.fuser or ''} ops={list(step.ops)}")
-            executed += leaf.count
-        self._drain(executed)
-        return 0
+        """Execute ``leaves`` (``queue_execution.run_leaves``)."""
+        return run_leaves(self, leaves, optimization, drops)
 
     cdef tuple _dims_now(self):
-        """``tuple(dim_values)``, untracked: a tuple made for an earlier context when it holds
-        the very same objects (one of the last ``DIMS_SEEN``: a stream's segments use few
-        distinct dim lists, and the contexts only read them)."""
-        cdef PyObject* values = <PyObject*>self.dim_values
-        cdef Py_ssize_t n = _var_size(values), i, j
-        cdef PyObject* seen
-        cdef tuple dims
-        if self._dims_seen is None:  # a queue made without ``__init__``
-            self._dims_seen = []
-        for j in range(len(self._dims_seen)):
-            seen = _list_item(<PyObject*>self._dims_seen, j)
-            if _var_size(seen) != n:
-                continue
-            for i in range(n):
-                if _tuple_item(seen, i) != _list_item(values, i):
-                    break
-            else:
-                return <tuple>seen
-        dims = tuple(self.dim_values)
-        untrack_atomic(dims)
-        if len(self._dims_seen) < DIMS_SEEN:
-            list_push(self._dims_seen, dims)
-        else:
-            self._dims_seen[self._dims_next] = dims
-            self._dims_next = (self._dims_next + 1) % DIMS_SEEN
-        return dims
+        return dims_now(self)
 
     cdef bint _drops_only(self, list leaves) except -1:
-        """Whether the leaves are unfused ``Drop`` ops only (an op's code is its key's first
-        slot)."""
-        cdef _Leaf leaf
-        cdef Py_ssize_t i, pos, n = len(self.keys)
-        for leaf in leaves:
-            if leaf.fused:
-                return False
-            for i in range(len(leaf.ordering)):
-                if leaf.positions != NULL:
-                    pos = leaf.positions[i]
-                else:
-                    pos = leaf.ordering[i]
-                    if pos < 0:
-                        pos += n
-                if not 0 <= pos < n or \
-                        (<const int64_t*>PyBytes_AS_STRING(self.keys[pos]))[0] != _DROP_CODE:
-                    return False
-        return True
+        return drops_only(self, leaves)
 
     cdef object _step(self, object leaf_obj):
-        # the indices, the ordering's items and the leaf's fields are read through borrowed
-        # pointers: the queue holds its list and the leaf its fields (a typed local or a
-        # field passed as an argument takes and drops a reference to each)
-        cdef _Leaf leaf = <_Leaf>leaf_obj
-        cdef PyObject* indices = <PyObject*>self.indices
-        cdef PyObject* value
-        cdef PyObject* fuser
-        cdef PyObject* score
-        cdef PyObject* inputs
-        cdef PyObject* outputs
-        cdef Py_ssize_t i, pos, n = len(leaf.ordering)
-        cdef tuple ops = PyTuple_New(n)
-        for i in range(n):
-            if leaf.positions != NULL:  # read once (``_read_leaf``), none negative
-                pos = leaf.positions[i]
-            else:
-                pos = leaf.ordering[i]
-                if pos < 0:  # a plan made by hand: refimpl's list indexing
-                    pos += _var_size(indices)
-            if not 0 <= pos < _var_size(indices):
-                raise IndexError("list index out of range")
-            value = _list_item(indices, pos)
-            Py_INCREF(<object>value)
-            PyTuple_SET_ITEM(ops, i, <object>value)
-        untrack_atomic(ops)
-        if not leaf.fused:
-            return _new_step("unfused", ops, None, None, (), (), ())
-        fuser, score = <PyObject*>leaf.fuser, <PyObject*>leaf.score
-        inputs, outputs = <PyObject*>leaf.inputs, <PyObject*>leaf.outputs
-        return _new_step("fused", ops, <object>fuser, <object>score,
-                         self._global_ids(<tuple>inputs), self._global_ids(<tuple>outputs),
-                         leaf.blocks)
+        return make_step(self, leaf_obj)
 
     cdef tuple _global_ids(self, tuple relative_ids):
-        # borrowed reads, as ``_step``'s (the queue holds the id list)
-        cdef PyObject* ids = <PyObject*>self.g2r_keys if self._id_table \
-            else <PyObject*>self.r2g_ids
-        cdef PyObject* rid
-        cdef PyObject* value
-        cdef Py_ssize_t i, n = len(relative_ids)
-        cdef tuple found = PyTuple_New(n)
-        cdef long long rel
-        if ids == <PyObject*>None:  # a queue never cleared (made without ``__init__``)
-            raise TypeError("object of type 'NoneType' has no len()")
-        for i in range(n):
-            rid = _tuple_item(<PyObject*>relative_ids, i)
-            if not exact_long_long(<object>rid, &rel) or not 0 <= rel < _var_size(ids):
-                raise KeyError(<object>rid)
-            value = _list_item(ids, <Py_ssize_t>rel)
-            Py_INCREF(<object>value)
-            PyTuple_SET_ITEM(found, i, <object>value)
-        untrack_atomic(found)
-        return found
+        return global_ids(self, relative_ids)
 
     cdef int _drain(self, Py_ssize_t count) except -1:
         """Forget the first ``count`` ops and re-relativise the rest (burn ``drain_queue`` +
-        ``reset_relative``)."""
-        cdef Py_ssize_t i, n
-        cdef Policy policy = self._drain_policy
-        cdef KeyBuf b
-        cdef PyObject* lst
-        # the pending ops (each also held by the history), their keys (bytes), relative ops
-        # (of the pending ops' values and fastplan's ints) and shape counts (ints) go through
-        # borrowed pointers, as in ``_queued``: dropping those items runs no code
-        lst = <PyObject*>self.global_ops
-        if count == _var_size(lst):  # the whole queue (the usual drain)
-            list_empty(<list>lst)
-            list_empty(self.indices)
-        else:
-            list_drop_front(<list>lst, count)
-            list_drop_front(self.indices, count)
-        self._first += count
-        n = _var_size(lst)
-        self._clear()
-        lst = <PyObject*>self.keys
-        list_empty(<list>lst)
-        lst = <PyObject*>self._rel
-        list_empty(<list>lst)
-        lst = <PyObject*>self.shapes_assigned
-        list_empty(<list>lst)
-        if policy is None:
-            for i in range(n):
-                list_push(self.keys, self._encode(self.global_ops[i]))
-                list_push(self.shapes_assigned, len(self.dim_values))
-            return 0
-        # ``execute_plan_updating``: the policy starts over on the ops left (``add_op_updating``)
-        policy.reset_all()
-        for i in range(n):
-            buf_init(&b)
-            try:  # the op borrowed: the list (and the history) holds it
-                self._encode_into(<object>_list_item(<PyObject*>self.global_ops, i), -1, -1,
-                                  &b)
-                key = policy.update_buf(self._drain_store, &b)
-            finally:
-                buf_free(&b)
-            lst = <PyObject*>self.keys  # borrowed: see ``_queued``
-            list_push(<list>lst, key)
-            lst = <PyObject*>self.shapes_assigned
-            list_push(<list>lst, _var_size(<PyObject*>self.dim_values))
-        return 0
+        ``reset_relative``: ``queue_execution.drain``)."""
+        return drain(self, count)
 
 
 cdef enum:
-    DIMS_SEEN = 8  # dims tuples a queue keeps for its next contexts to share (``_dims_now``)
-    _MADE_LIMIT = 4096  # relative ops an OperationQueue keeps by key (emptied when full)
     _RESERVE = 64  # most items a new map list (_clear) is made to hold before it grows
-
-
-cdef bint _same_values(object relative, object operation) except -1:
-    """Whether the relative op built earlier from an equal key holds the very values that
-    building it from ``operation`` would: equal keys give equal ops (``==``), made of the
-    key's ints, and of ``operation``'s INT fields and other values (``_materialize``). An INT
-    field must be an ``int`` on both sides (the key holds ``True`` as 1), any other value the
-    same object (``0.0`` and ``-0.0`` share a key)."""
-    cdef const Slots* at = slots()
-    cdef int64_t code, struct_code
-    cdef const StructInfo* info
-    cdef Py_ssize_t f
-    if not exact_codes(operation, &code, &struct_code):
-        return False
-    info = struct_info(struct_code)
-    mine = slot(relative, at.desc)
-    theirs = slot(operation, at.desc)
-    for f in range(info.n_fields):
-        if info.kinds[f] == F_INT:
-            if type(slot(mine, info.offsets[f])) is not int \
-                    or type(slot(theirs, info.offsets[f])) is not int:
-                return False
-        elif info.kinds[f] == F_OTHER:
-            if slot(mine, info.offsets[f]) is not slot(theirs, info.offsets[f]):
-                return False
-    return True
 
 
 cdef list _tensor_uses(object operation):
@@ -1135,29 +643,11 @@ cdef list _tensor_uses(object operation):
     return found
 
 
-cdef object _tensor_at(const int64_t* p, Py_ssize_t* pos):
-    """The relative ``TensorIr`` encoded at ``p[pos]`` (advancing ``pos``): id, rank, the
-    shape's relative dims, then the dtype's and the status's slots."""
-    cdef Py_ssize_t rank = p[pos[0] + 1]
-    cdef Py_ssize_t at = pos[0] + 2
-    cdef Py_ssize_t i
-    # a Python int: the reference Py_INCREF takes is the one PyTuple_SET_ITEM steals (an
-    # int64_t, as Cython would infer, made a new int per call: the tuple's was freed under it)
-    cdef object dim
-    cdef tuple shape = PyTuple_New(rank)
-    for i in range(rank):
-        dim = p[at + i]
-        Py_INCREF(dim)
-        PyTuple_SET_ITEM(shape, i, dim)
-    result = new_tensor(p[pos[0]], shape, dtype_of(p[at + rank]), status_of(p[at + rank + 1]))
-    pos[0] = at + rank + 2
-    return result
-
-
 # --- encoding a tensor use (``OperationQueue._encode``) ---------------------------------------
 
 cdef extern from "Python.h":
     void* _type_of "Py_TYPE"(PyObject* op) noexcept
+    void PyObject_GC_UnTrack(object op)
     Py_ssize_t _tuple_size "PyTuple_GET_SIZE"(PyObject* op) noexcept
 
 cdef const Slots* _AT = slots()  # the field offsets and enum members, for good

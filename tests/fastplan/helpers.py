@@ -21,7 +21,8 @@ from refimpl.planner.search.strategy import BlockOptimization, Operations
 from refimpl.stream import Stream
 
 if fastplan.COMPILED:
-    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.launch.execute import launch_plan_stream
+    from fastplan.launch.launch_memo import LaunchMemo
     from fastplan.planner import _launch_planned
     from fastplan.stream.processor import StreamPlanner as FastStreamPlanner
     from fastplan.stream.queue import OperationQueue

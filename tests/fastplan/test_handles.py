@@ -515,7 +515,7 @@ def _relaid_inputs(stream: Stream, how: str, offset: int) -> Stream:
 @pytest.mark.parametrize("how", ["same", "dtype", "strides", "explicit", "bool", "list",
                                  "fewer"])
 def test_memory_load_inputs_through_a_memo_is_refimpls(how: str) -> None:
-    """fastplan.launch.launch_stream loads each stream's inputs into a fresh memory through its
+    """fastplan.launch.execute loads each stream's inputs into a fresh memory through its
     memo's handles (``Memory.load_inputs_with``): an input takes the handle the memo made for
     its position only where its layout is that handle's. Streams of the same inputs, then
     changed (``how``), then the same again, under new ids every time: the memory holds

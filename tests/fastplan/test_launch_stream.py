@@ -1,4 +1,4 @@
-"""fastplan's launch planning of a whole stream (``fastplan.launch.launch_stream.launch_plan_stream``,
+"""fastplan's launch planning of a whole stream (``fastplan.launch.execute.launch_plan_stream``,
 with and without its ``LaunchMemo``) against refimpl's
 (``refimpl.interpreter.launch_plan_stream``): the same ``PlanStep``s, aliases and block widths
 included, or an error of the same class.
@@ -45,7 +45,8 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fuselab.workloads import build, shifted, with_tensors
-    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.launch.execute import launch_plan_stream
+    from fastplan.launch.launch_memo import LaunchMemo
     from fastplan.planner import _launch_planned
     from fastplan.stream.processor import StreamPlanner as FastStreamPlanner
     from fastplan.fusers.registry import FusionRegistry as FastFusionRegistry
@@ -491,15 +492,15 @@ def test_launch_memo_serves_the_next_iteration(device: str) -> None:
 def test_launch_stream_memo_restarts_when_full_and_stays_right(monkeypatch, capacity):
     """A memo past its capacity (stored outcomes, or distinct layouts) forgets everything and
     gives the live handles new layout ids: the plans stay refimpl's, the memo stays small."""
-    from fastplan.launch import launch_stream
+    from fastplan.launch import launch_memo
 
-    monkeypatch.setattr(launch_stream, capacity, 3)
-    memo = launch_stream.LaunchMemo()
+    monkeypatch.setattr(launch_memo, capacity, 3)
+    memo = launch_memo.LaunchMemo()
     for path in GOLDEN_STREAMS:
         stream = load_stream(path)
         profile, executed = executed_steps(stream, "metal")
         expected = reference_launch_plan_stream(stream, executed, profile)
-        assert launch_stream.launch_plan_stream(stream, executed, profile, memo) == expected
+        assert launch_plan_stream(stream, executed, profile, memo) == expected
     assert len(memo) <= 3
 
 

@@ -1,4 +1,4 @@
-"""The launch walk's fused steps of each fuser (``fastplan.launch.launch_stream.launch_plan_stream``,
+"""The launch walk's fused steps of each fuser (``fastplan.launch.execute.launch_plan_stream``,
 with and without its ``LaunchMemo``), against refimpl's walk.
 
 * the walk reads a ``ReduceBroadcasted`` optimization's main trace and its fallbacks' op
@@ -37,7 +37,8 @@ def _norm_stream():
 
 
 def test_reduce_broadcasted_walk_matches_refimpl() -> None:
-    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.launch.execute import launch_plan_stream
+    from fastplan.launch.launch_memo import LaunchMemo
     from fastplan.stream.processor import StreamPlanner as FastPlanner
     from fastplan.fusers.registry import FusionRegistry as FastRegistry
     from refimpl.devices import PRESETS
@@ -81,7 +82,8 @@ def _matmul_stream(transposed: bool, move: bool):
 def test_matmul_stream_walk_matches_refimpl(transposed: bool, move: bool) -> None:
     """The walk's fused matmul launch (or its fallback, by what burn's matmul refuses: vector
     sizes and strides read from the planning state) plans as refimpl's."""
-    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.launch.execute import launch_plan_stream
+    from fastplan.launch.launch_memo import LaunchMemo
     from fastplan.stream.processor import StreamPlanner as FastPlanner
     from fastplan.fusers.registry import FusionRegistry as FastRegistry
     from refimpl.devices import PRESETS
@@ -105,7 +107,8 @@ def test_memo_walk_matches_refimpl_on_a_transformer() -> None:
     """Many executions replayed from the memo (keys read through ``live_find``), with and
     without a warm memo, against refimpl's walk."""
     from fuselab import workloads
-    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.launch.execute import launch_plan_stream
+    from fastplan.launch.launch_memo import LaunchMemo
     from fastplan.stream.processor import StreamPlanner as FastPlanner
     from fastplan.fusers.registry import FusionRegistry as FastRegistry
     from refimpl.devices import profile_named

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fuselab.workloads import build
-    from fastplan.launch.launch_stream import LaunchMemo, launch_plan_stream
+    from fastplan.launch.execute import launch_plan_stream
+    from fastplan.launch.launch_memo import LaunchMemo
     from fastplan.planner import _launch_planned, plan
     from fastplan.stream.processor import StreamPlanner as FastStreamPlanner
     from fastplan.fusers.registry import FusionRegistry as FastFusionRegistry

@@ -1,4 +1,4 @@
-"""The launch memo's replay (``fastplan.launch.launch_stream._replay``) on fastplan's ``Memory``:
+"""The launch memo's replay (``fastplan.launch.launch_memo._replay``) on fastplan's ``Memory``:
 
 * a replayed step registers its handles by their fields; the ``Handle`` is built when
   something first reads it (``fastplan.launch.handles.live_handle``): a later first-seen launch
@@ -28,7 +28,8 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fuselab.workloads import build, shifted
-    from fastplan.launch.launch_stream import LaunchMemo, _walked_memory
+    from fastplan.launch.execute import _walked_memory
+    from fastplan.launch.launch_memo import LaunchMemo
     from fastplan.stream.processor import StreamPlanner as FastStreamPlanner
     from fastplan.fusers.registry import FusionRegistry as FastFusionRegistry
 

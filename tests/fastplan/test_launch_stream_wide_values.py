@@ -5,7 +5,7 @@ The launch passes read one-digit ints (below 2**30) where CPython keeps them and
 launch's bindings in C arrays of a fixed size; anything else takes the general path:
 
 * tensor ids past one digit and past int64 (up to 2**64 - 1): the extents guard's live
-  entries and the memo's records (``fastplan.launch.launch_stream._handles_of`` / ``_record``, by
+  entries and the memo's records (``fastplan.launch.launch_memo._handles_of`` / ``_record``, by
   the live-table keys ``_push_state`` read);
 * dims past one digit (``fastplan.launch.layout.dims_load``, the outputs' order's sums, the extents
   guard);

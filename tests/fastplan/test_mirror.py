@@ -225,16 +225,30 @@ def _definition_order(path: Path, names) -> list[str]:
     return seen
 
 
+def _twin_sources(module: str) -> list[Path]:
+    """The .pyx files of a twin: its own, then those of the parts it was split into along its
+    seams (``<twin>_<seam>.pyx`` whose docstring says it is part of that twin)."""
+    own = ROOT.joinpath("fastplan", *module.split(".")).with_suffix(".pyx")
+    marker = f"Part of fastplan's twin of ``refimpl/planner/{module.replace('.', '/')}.py``"
+    return [own] + [path for path in sorted(own.parent.glob(own.stem + "_*.pyx"))
+                    if marker in path.read_text()]
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_mirror_same_order_in_the_file(module):
+    """Each name is defined in one file of the twin (its own or one of its parts), and each file
+    defines its names in refimpl's order."""
     reference, twin = pair(module)
     names = [n for n in reference.__all__
              if defined_here(reference, twin, n) and callable(getattr(twin, n))
              and getattr(reference, n).__module__ == reference.__name__]  # not re-exported
     ref_order = _definition_order(Path(reference.__file__), names)
-    fast_order = _definition_order(ROOT.joinpath(*twin.__name__.split(".")).with_suffix(".pyx"),
-                                   names)
-    assert fast_order == ref_order
+    found = []
+    for path in _twin_sources(module):
+        fast_order = _definition_order(path, names)
+        assert fast_order == [n for n in ref_order if n in fast_order], path.name
+        found.extend(fast_order)
+    assert sorted(found) == sorted(ref_order)
 
 
 def test_mirror_every_twin_module_is_built():
@@ -244,18 +258,25 @@ def test_mirror_every_twin_module_is_built():
     twins = {m for m in modules if m != "opinfo" and not m.rpartition(".")[2].startswith("_")}
     assert set(MODULES) <= twins
     # planner: refimpl/planner/__init__.py's twin; launch.handles: the planning half of
-    # refimpl/planner/launch/handles.py; launch.launch_stream: the walk of
-    # refimpl.planner.launch.execute.launch_plan_stream
-    assert twins - set(MODULES) <= {"planner", "launch.handles", "launch.launch_stream"}
+    # refimpl/planner/launch/handles.py; launch.execute: the walk of
+    # refimpl.planner.launch.execute.launch_plan_stream (test_mirror_execute_*), with its memo
+    # launch.launch_memo (no refimpl counterpart)
+    others = {"planner", "launch.handles", "launch.execute", "launch.launch_memo"}
+    # a twin split along its seams keeps refimpl's name for the part with refimpl's API and
+    # names each other part "<twin>_<seam>" (engine.builder_cores)
+    parts = {m for m in twins for twin in set(MODULES) | others
+             if m.startswith(twin + "_") and m not in MODULES}
+    assert twins - set(MODULES) - parts <= others
 
 
 def test_mirror_trace_fuser_handlers_match_refimpl():
     """fastplan dispatches on a handler code per op, computed by refimpl's rules: the code of
-    every op of the table names the handler refimpl's ``_fuse_op`` would run."""
+    every op of the table names the handler refimpl's ``_fuse_op`` would run (the handlers
+    live in trace_fuser's cores)."""
     from refimpl.ops import FUSED_CATEGORIES, OPS, OpKind
     from refimpl.planner.engine import trace_fuser as reference
 
-    twin = importlib.import_module("fastplan.engine.trace_fuser")
+    twin = importlib.import_module("fastplan.engine.trace_fuser_cores")
     for op in OPS:
         if op.kind is OpKind.DROP:
             expected = "drop"
@@ -267,3 +288,28 @@ def test_mirror_trace_fuser_handlers_match_refimpl():
             expected = reference.REASON_UNSUPPORTED_OP if handler is None else {
                 "handler": "_indexed"}.get(handler.__name__, handler.__name__)
         assert twin.HANDLER_NAMES[twin.handler_code(op)] == expected, op.name
+
+
+def _execute_functions(source: str, pattern: str) -> list[str]:
+    return re.findall(pattern, source, re.MULTILINE)
+
+
+def test_mirror_execute_has_refimpl_fuser_paths_in_order():
+    """fastplan.launch.execute (the walk of refimpl.planner.launch.execute's
+    ``launch_plan_stream``, not a PLANNER_TWINS twin: refimpl's module also holds the other
+    backends' protocol) defines refimpl's ``execute_<fuser>`` functions, and their helpers, in
+    refimpl's order, and dispatches on the same fuser names to the same functions."""
+    from refimpl.planner.launch import execute as reference
+
+    twin = importlib.import_module("fastplan.launch.execute")
+    ref_source = Path(reference.__file__).read_text()
+    fast_source = (ROOT / "fastplan" / "launch" / "execute.pyx").read_text()
+    ref_paths = _execute_functions(ref_source, r"^def (execute_\w+|_matmul_fallback|_reduce_\w+)\(")
+    fast_paths = _execute_functions(
+        fast_source, r"^cdef \w+ (execute_\w+|_matmul_fallback|_reduce_\w+)\(")
+    assert fast_paths == ref_paths
+    assert list(twin.FUSERS) == list(reference.FUSERS)
+    table = dict(re.findall(r"^_EXECUTE\[(\d+)\] = (\w+)$", fast_source, re.MULTILINE))
+    assert {name: table[str(at)] for name, at in twin.FUSERS.items()} == {
+        name: function.__name__ for name, function in reference.FUSERS.items()}
+    assert sorted(int(at) for at in table) == list(range(len(reference.FUSERS)))

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not c
 
 if fastplan.COMPILED:
     from fuselab.workloads import WORKLOADS, build, shifted
-    from fastplan.launch.launch_stream import LaunchMemo
+    from fastplan.launch.launch_memo import LaunchMemo
     from fastplan.stream.processor import StreamPlanner
     from fastplan.fusers.registry import FusionRegistry
 else:  # pragma: no cover - the module is skipped
