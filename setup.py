@@ -34,7 +34,8 @@ MODULES = ["opinfo", "stream.relative", "engine.builder", "engine.scoring", "eng
            "search.repair", "search.search", "stream._trie", "stream.cache",
            "stream.queue", "stream.processor", "planner",
            "launch.layout", "launch.vectorization", "launch.handles", "launch.launch_planners",
-           "launch.launch_vectorize", "launch.launch", "launch.launch_stream"]
+           "launch.launch_vectorize", "launch.launch", "launch.launch_stream",
+           "ingest.validate", "ingest.stream"]
 
 
 def _init_symbol(module):

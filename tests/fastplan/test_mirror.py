@@ -245,8 +245,11 @@ def test_mirror_every_twin_module_is_built():
     assert set(MODULES) <= twins
     # planner: refimpl/planner/__init__.py's twin; launch.handles: the planning half of
     # refimpl/planner/launch/handles.py; launch.launch_stream: the walk of
-    # refimpl.planner.launch.execute.launch_plan_stream
-    assert twins - set(MODULES) <= {"planner", "launch.handles", "launch.launch_stream"}
+    # refimpl.planner.launch.execute.launch_plan_stream; ingest.*: the twins of refimpl.stream
+    # and refimpl.validate (fastplan.INGEST_TWINS, tests/fastplan/test_ingest_parity.py)
+    ingest = {f"ingest.{name}" for name in fastplan.INGEST_TWINS}
+    assert ingest <= twins
+    assert twins - set(MODULES) - ingest <= {"planner", "launch.handles", "launch.launch_stream"}
 
 
 def test_mirror_trace_fuser_handlers_match_refimpl():
