@@ -144,6 +144,8 @@ def record(path: str, key: tuple[str, str], operands: tuple, build: Build, scala
 
 
 def is_number(value: Any) -> bool:
+    if type(value) is float or type(value) is int:  # the common case, without the ABC check
+        return True
     return isinstance(value, numbers.Number) and not isinstance(value, complex)
 
 
