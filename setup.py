@@ -35,7 +35,7 @@ MODULES = ["opinfo", "stream.relative", "engine.builder", "engine.scoring", "eng
            "stream.queue", "stream.processor", "planner",
            "launch.layout", "launch.vectorization", "launch.handles", "launch.launch_planners",
            "launch.launch_vectorize", "launch.launch", "launch.launch_stream",
-           "ingest.validate", "ingest.stream"]
+           "ingest.validate", "ingest.stream", "stream.incremental"]
 
 
 def _init_symbol(module):

@@ -58,7 +58,7 @@ PLANNER_TWINS = ("stream.relative", "engine.builder", "engine.scoring", "engine.
                  "fusers.reduce_broadcasted", "fusers.nhwc", "fusers.registry",
                  "search.strategy", "search.graph", "search.block", "search.merging",
                  "search.repair", "search.search", "stream.cache", "stream.queue",
-                 "stream.processor",
+                 "stream.processor", "stream.incremental",
                  "launch.layout", "launch.vectorization", "launch.launch_planners",
                  "launch.launch_vectorize", "launch.launch")
 
@@ -77,7 +77,7 @@ COMPILED_MODULES = ("opinfo", "stream.relative", "engine.builder", "engine.scori
                     "stream.queue", "stream.processor", "planner", "launch.layout",
                     "launch.vectorization", "launch.handles", "launch.launch_planners",
                     "launch.launch_vectorize", "launch.launch", "launch.launch_stream",
-                    "ingest.validate", "ingest.stream")
+                    "ingest.validate", "ingest.stream", "stream.incremental")
 _BUNDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "_bundle" + importlib.machinery.EXTENSION_SUFFIXES[0])
 
