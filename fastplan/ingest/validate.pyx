@@ -10,9 +10,10 @@ message) for every stream.
 Differs from refimpl:
 
 * The walk keeps refimpl's own ``_State`` (the same dicts of definitions, ends and pending
-  ``Init`` targets) and checks the ops that make most of a stream in one typed pass each:
-  unary, binary and scalar element-wise ops (shape rule ``same`` or ``broadcast``) and
-  ``Drop``, as exact ``TensorIr`` / operand-struct objects, plus every ``Sync``. Such an op is
+  ``Init`` targets) and checks the ops that make most of a stream in one typed pass each
+  (``_TYPED_STRUCTS``: element-wise unary, binary, scalar, clamp and mask-where ops, ``Drop``,
+  per-axis and full reductions, swap_dims, reshape, matmul), as exact ``TensorIr`` /
+  operand-struct objects, plus every ``Sync``. Such an op is
   only ever *accepted* here; at the first doubt (any check that fails, any value of another
   type) refimpl's ``_check_op`` / ``_check_sync`` runs on the same state, and raises its
   error or accepts. Every other op goes to refimpl's ``_check_op`` directly. The state is
@@ -28,8 +29,9 @@ from fastplan._keys cimport compact_int, slot, slots, struct_info, Slots, Struct
 from refimpl import validate as _ref
 from refimpl.dtypes import DType, DTypeClass
 from refimpl.errors import FieldTypeError
-from refimpl.ir import (OP_IR_STRUCTS, BinaryOpIr, DropOpIr, FieldKind, OperationIr, ScalarOpIr,
-                        Sync, TensorIr, TensorStatus, UnaryOpIr)
+from refimpl.ir import (OP_IR_STRUCTS, BinaryOpIr, ClampOpIr, DropOpIr, FieldKind,
+                        MaskWhereOpIr, OperationIr, ReduceDimOpIr, ScalarOpIr, ShapeOpIr,
+                        SwapDimsOpIr, Sync, TensorIr, TensorStatus, UnaryOpIr)
 from refimpl.ops import OPS, OpKind, OutDType, ShapeRule
 from refimpl.validate import MAX_DIM, MAX_NUMEL, MAX_RANK, MAX_STRIDE_CHECK, tensor_fields
 
@@ -40,6 +42,12 @@ cdef enum:
     RULE_SAME = 0
     RULE_BROADCAST = 1
     RULE_NONE = 2
+    RULE_REDUCE_DIM = 3
+    RULE_REDUCE_FULL = 4
+    RULE_SWAP_DIMS = 5
+    RULE_RESHAPE = 6
+    RULE_MATMUL = 7
+    RULE_MASK = 8
     FAM_NONE = 0
     FAM_FLOAT = 1
     FAM_INT = 2
@@ -79,7 +87,7 @@ cdef inline Py_ssize_t _dtype_at(object dtype) noexcept:
 
 
 cdef class _Form:
-    """An op the typed pass checks: its struct, tensor fields and rules."""
+    """An op the typed pass checks: its struct, fields and rules."""
     cdef object struct
     cdef bint drop
     cdef int family  # FAM_*
@@ -88,7 +96,12 @@ cdef class _Form:
     cdef Py_ssize_t n_tensors  # tensor fields (SCHEMA order)
     cdef Py_ssize_t offsets[4]
     cdef bint is_out[4]
-    cdef Py_ssize_t scalar_offset  # -1: none (ScalarOpIr's rhs)
+    cdef bint is_mask[4]
+    cdef Py_ssize_t n_scalars  # scalar fields, checked at the precision of lhs (ScalarOpIr)
+    cdef Py_ssize_t scalar_offsets[2]  # or of out (every other struct)
+    cdef bint scalar_lhs
+    cdef Py_ssize_t n_ints  # INT fields: axes of the first operand
+    cdef Py_ssize_t int_offsets[2]
 
     def __init__(self, op):
         cdef const StructInfo* info = struct_info(OP_IR_STRUCTS.index(op.struct))
@@ -96,27 +109,48 @@ cdef class _Form:
         self.drop = op.kind is OpKind.DROP
         self.family = _FAM_CODE[op.family]
         self.out_rule = op.out_dtype
-        self.shape_rule = {ShapeRule.SAME: RULE_SAME, ShapeRule.BROADCAST: RULE_BROADCAST,
-                           ShapeRule.NONE: RULE_NONE}[op.shape]
-        self.n_tensors = 0
-        self.scalar_offset = -1
+        self.shape_rule = _RULES[op.shape]
+        self.n_tensors = self.n_scalars = self.n_ints = 0
+        self.scalar_lhs = op.struct is ScalarOpIr
         for i, (name, kind) in enumerate(op.struct.SCHEMA):
             if kind is FieldKind.TENSOR:
                 self.offsets[self.n_tensors] = info.offsets[i]
                 self.is_out[self.n_tensors] = name == "out"
+                self.is_mask[self.n_tensors] = name == "mask"
                 self.n_tensors += 1
             elif kind is FieldKind.SCALAR:
-                self.scalar_offset = info.offsets[i]
+                self.scalar_offsets[self.n_scalars] = info.offsets[i]
+                self.n_scalars += 1
+            elif kind is FieldKind.INT:
+                self.int_offsets[self.n_ints] = info.offsets[i]
+                self.n_ints += 1
             else:
                 raise AssertionError(f"{op.name}: field {name} is not for the typed pass")
 
 
+_RULES = {ShapeRule.SAME: RULE_SAME, ShapeRule.BROADCAST: RULE_BROADCAST,
+          ShapeRule.NONE: RULE_NONE, ShapeRule.REDUCE_DIM: RULE_REDUCE_DIM,
+          ShapeRule.REDUCE_FULL: RULE_REDUCE_FULL, ShapeRule.SWAP_DIMS: RULE_SWAP_DIMS,
+          ShapeRule.RESHAPE: RULE_RESHAPE, ShapeRule.MATMUL: RULE_MATMUL,
+          ShapeRule.MASK: RULE_MASK}
+# The operand structs the typed pass takes, with the shape rules each may come with (other
+# pairs, and Init, go to refimpl).
+_TYPED_STRUCTS = {
+    UnaryOpIr: (ShapeRule.SAME, ShapeRule.REDUCE_FULL),
+    BinaryOpIr: (ShapeRule.BROADCAST, ShapeRule.MATMUL),
+    ScalarOpIr: (ShapeRule.SAME,),
+    DropOpIr: (ShapeRule.NONE,),
+    ClampOpIr: (ShapeRule.SAME,),
+    ReduceDimOpIr: (ShapeRule.REDUCE_DIM,),
+    SwapDimsOpIr: (ShapeRule.SWAP_DIMS,),
+    ShapeOpIr: (ShapeRule.RESHAPE,),
+    MaskWhereOpIr: (ShapeRule.MASK,),
+}
+
+
 def _typed(op) -> bool:
     """Whether the typed pass takes ``op``: the structs and rules it knows, no ``Init``."""
-    return (op.struct in (UnaryOpIr, BinaryOpIr, ScalarOpIr, DropOpIr)
-            and op.kind is not OpKind.INIT
-            and op.shape in (ShapeRule.SAME, ShapeRule.BROADCAST, ShapeRule.NONE)
-            and (op.shape is ShapeRule.BROADCAST) == (op.struct is BinaryOpIr))
+    return (op.shape in _TYPED_STRUCTS.get(op.struct, ()) and op.kind is not OpKind.INIT)
 
 
 cdef dict _FORMS = {op: _Form(op) for op in OPS if _typed(op)}
@@ -160,19 +194,68 @@ cdef bint _dims_ok(object shape) except -1:
     return zero or numel <= _MAX_NUMEL
 
 
-cdef bint _broadcast_ok(tuple a, tuple b, tuple out):
-    """``broadcast_shapes(a, b) == out``."""
+cdef object _broadcast(tuple a, tuple b):
+    """``broadcast_shapes(a, b)`` (``None``: they do not broadcast)."""
     cdef Py_ssize_t i, n = len(a)
-    if len(b) != n or len(out) != n:
-        return False
+    if len(b) != n:
+        return None
+    out = []
     for i in range(n):
         x = a[i]
         y = b[i]
         if x != y and x != 1 and y != 1:
-            return False
-        if out[i] != (y if x == 1 else x):
-            return False
-    return True
+            return None
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+cdef object _numel(tuple shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+cdef object _expected(_Form form, list shapes, list ints):
+    """The output shape ``form``'s rule gives for the inputs' ``shapes`` (SCHEMA order) and
+    INT fields ``ints``, or ``None`` where refimpl's rule would raise (its axis checks
+    included); ``False`` for a rule without output."""
+    cdef int rule = form.shape_rule
+    cdef tuple first = shapes[0]
+    cdef Py_ssize_t rank = len(first)
+    for axis in ints:  # _check_axis_fields: every axis attribute of the first operand
+        if not 0 <= axis < rank:
+            return None
+    if rule == RULE_SAME:
+        return first
+    if rule == RULE_BROADCAST or rule == RULE_MASK:
+        shape = first
+        for other in shapes[1:]:
+            shape = _broadcast(shape, other)
+            if shape is None:
+                return None
+        return shape
+    if rule == RULE_NONE:
+        return False
+    if rule == RULE_REDUCE_DIM:
+        found = list(first)
+        found[ints[0]] = 1
+        return tuple(found)
+    if rule == RULE_REDUCE_FULL:
+        return (1,)
+    if rule == RULE_SWAP_DIMS:
+        found = list(first)
+        found[ints[0]], found[ints[1]] = found[ints[1]], found[ints[0]]
+        return tuple(found)
+    if rule == RULE_MATMUL:  # (no negative index: the module is built without wraparound)
+        lhs, rhs = first, shapes[1]
+        if rank < 2 or len(rhs) != rank or lhs[rank - 1] != rhs[rank - 2]:
+            return None
+        batch = _broadcast(lhs[:rank - 2], rhs[:rank - 2])
+        if batch is None:
+            return None
+        return batch + (lhs[rank - 2], rhs[rank - 1])
+    return None  # RULE_RESHAPE: the caller's
 
 
 cdef bint _scalar_ok(object value, int family, object dtype) except -1:
@@ -197,8 +280,14 @@ cdef bint _op_typed(object item, Py_ssize_t index, _Form form, dict defined, dic
     cdef Py_ssize_t i, pos
     cdef int fam
     cdef PyObject* found
+    cdef list shapes = [], ints = []
     if type(desc) is not form.struct:
         return False
+    for i in range(form.n_ints):  # _FIELD_OK: an int (exact here)
+        value = slot(desc, form.int_offsets[i])
+        if type(value) is not int:
+            return False
+        ints.append(value)
     for i in range(form.n_tensors):
         t = slot(desc, form.offsets[i])
         if type(t) is not _TensorIr:
@@ -230,7 +319,13 @@ cdef bint _op_typed(object item, Py_ssize_t index, _Form form, dict defined, dic
             return False
         if (<tuple>known)[1] is not dtype or (<tuple>known)[0] != shape:
             return False
-        # dtypes: the op's family, and every operand of the first one's dtype
+        shapes.append(shape)
+        # dtypes: a mask is bool; every other operand of the op's family and of the first
+        # one's dtype
+        if form.is_mask[i]:
+            if dtype is not _BOOL_DTYPE:
+                return False
+            continue
         fam = _DTYPE_FAM[pos]
         if form.family != FAM_NONE and fam != form.family:
             return False
@@ -255,16 +350,18 @@ cdef bint _op_typed(object item, Py_ssize_t index, _Form form, dict defined, dic
             ok = form.family == FAM_NONE or fam == form.family
         if not ok:
             return False
-    if form.scalar_offset >= 0:  # ScalarOpIr: the precision is lhs's
-        if not _scalar_ok(slot(desc, form.scalar_offset), form.family,
-                          slot(first, at.dtype)):
+    for i in range(form.n_scalars):  # at lhs's precision (ScalarOpIr) or out's
+        if not _scalar_ok(slot(desc, form.scalar_offsets[i]), form.family,
+                          slot(first if form.scalar_lhs else out, at.dtype)):
             return False
-    if form.shape_rule == RULE_SAME:
-        if slot(out, at.shape) != slot(first, at.shape):
+    if form.shape_rule == RULE_RESHAPE:
+        if _numel(shapes[0]) != _numel(slot(out, at.shape)):
             return False
-    elif form.shape_rule == RULE_BROADCAST:
-        if not _broadcast_ok(slot(<object>ts[0], at.shape), slot(<object>ts[1], at.shape),
-                             slot(out, at.shape)):
+    else:
+        expected = _expected(form, shapes, ints)
+        if expected is None:
+            return False
+        if expected is not False and slot(out, at.shape) != expected:
             return False
     # _apply
     how = _END_DROP if form.drop else _END_RW

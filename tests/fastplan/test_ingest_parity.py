@@ -168,3 +168,68 @@ def test_ingest_mutated_python_streams_same_error(data):
         except errors.StreamError as exc:
             results.append((type(exc), exc.op_index, exc.field, str(exc)))
     assert results[0] == results[1]
+
+
+_WORKLOAD_STREAMS = {name: build(name, 120) for name in ("transformer", "mixed", "elementwise")}
+_CHANGES = st.sampled_from(["id", "dim", "rank", "dtype", "status", "int", "scalar", "swap"])
+
+
+def _changed_tensor(t, change, data):
+    import dataclasses
+
+    from refimpl.dtypes import DType
+    from refimpl.ir import TensorStatus
+
+    if change == "id":
+        return dataclasses.replace(t, id=data.draw(st.integers(0, 400)))
+    if change == "dim":
+        dims = list(t.shape)
+        dims[data.draw(st.integers(0, len(dims) - 1))] = data.draw(st.integers(-1, 130))
+        return dataclasses.replace(t, shape=tuple(dims))
+    if change == "rank":
+        return dataclasses.replace(t, shape=t.shape + (1,) if data.draw(st.booleans())
+                                   else t.shape[:-1])
+    if change == "dtype":
+        return dataclasses.replace(t, dtype=data.draw(st.sampled_from(list(DType))))
+    return dataclasses.replace(t, status=data.draw(st.sampled_from(list(TensorStatus))))
+
+
+@given(st.data())
+def test_ingest_mutated_workload_streams_same_error(data):
+    """One field of one op of a workload stream changed (a tensor's id, a dim, its rank,
+    dtype or status, an axis, a scalar, two ops swapped): the same first error."""
+    import dataclasses
+
+    from refimpl.ir import OperationIr, TensorIr
+    from refimpl.stream import Stream
+
+    stream = _WORKLOAD_STREAMS[data.draw(st.sampled_from(sorted(_WORKLOAD_STREAMS)))]
+    items = list(stream.items)
+    at = data.draw(st.integers(0, len(items) - 1))
+    item, change = items[at], data.draw(_CHANGES)
+    if change == "swap":
+        other = data.draw(st.integers(0, len(items) - 1))
+        items[at], items[other] = items[other], items[at]
+    elif isinstance(item, OperationIr):
+        desc = item.desc
+        fields = [f.name for f in dataclasses.fields(desc)]
+        name = data.draw(st.sampled_from(fields))
+        value = getattr(desc, name)
+        if isinstance(value, TensorIr) and change not in ("int", "scalar"):
+            value = _changed_tensor(value, change, data)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            value = data.draw(st.one_of(st.integers(-3, 5), st.floats(-2, 2), st.booleans()))
+        else:
+            return
+        items[at] = OperationIr(item.op, dataclasses.replace(desc, **{name: value}))
+    else:
+        return
+    changed = Stream(stream.inputs, tuple(items))
+    results = []
+    for check in (fast_validate.validate_stream, ref_validate.validate_stream):
+        try:
+            check(changed)
+            results.append(None)
+        except errors.StreamError as exc:
+            results.append((type(exc), exc.op_index, exc.field, str(exc)))
+    assert results[0] == results[1]
