@@ -48,12 +48,12 @@ from refimpl.dtypes import DType, DTypeClass
 from refimpl.eager import EagerExecutor
 from refimpl.errors import InputDataError, ShapeError, StrideError
 from refimpl.frontend.operands import (DEFAULT_FLOAT, DEFAULT_FOR_KIND, Build, binary,
-                                       check_dtypes, check_shape, creation, out_dtype,
-                                       parse_dtype, resolve, scalar, scalar_op, tensor_fields,
-                                       unary)
+                                       check_dtypes, check_shape, creation, drop_desc,
+                                       operation, out_dtype, parse_dtype, resolve, scalar,
+                                       scalar_desc, scalar_op, snapshot, tensor_fields, unary)
 from refimpl.frontend.status import METHOD, calibrate, statuses
 from refimpl.frontend.tensor import FrontendError, Tensor, TensorState, cat, usable
-from refimpl.ir import (BinaryOpIr, DropOpIr, FullOpIr, OperationIr, ScalarOpIr, StreamItem, Sync,
+from refimpl.ir import (BinaryOpIr, FullOpIr, OperationIr, ScalarOpIr, StreamItem, Sync,
                         TensorIr, TensorStatus, UnaryOpIr)
 from refimpl.ops import Op, OutDType, ShapeRule, op_named
 from refimpl.shapes import broadcast_shapes, expected_shape
@@ -242,15 +242,15 @@ class Session:
             shape = broadcast_shapes(shape, ins[1].shape)
             if shape is None:
                 return None
-        out = TensorIr(self._next_id, shape, out_type, TensorStatus.NotInit)
+        out = snapshot(self._next_id, shape, out_type, TensorStatus.NotInit)
         if op.struct is UnaryOpIr:
-            return OperationIr(op, UnaryOpIr(ins[0], out))
+            return operation(op, UnaryOpIr(ins[0], out))
         if op.struct is BinaryOpIr:
-            return OperationIr(op, BinaryOpIr(ins[0], ins[1], out))
+            return operation(op, BinaryOpIr(ins[0], ins[1], out))
         value = scalars[0]
         if type(value) is not float or op.category.family is not DTypeClass.FLOAT:
             value = scalar(value, op, main, index)
-        return OperationIr(op, ScalarOpIr(ins[0], value, out))
+        return operation(op, scalar_desc(ins[0], value, out))
 
     def _commit(self, item: OperationIr, states: list[TensorState],
                 uses: list[TensorStatus]) -> Tensor:
@@ -265,7 +265,7 @@ class Session:
 
     def _drop(self, state: TensorState) -> None:
         if not self._closed:
-            self._items.append(OperationIr(_DROP, DropOpIr(state.ir(RW))))
+            self._items.append(operation(_DROP, drop_desc(state.ir(RW))))
 
     def _append_sync(self, tensors: tuple) -> tuple[int, tuple[int, ...]]:
         """Append ``Sync`` (each id once); its index and the requested ids."""
