@@ -37,7 +37,8 @@ MODULES = ["opinfo", "stream.relative", "engine.builder_alloc", "engine.builder_
            "stream.processor", "planner", "launch.layout", "launch.vectorization",
            "launch.handles_layouts", "launch.handles_ops", "launch.handles",
            "launch.launch_planners_output", "launch.launch_planners", "launch.launch_vectorize",
-           "launch.launch", "launch.launch_memo", "launch.execute"]
+           "launch.launch", "launch.launch_memo", "launch.execute",
+           "ingest.validate", "ingest.stream", "stream.incremental"]
 
 
 def _init_symbol(module):

@@ -17,6 +17,11 @@ modules live in one shared library, ``fastplan/_bundle<suffix>`` (setup.py's ``B
 layout.
 ``plan(stream, device)`` is then ``fastplan.planner.plan`` (the compiled twin of
 ``refimpl.planner.plan``), and refimpl's own ``plan`` otherwise.
+
+* ``INGEST_TWINS`` — the compiled twins of ``refimpl.stream`` and ``refimpl.validate``
+  (``fastplan.ingest.stream``, ``fastplan.ingest.validate``); ``ingest_module(name)`` gives the
+  twin, or refimpl's module when fastplan is not compiled. ``load_stream``,
+  ``stream_from_json`` and ``validate_stream`` here are the twins' (or refimpl's).
 """
 
 import importlib
@@ -27,16 +32,23 @@ import sys
 
 from fastplan._pure import OP_TABLE, OpTable
 from refimpl.planner import plan  # replaced by the compiled twin below when it imports
+from refimpl.stream import load_stream, stream_from_json  # replaced below, as plan
+from refimpl.validate import validate_stream  # replaced below, as plan
 
 __all__ = [
     "COMPILED",
     "COMPILED_MODULES",
+    "INGEST_TWINS",
     "NO_EXTENSIONS",
     "OP_TABLE",
     "PLANNER_TWINS",
     "OpTable",
+    "ingest_module",
+    "load_stream",
     "plan",
     "planner_module",
+    "stream_from_json",
+    "validate_stream",
 ]
 
 # refimpl.planner modules with a compiled twin in fastplan (of COMPILED_MODULES, below), as
@@ -46,9 +58,13 @@ PLANNER_TWINS = ("stream.relative", "engine.builder", "engine.scoring", "engine.
                  "fusers.reduce_broadcasted", "fusers.nhwc", "fusers.registry",
                  "search.strategy", "search.graph", "search.block", "search.merging",
                  "search.repair", "search.search", "stream.cache", "stream.queue",
-                 "stream.processor",
+                 "stream.processor", "stream.incremental",
                  "launch.layout", "launch.vectorization", "launch.launch_planners",
                  "launch.launch_vectorize", "launch.launch")
+
+# refimpl's stream reader and spec checker, by their names under refimpl, with their compiled
+# twins fastplan.ingest.<name>.
+INGEST_TWINS = ("stream", "validate")
 
 
 # fastplan's compiled modules (setup.py's MODULES), by their names under fastplan, all in the
@@ -66,7 +82,7 @@ COMPILED_MODULES = ("opinfo", "stream.relative", "engine.builder_alloc",
                     "launch.vectorization", "launch.handles_layouts", "launch.handles_ops",
                     "launch.handles", "launch.launch_planners_output", "launch.launch_planners",
                     "launch.launch_vectorize", "launch.launch", "launch.launch_memo",
-                    "launch.execute")
+                    "launch.execute", "ingest.validate", "ingest.stream", "stream.incremental")
 _BUNDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "_bundle" + importlib.machinery.EXTENSION_SUFFIXES[0])
 
@@ -105,6 +121,8 @@ if not NO_EXTENSIONS:
         for _name in PLANNER_TWINS:
             importlib.import_module(f"fastplan.{_name}")
         from fastplan.planner import plan  # noqa: F811 (the compiled twin of refimpl's plan)
+        from fastplan.ingest.stream import load_stream, stream_from_json  # noqa: F811
+        from fastplan.ingest.validate import validate_stream  # noqa: F811
 
         COMPILED = True
     except ImportError:
@@ -117,3 +135,13 @@ def planner_module(name: str):
     if COMPILED and name in PLANNER_TWINS:
         return importlib.import_module(f"fastplan.{name}")
     return importlib.import_module(f"refimpl.planner.{name}")
+
+
+def ingest_module(name: str):
+    """The module that plays ``refimpl.<name>`` (``name``: one of ``INGEST_TWINS``):
+    fastplan's compiled twin, or refimpl's own when fastplan is not compiled."""
+    if name not in INGEST_TWINS:
+        raise ValueError(f"no ingest twin {name!r} (one of {', '.join(INGEST_TWINS)})")
+    if COMPILED:
+        return importlib.import_module(f"fastplan.ingest.{name}")
+    return importlib.import_module(f"refimpl.{name}")

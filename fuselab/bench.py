@@ -31,6 +31,11 @@ turns, one run of every path each), the same for refimpl and fastplan:
 ``plan`` and ``search`` start from nothing: every fused step fastplan's memo has not seen in
 the same ``plan`` call is launch-planned in full.
 
+With ``--front-door`` (or ``--front-door-only``) it also times a stream's whole way through
+``fuselab plan``: reading and validating the JSON, recording with the lazy frontend, planning,
+writing the plan (``fuselab.front_door``), for every workload at every size and for the
+``chains`` stream of 20 000 ops.
+
 ``fuselab bench planner`` reports its progress on stderr (a ``rich`` progress display on a
 terminal; one line per stream and per measurement otherwise): a
 default run lasts minutes.
@@ -329,6 +334,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip refimpl at a size predicted to take longer (seconds, for "
                              "one run of every path); default: never skip")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--front-door", action="store_true",
+                        help="also time load + validate, record, plan and to JSON, refimpl's "
+                             "and fastplan's (fuselab.front_door), and the 20 000-op chains")
+    parser.add_argument("--front-door-only", action="store_true",
+                        help="only the front-door table")
+    parser.add_argument("--chains", type=int, default=20_000,
+                        help="ops of the front door's chains stream (default 20000)")
 
 
 class _DlInfo(ctypes.Structure):
@@ -362,17 +374,33 @@ def main(args: argparse.Namespace) -> int:
     """Run the benchmark and print the table (or JSON)."""
     sizes = [int(s) for s in args.sizes.split(",") if s]
     workloads = args.workload or list(WORKLOADS)
+    front = getattr(args, "front_door", False) or getattr(args, "front_door_only", False)
+    rows, front_rows = [], []
     with progress_on(sys.stderr) as progress:
-        rows = run(workloads, sizes, args.device, args.repeats, args.ref_budget, progress)
+        if not getattr(args, "front_door_only", False):
+            rows = run(workloads, sizes, args.device, args.repeats, args.ref_budget, progress)
+    if front:
+        from fuselab.front_door import front_table, measure_front_door
+
+        streams = [(w, size) for w in workloads for size in sizes] + [("chains", args.chains)]
+        front_rows = measure_front_door(streams, args.device, args.repeats,
+                                        lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
-        print(json.dumps([dataclasses.asdict(r) | {"ratio": r.ratio} for r in rows], indent=1))
+        print(json.dumps([dataclasses.asdict(r) | {"ratio": r.ratio} for r in rows]
+                         + [dataclasses.asdict(r) | {"ratio": r.ratio} for r in front_rows],
+                         indent=1))
         return 0
     build = "compiled" if fastplan.COMPILED else "NOT compiled (refimpl's planner)"
     print(f"python {platform.python_version()} ({interpreter_build()}), {platform.machine()}, "
           f"device {args.device}, "
           f"fastplan {build}; µs of planning-thread CPU time per op (stream item), median of "
           f"{args.repeats} runs (100k ops: at most 3; under 10k ops: up to 5x as many)")
-    for line in sizes_header(rows):
-        print(line)
-    print(table(rows))
+    if rows:
+        for line in sizes_header(rows):
+            print(line)
+        print(table(rows))
+    if front_rows:
+        print("\nfront door: µs of CPU time per op (stream item), median of "
+              f"{args.repeats} runs; total = load + validate, plan, to JSON")
+        print(front_table(front_rows))
     return 0

@@ -8,34 +8,41 @@ at the function that does the work: ``COMMANDS`` (the subcommands, in ``--help``
 ``TOLERANCES`` (``compare --tolerance``), ``PLANNERS`` (``plan --planner``) and
 ``BENCHMARKS`` (``bench WHAT``). The work itself is in the other modules of ``fuselab`` and
 in the libraries: ``refimpl``, ``fastplan`` (always importable: without its compiled modules
-it is refimpl's planner) and ``gpu`` (it imports wgpu only when a device is requested, so
-nothing here needs a lazy import).
+it is refimpl's planner) and ``gpu``.
+
+Nothing heavy is imported with this module: each table entry imports the module doing its
+work when it is called (``_lazy``), and ``build_parser(argv)`` adds the options of the one
+command being run, so that ``fuselab plan --planner fast`` pays for fastplan's import and
+nothing else. ``plan`` reads the stream with its planner's reader (``LOADERS``: fastplan's
+compiled one for ``fast``); ``plan --batch`` plans many streams in one process
+(``fuselab.plan_batch``, output format in ``docs/stream-format.md``).
 
 Exit codes: 0 success, 1 a comparison found tensors outside the tolerance (``compare``,
 ``run --check``), 2 bad input (any ``FuselabError`` or an unreadable file, reported as one
-line ``error: <message>`` on stderr; argparse's own usage errors also exit 2).
+line ``error: <message>`` on stderr; argparse's own usage errors also exit 2; under
+``plan --batch`` a bad stream is a line of the output, not an exit code).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-import fastplan
-from refimpl.compare import Judge, exact
-from refimpl.devices import PRESETS, DeviceProfile, profile_named
+from refimpl.devices import PRESETS
 from refimpl.errors import FuselabError
-from refimpl.planner import plan
-from refimpl.planner.stream.plan import Plan, plan_to_json
-from refimpl.stream import Stream, load_stream
-from gpu.check.agreement import judge as gpu_judge
-from fuselab import bench, compare, demo, gpu_commands, run
-from fuselab.fuzz import command as fuzz_command
+
+if TYPE_CHECKING:
+    from refimpl.compare import Judge
+    from refimpl.devices import DeviceProfile
+    from refimpl.planner.stream.plan import Plan
+    from refimpl.stream import Stream
 
 __all__ = ["Command", "Backend", "Tolerance", "Benchmark", "COMMANDS", "BACKENDS",
-           "TOLERANCES", "PLANNERS", "BENCHMARKS", "UsageError", "build_parser", "main"]
+           "TOLERANCES", "PLANNERS", "LOADERS", "BENCHMARKS", "UsageError", "build_parser",
+           "main"]
 
 Handler = Callable[[argparse.Namespace], int]
 Arguments = Callable[[argparse.ArgumentParser], None]
@@ -43,6 +50,22 @@ Arguments = Callable[[argparse.ArgumentParser], None]
 
 class UsageError(FuselabError):
     """A command-line choice names nothing (an unknown backend, ...)."""
+
+
+def _lazy(module: str, name: str) -> Callable[..., Any]:
+    """A function calling ``module.name``, imported at the first call."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``{module}.{name}`` (imported when called)."
+    return call
+
+
+def _text(help: str | Callable[[], str]) -> str:
+    """A help text given as text or as a function making it."""
+    return help() if callable(help) else help
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +82,7 @@ class Command:
 class Backend:
     """One executor of ``run``, and the tolerance ``run --check`` judges its results by."""
 
-    runner: run.Runner
+    runner: Callable[..., Any]  # fuselab.run.Runner
     tolerance: str
 
 
@@ -67,7 +90,7 @@ class Backend:
 class Tolerance:
     """One judge of ``compare --tolerance`` and ``run --check``."""
 
-    help: str
+    help: str | Callable[[], str]
     judge: Judge
 
 
@@ -75,49 +98,70 @@ class Tolerance:
 class Benchmark:
     """One ``fuselab bench WHAT``: its options and the function that runs it."""
 
-    help: str
+    help: str | Callable[[], str]
     add_arguments: Arguments
     main: Handler
 
 
 # ``run --backend``: runner(stream, args) -> the synced tensors by id.
 BACKENDS: dict[str, Backend] = {
-    "eager": Backend(run.eager_runner, "exact"),
-    "interp": Backend(run.interp_runner, "exact"),
-    "gpu": Backend(gpu_commands.run_on_gpu, "gpu"),
+    "eager": Backend(_lazy("fuselab.run", "eager_runner"), "exact"),
+    "interp": Backend(_lazy("fuselab.run", "interp_runner"), "exact"),
+    "gpu": Backend(_lazy("fuselab.gpu_commands", "run_on_gpu"), "gpu"),
 }
 
 # ``compare --tolerance``: judge(expected, actual, stream) -> verdict per tensor.
 TOLERANCES: dict[str, Tolerance] = {
-    "exact": Tolerance("bit-equal (any two NaNs equal; -0 and +0 differ)", exact),
-    "gpu": Tolerance(gpu_commands.tolerance_help(), gpu_judge),
+    "exact": Tolerance("bit-equal (any two NaNs equal; -0 and +0 differ)",
+                       _lazy("refimpl.compare", "exact")),
+    "gpu": Tolerance(_lazy("fuselab.gpu_commands", "tolerance_help"),
+                     _lazy("gpu.check.agreement", "judge")),
 }
 
 # ``plan --planner``: plan(stream, profile) -> Plan; fastplan's is refimpl's when not compiled.
 PLANNERS: dict[str, Callable[[Stream, DeviceProfile], Plan]] = {
-    "ref": plan,
-    "fast": fastplan.plan,
+    "ref": _lazy("refimpl.planner", "plan"),
+    "fast": _lazy("fastplan", "plan"),
 }
+# ``plan --planner``: the stream reader of each planner (load_stream(path) -> Stream, validated)
+# and the one taking a document (stream_from_json(text or bytes) -> Stream), for --batch.
+LOADERS: dict[str, tuple[Callable[..., Stream], Callable[..., Stream]]] = {
+    "ref": (_lazy("refimpl.stream", "load_stream"), _lazy("refimpl.stream", "stream_from_json")),
+    "fast": (_lazy("fastplan", "load_stream"), _lazy("fastplan", "stream_from_json")),
+}
+
+
+def _bench_help() -> str:
+    from fuselab import bench
+
+    return (bench.__doc__ or "").splitlines()[0]
+
 
 BENCHMARKS: dict[str, Benchmark] = {
-    "planner": Benchmark((bench.__doc__ or "").splitlines()[0], bench.add_arguments,
-                         bench.main),
+    "planner": Benchmark(_bench_help, _lazy("fuselab.bench", "add_arguments"),
+                         _lazy("fuselab.bench", "main")),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser for every subcommand of ``COMMANDS`` (in its order)."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser for every subcommand of ``COMMANDS`` (in its order). Given the
+    command line, only the command it names gets its options (the others' would import what
+    their help texts need)."""
     parser = argparse.ArgumentParser(
         prog="fuselab", description="burn-style kernel fusion: plan, run and check op streams.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    named = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
     for name, command in COMMANDS.items():
-        command.add_arguments(sub.add_parser(name, help=command.help, description=command.help))
+        found = sub.add_parser(name, help=command.help, description=command.help)
+        if named is None or named == name:
+            command.add_arguments(found)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fuselab`` console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         return COMMANDS[args.command].handler(args)
     except FuselabError as exc:
@@ -147,6 +191,8 @@ def _validate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from refimpl.stream import load_stream
+
     stream = load_stream(args.stream)  # validates
     print(f"ok: {len(stream.items)} ops, {len(stream.inputs)} inputs")
     return 0
@@ -170,6 +216,8 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from fuselab import run
+
     backend = _choice(BACKENDS, "backend", args.backend)
     return run.run_command(args, backend.runner, backend.tolerance,
                            TOLERANCES[backend.tolerance].judge)
@@ -182,7 +230,8 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("expected", metavar="A.npz", help="the reference results (run --out)")
     parser.add_argument("actual", metavar="B.npz", help="the results judged against A")
     parser.add_argument("--tolerance", default="exact", choices=list(TOLERANCES),
-                        help="; ".join(f"{name}: {t.help}" for name, t in TOLERANCES.items())
+                        help="; ".join(f"{name}: {_text(t.help)}"
+                                       for name, t in TOLERANCES.items())
                         + " (default exact)")
     parser.add_argument("--stream", metavar="STREAM.json",
                         help="the stream both ran, for tolerances that follow each tensor's "
@@ -192,6 +241,8 @@ def _compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from fuselab import compare
+
     return compare.compare_command(args, TOLERANCES[args.tolerance].judge)
 
 
@@ -199,7 +250,12 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _plan_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("stream", metavar="STREAM.json", help="a version-1 stream file")
+    parser.add_argument("stream", metavar="STREAM.json", nargs="?",
+                        help="a version-1 stream file")
+    parser.add_argument("--batch", metavar="DIR|FILE.jsonl",
+                        help="plan many streams in one process: every *.json file of DIR (by "
+                             "name), or every line of a JSON Lines file; prints one JSON line "
+                             "per stream, its plan or its error (docs/stream-format.md)")
     parser.add_argument("--device", default="metal", choices=list(PRESETS),
                         help="device profile (max_bindings, vector widths); default metal")
     parser.add_argument("--planner", default="ref",
@@ -211,8 +267,18 @@ def _plan(args: argparse.Namespace) -> int:
     """The plan as ``plan_to_json`` (one header line, one line per step), so it can be diffed
     against the golden files directly; ``FUSELAB_LOG=basic|full`` shows the search's
     decisions on stderr."""
+    from refimpl.devices import profile_named
+    from refimpl.planner.stream.plan import plan_to_json
+
     planner = _choice(PLANNERS, "planner", args.planner)
-    stream = load_stream(args.stream)
+    load, read = LOADERS[args.planner]
+    if (args.stream is None) == (args.batch is None):
+        raise UsageError("plan takes one STREAM.json or --batch DIR|FILE.jsonl")
+    if args.batch is not None:
+        from fuselab.plan_batch import plan_batch
+
+        return plan_batch(args.batch, read, planner, profile_named(args.device), sys.stdout)
+    stream = load(args.stream)
     sys.stdout.write(plan_to_json(planner(stream, profile_named(args.device))))
     return 0
 
@@ -226,13 +292,15 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from fuselab import demo
+
     return 1 if demo.run_demo(args.device).failures else 0
 
 
 def _bench_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="benchmark", metavar="WHAT", required=True)
     for name, benchmark in BENCHMARKS.items():
-        benchmark.add_arguments(sub.add_parser(name, help=benchmark.help))
+        benchmark.add_arguments(sub.add_parser(name, help=_text(benchmark.help)))
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -251,7 +319,9 @@ COMMANDS: dict[str, Command] = {
     "bench": Command("time a fuselab component (planner: refimpl vs fastplan)",
                      _bench_arguments, _bench),
     "wgsl": Command("print the WGSL of every fused kernel of a stream",
-                    gpu_commands.wgsl_arguments, gpu_commands.wgsl_command),
+                    _lazy("fuselab.gpu_commands", "wgsl_arguments"),
+                    _lazy("fuselab.gpu_commands", "wgsl_command")),
     "fuzz": Command("fuzz the planner and the kernels: find, shrink and file bugs",
-                    fuzz_command.add_arguments, fuzz_command.fuzz_command),
+                    _lazy("fuselab.fuzz.command", "add_arguments"),
+                    _lazy("fuselab.fuzz.command", "fuzz_command")),
 }

@@ -14,7 +14,10 @@ Input ``i`` is a function of ``i`` and ``--seed`` (and ``--pool-draws``, ``--max
 ``--kinds``): ``tools/fuzz_inputs.py`` mutates valid streams and the bad-input catalogue, as JSON
 or as Python objects, and picks a device preset. JSON goes
 through ``stream_from_json(validate=False)``: a refusal is counted (``loader-refused``), not
-planned. Every stream that loads is planned by both planners, valid or not (``validate_stream``
+planned. Every input also goes through fastplan's compiled reader and checker
+(``fastplan.stream_from_json``, with and without validation, ``fastplan.validate_stream`` for
+Python objects): any difference from refimpl's (the stream, or the error's class, op index,
+field and message) is a ``difference`` finding with detail ``reader``. Every stream that loads is planned by both planners, valid or not (``validate_stream``
 only classifies it: ``valid`` / ``invalid``). The outcome is ``equal-plan`` (``==`` and
 ``plan_to_json`` equal), ``same-error`` (the same exception class) or a finding:
 
@@ -66,7 +69,7 @@ import fastplan
 from refimpl import errors
 from refimpl.planner import plan as reference_plan
 from refimpl.planner import plan_to_json
-from refimpl.stream import Stream, stream_from_json
+from refimpl.stream import Stream, stream_from_json, stream_to_json
 from refimpl.validate import validate_stream
 from tools.fuzz_inputs import (GENERATORS, POOL_DRAWS, POOL_MAX_ITEMS, FuzzInput, Pool,
                                build_pool, make_input)
@@ -158,11 +161,49 @@ def _loaded(item: FuzzInput) -> Stream | Result:
                       repr(exc)[:300])
 
 
+def _read(read: Any, source: Any, validate: bool) -> tuple:
+    """What a stream reader gives: the stream's canonical text, or the error's particulars."""
+    try:
+        return ("ok", stream_to_json(read(source, validate=validate)))
+    except errors.StreamError as exc:
+        return ("raised", type(exc).__name__, exc.op_index, exc.field, str(exc))
+    except Exception as exc:  # noqa: BLE001 - compared: both readers raise alike
+        return ("raised", type(exc).__name__)
+
+
+def _checked(check: Any, stream: Stream) -> tuple:
+    try:
+        check(stream)
+        return ("valid",)
+    except errors.StreamError as exc:
+        return ("raised", type(exc).__name__, exc.op_index, exc.field, str(exc))
+    except Exception as exc:  # noqa: BLE001 - compared: both checkers raise alike
+        return ("raised", type(exc).__name__)
+
+
+def _reader_difference(item: FuzzInput) -> str | None:
+    """How fastplan's reader (or checker) differs from refimpl's on ``item``, if it does."""
+    if isinstance(item.source, Stream):
+        pairs = [(_checked(fastplan.validate_stream, item.source),
+                  _checked(validate_stream, item.source))]
+    else:
+        pairs = [(_read(fastplan.stream_from_json, item.source, validate),
+                  _read(stream_from_json, item.source, validate)) for validate in (False, True)]
+    for fast, ref in pairs:
+        if fast != ref:
+            return f"refimpl: {ref}\nfastplan: {fast}"[:2000]
+    return None
+
+
 def evaluate(item: FuzzInput) -> Result:
     """Load, classify and plan ``item`` with both planners; compare the outcomes."""
     from fastplan.planner import plan as fast_plan
 
-    _STATE.update(kind=item.kind, stage="load")
+    _STATE.update(kind=item.kind, stage="reader")
+    differs = _reader_difference(item)
+    if differs is not None:
+        return Result(item.kind, "difference", "reader", "loader", "unknown", differs)
+    _STATE.update(stage="load")
     stream = _loaded(item)
     if isinstance(stream, Result):
         return stream

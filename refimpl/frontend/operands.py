@@ -10,6 +10,7 @@ pick the ``OperationIr`` variant for the element kind and build its operand stru
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Callable, Sequence
@@ -19,12 +20,13 @@ import numpy as np
 
 from refimpl.dtypes import DType, DTypeClass
 from refimpl.errors import DTypeError, ShapeError
-from refimpl.ir import (BinaryOpIr, CreationOpIr, FieldKind, OperationIr, ReduceDimOpIr,
-                        ScalarOpIr, ShapeOpIr, TensorIr, UnaryOpIr)
+from refimpl.ir import (BinaryOpIr, CreationOpIr, DropOpIr, FieldKind, OperationIr,
+                        ReduceDimOpIr, ScalarOpIr, ShapeOpIr, TensorIr, TensorStatus, UnaryOpIr)
 from refimpl.ops import OP_BY_NAME, Op, OutDType
 
 __all__ = ["DEFAULT_FLOAT", "DEFAULT_INT", "DEFAULT_FOR_KIND", "Build", "resolve", "cast_key",
-           "bitwise_variants", "invert_variant", "unary", "binary", "scalar_op", "shape_op",
+           "bitwise_variants", "invert_variant", "snapshot", "operation", "scalar_desc",
+           "drop_desc", "unary", "binary", "scalar_op", "shape_op",
            "creation", "reduce", "record", "is_number", "scalar", "out_dtype", "tensor_fields",
            "check_dtypes", "dim_index", "pair2", "parse_dtype", "check_shape", "reshape_target",
            "expand_target", "slice_ranges"]
@@ -103,6 +105,55 @@ def invert_variant(dtype: DType) -> str:
     return _INVERT.get(dtype.cls, _INVERT[I])
 
 
+# --- frozen IR objects, filled slot by slot ----------------------------------------------------
+# The frozen dataclasses' ``__init__`` sets each field through ``object.__setattr__``; the
+# recording path makes several per op, so it fills their ``__slots__`` through the member
+# descriptors instead: the same objects (``==``, same fields), fewer calls.
+_new = object.__new__
+_T_ID, _T_SHAPE, _T_DTYPE, _T_STATUS = (TensorIr.__dict__[name].__set__
+                                        for name in ("id", "shape", "dtype", "status"))
+_OP_OP, _OP_DESC = (OperationIr.__dict__[name].__set__ for name in ("op", "desc"))
+_S_LHS, _S_RHS, _S_OUT = (ScalarOpIr.__dict__[name].__set__ for name in ("lhs", "rhs", "out"))
+_DROP_TENSOR = DropOpIr.__dict__["tensor"].__set__
+assert all(tuple(f.name for f in dataclasses.fields(cls)) == names for cls, names in (
+    (TensorIr, ("id", "shape", "dtype", "status")), (OperationIr, ("op", "desc")),
+    (ScalarOpIr, ("lhs", "rhs", "out")), (DropOpIr, ("tensor",))))
+
+
+def snapshot(tid: int, shape: tuple[int, ...], dtype: DType, status: TensorStatus) -> TensorIr:
+    """``TensorIr(tid, shape, dtype, status)``, filled slot by slot."""
+    t = _new(TensorIr)
+    _T_ID(t, tid)
+    _T_SHAPE(t, shape)
+    _T_DTYPE(t, dtype)
+    _T_STATUS(t, status)
+    return t
+
+
+def operation(op: Op, desc: Any) -> OperationIr:
+    """``OperationIr(op, desc)``, filled slot by slot."""
+    item = _new(OperationIr)
+    _OP_OP(item, op)
+    _OP_DESC(item, desc)
+    return item
+
+
+def scalar_desc(lhs: TensorIr, rhs: Any, out: TensorIr) -> ScalarOpIr:
+    """``ScalarOpIr(lhs, rhs, out)``, filled slot by slot."""
+    desc = _new(ScalarOpIr)
+    _S_LHS(desc, lhs)
+    _S_RHS(desc, rhs)
+    _S_OUT(desc, out)
+    return desc
+
+
+def drop_desc(tensor: TensorIr) -> DropOpIr:
+    """``DropOpIr(tensor)``, filled slot by slot."""
+    desc = _new(DropOpIr)
+    _DROP_TENSOR(desc, tensor)
+    return desc
+
+
 # --- operand structs (build(inputs, out, scalars) -> desc) ----------------------------------
 Build = Callable[[tuple, TensorIr, tuple], Any]
 
@@ -144,6 +195,8 @@ def record(path: str, key: tuple[str, str], operands: tuple, build: Build, scala
 
 
 def is_number(value: Any) -> bool:
+    if type(value) is float or type(value) is int:  # the common case, without the ABC check
+        return True
     return isinstance(value, numbers.Number) and not isinstance(value, complex)
 
 

@@ -44,18 +44,19 @@ from typing import Any, Protocol, Self
 import numpy as np
 
 from refimpl.data import logical_values
-from refimpl.dtypes import DType
+from refimpl.dtypes import DType, DTypeClass
 from refimpl.eager import EagerExecutor
 from refimpl.errors import InputDataError, ShapeError, StrideError
-from refimpl.frontend.operands import (DEFAULT_FLOAT, DEFAULT_FOR_KIND, Build, check_dtypes,
-                                       check_shape, creation, out_dtype, parse_dtype, resolve,
-                                       scalar, tensor_fields)
+from refimpl.frontend.operands import (DEFAULT_FLOAT, DEFAULT_FOR_KIND, Build, binary,
+                                       check_dtypes, check_shape, creation, drop_desc,
+                                       operation, out_dtype, parse_dtype, resolve, scalar,
+                                       scalar_desc, scalar_op, snapshot, tensor_fields, unary)
 from refimpl.frontend.status import METHOD, calibrate, statuses
 from refimpl.frontend.tensor import FrontendError, Tensor, TensorState, cat, usable
-from refimpl.ir import (DropOpIr, FullOpIr, OperationIr, ScalarOpIr, StreamItem, Sync, TensorIr,
-                        TensorStatus)
-from refimpl.ops import op_named
-from refimpl.shapes import expected_shape
+from refimpl.ir import (BinaryOpIr, FullOpIr, OperationIr, ScalarOpIr, StreamItem, Sync,
+                        TensorIr, TensorStatus, UnaryOpIr)
+from refimpl.ops import Op, OutDType, ShapeRule, op_named
+from refimpl.shapes import broadcast_shapes, expected_shape
 from refimpl.stream import InputSpec, Stream, stream_to_json
 
 __all__ = ["Session", "Executor"]
@@ -199,13 +200,19 @@ class Session:
         if self._probe is not None:
             self._probe.append((path, tuple(counts)))
         main = operands[0].dtype if operands else dtype
-        op = resolve(key, main, index)
-        fields = tensor_fields(op, len(operands))
+        form = _FORMS.get((key, id(main), len(operands)))
+        if form is None:
+            form = _form(key, main, len(operands), index)
+        op, fields, rule, rule_build = form
         states = [usable(h, self, index, f) for h, f in zip(operands, fields)]
         uses = statuses(path, counts, [st.id for st in states], [st.handles for st in states],
                         held)
         ins = tuple(st.ir(status) for st, status in zip(states, uses))
         out_type = out_dtype(op, main, dtype, index)
+        if build is rule_build and dtype is None and not shape:
+            item = self._typed(op, rule, ins, out_type, scalars, index)
+            if item is not None:
+                return self._commit(item, states, uses)
         out = TensorIr(self._next_id, tuple(shape), out_type, TensorStatus.NotInit)
         precision = ins[0].dtype if op.struct is ScalarOpIr else out_type
         values = tuple(scalar(v, op, precision, index) for v in scalars)
@@ -221,6 +228,30 @@ class Session:
                 out.id, final, out_type, TensorStatus.NotInit)))
         return self._commit(item, states, uses)
 
+    def _typed(self, op: Op, rule: ShapeRule, ins: tuple[TensorIr, ...], out_type: DType,
+               scalars: tuple, index: int) -> OperationIr | None:
+        """The item of a unary, binary or scalar element-wise op built in one pass (the output
+        snapshot made once, with its final shape); ``None`` when a dtype or shape check
+        fails, for ``_record``'s general path to raise its error."""
+        main = ins[0].dtype
+        for t in ins:
+            if t.dtype is not main:
+                return None
+        shape = ins[0].shape
+        if rule is ShapeRule.BROADCAST:
+            shape = broadcast_shapes(shape, ins[1].shape)
+            if shape is None:
+                return None
+        out = snapshot(self._next_id, shape, out_type, TensorStatus.NotInit)
+        if op.struct is UnaryOpIr:
+            return operation(op, UnaryOpIr(ins[0], out))
+        if op.struct is BinaryOpIr:
+            return operation(op, BinaryOpIr(ins[0], ins[1], out))
+        value = scalars[0]
+        if type(value) is not float or op.category.family is not DTypeClass.FLOAT:
+            value = scalar(value, op, main, index)
+        return operation(op, scalar_desc(ins[0], value, out))
+
     def _commit(self, item: OperationIr, states: list[TensorState],
                 uses: list[TensorStatus]) -> Tensor:
         index = len(self._items)
@@ -234,7 +265,7 @@ class Session:
 
     def _drop(self, state: TensorState) -> None:
         if not self._closed:
-            self._items.append(OperationIr(_DROP, DropOpIr(state.ir(RW))))
+            self._items.append(operation(_DROP, drop_desc(state.ir(RW))))
 
     def _append_sync(self, tensors: tuple) -> tuple[int, tuple[int, ...]]:
         """Append ``Sync`` (each id once); its index and the requested ids."""
@@ -261,6 +292,28 @@ class Session:
             self._executor.execute(self._items[self._executed])
             self._executed += 1
         return self._executor
+
+
+# (key, id of the main dtype, operand count) -> (op, operand fields, shape rule of the typed
+# pass or None, the build function it stands for): what _record resolves once per form.
+_FORMS: dict[tuple[tuple[str, str], int, int], tuple] = {}
+# Structs the typed pass builds (element-wise, output dtype SAME or BOOL), with the build
+# function of each, and the shape rules it computes.
+_TYPED = {UnaryOpIr: unary, BinaryOpIr: binary, ScalarOpIr: scalar_op}
+_TYPED_RULES = (ShapeRule.SAME, ShapeRule.BROADCAST)
+
+
+def _form(key: tuple[str, str], main: DType | None, count: int, index: int) -> tuple:
+    """Resolve an op form and remember it (``resolve`` raises for an op burn lacks)."""
+    op = resolve(key, main, index)
+    build = _TYPED.get(op.struct)
+    typed = (build is not None and op.shape in _TYPED_RULES
+             and (op.shape is ShapeRule.BROADCAST) == (op.struct is BinaryOpIr)
+             and op.out_dtype in (OutDType.SAME, OutDType.BOOL))
+    form = (op, tensor_fields(op, count), op.shape if typed else None,
+            build if typed else None)
+    _FORMS[(key, id(main), count)] = form
+    return form
 
 
 def _make_executor(choice: Executor | str) -> Executor:

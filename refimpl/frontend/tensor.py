@@ -34,7 +34,8 @@ from refimpl.errors import FuselabError, TensorIdError
 from refimpl.frontend.dims import DimMethods
 from refimpl.frontend.operands import (DEFAULT_FLOAT, DEFAULT_INT, Build, binary,
                                        bitwise_variants, cast_key, dim_index, invert_variant,
-                                       is_number, parse_dtype, record, scalar_op, unary)
+                                       is_number, parse_dtype, record, scalar_op, snapshot,
+                                       unary)
 from refimpl.frontend.status import (BINARY, CAT, CAT_LIST, COMPARE, METHOD, REFLECTED, UNARY,
                                      list_is_held)
 from refimpl.ir import CatOpIr, ClampOpIr, TensorIr, TensorStatus
@@ -78,7 +79,7 @@ class TensorState:
         self.consumed_at: int | None = None
 
     def ir(self, status: TensorStatus) -> TensorIr:
-        return TensorIr(self.id, self.shape, self.dtype, status)
+        return snapshot(self.id, self.shape, self.dtype, status)
 
 
 def _pair(group: str, variant: str | None, scalar_variant: str | None, lhs: Tensor,

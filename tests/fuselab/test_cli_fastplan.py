@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,12 @@ def test_bench_planners_take_turns(monkeypatch):
     times["fastplan"] = iter([0.3, 0.5])
     bench.measure(workloads.build("elementwise", 50), "metal", 2, with_refimpl=False)
     assert calls == ["fastplan", "fastplan"]
+
+
+def test_cli_bench_planner_front_door_table(capsys):
+    assert cli.main(["bench", "planner", "--front-door-only", "--workload", "elementwise",
+                     "--sizes", "30", "--chains", "40", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    for name in ("elementwise", "chains"):
+        for stage in ("load + validate", "record", "plan", "to JSON", "total", "incremental"):
+            assert re.search(rf"^\| {name} \| \d+ \| {re.escape(stage)} \|", out, re.MULTILINE)
