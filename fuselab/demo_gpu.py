@@ -8,7 +8,9 @@ them in its tables:
 * a section running the seed's ``(a*b + c).exp()`` on that adapter: its WGSL, 1 fused
   dispatch against 3 unfused, a new shape compiling no pipeline, and fused vs unfused timings
   on 1024²; then the first run of a new expression with and without tier 0
-  (``gpu.runtime.tiers``).
+  (``gpu.runtime.tiers``); then the seed's matmul and reduce steps, each one fused kernel
+  where burn's fallback launches two or three, with their times (burn's defaults, no
+  autotune).
 
 Without an adapter (or without wgpu) the executor and the section say so and are skipped.
 """
@@ -24,17 +26,20 @@ import numpy as np
 
 from refimpl.devices import profile_named
 from refimpl.planner import executed_steps
-from refimpl.seed import mul_add_exp
+from refimpl.interpreter import Interpreter
+from refimpl.seed import matmul_add_exp, mul_add_exp, mul_sum_dim_exp
 from refimpl.stream import Stream
 from gpu.check.agreement import compare
 from gpu.errors import NoAdapterError
 from gpu.runtime.device import default_device, request_device
 from gpu.runtime.executor import GpuExecutor, run_planned
+from gpu.runtime.autotune import AUTOTUNE_ENV
 from gpu.runtime.tiers import tiers_for, use_tiers
 
 __all__ = ["run_on_adapter", "within_bounds", "time_stream", "gpu_section"]
 
 TIMING_SHAPE = (1024, 1024)
+FUSED_N = 256  # the matmul and reduce steps' [n, n] inputs
 TIMING_RUNS = 5
 FIRST_RUN_SHAPE = (64, 64)
 
@@ -141,6 +146,51 @@ def gpu_section(report: Any) -> None:
     with use_tiers("specialised-only"):
         _kernels_part(report, device)
     tiers_part(report, device)
+    fused_steps_part(report, device)
+
+
+def _step_paths(stream: Stream, device: Any, fallback: bool) -> tuple[float, int, Any]:
+    """Median ms of ``TIMING_RUNS`` runs after a first, the dispatches of one run, and the
+    values of the last, with the fused matmul/reduce kernels (or burn's fallbacks)."""
+    profile, executed = executed_steps(stream, device.profile())
+    times, executor, got = [], None, None
+    for _ in range(TIMING_RUNS + 1):
+        executor = GpuExecutor(stream, device, profile)
+        executor.fused_matmul = executor.fused_reduce = not fallback
+        started = time.perf_counter()
+        got = executor.run(executed)
+        times.append((time.perf_counter() - started) * 1e3)
+    return statistics.median(times[1:]), sum(r.dispatches for r in executor.records), got
+
+
+def fused_steps_part(report: Any, device: Any) -> None:
+    """The seed's Matmul and Reduce steps: one fused kernel against burn's fallback."""
+    import os
+
+    report.say(f"  the fused matmul and reduce kernels ([{FUSED_N}, {FUSED_N}] f32, median of "
+               f"{TIMING_RUNS} runs with read-back, burn's defaults):")
+    saved = os.environ.get(AUTOTUNE_ENV)
+    os.environ[AUTOTUNE_ENV] = "off"
+    try:
+        for name, stream, fallback_n in (
+                ("(a @ b + c).exp()", matmul_add_exp(FUSED_N), 2),
+                ("(a * b).sum_dim(1).exp()", mul_sum_dim_exp(FUSED_N), 3)):
+            profile, executed = executed_steps(stream, device.profile())
+            expected = Interpreter(stream, profile).run(executed)
+            fused_ms, fused_n, got = _step_paths(stream, device, fallback=False)
+            back_ms, back_n, back = _step_paths(stream, device, fallback=True)
+            report.say(f"    {name}: fused {fused_ms:.2f} ms ({fused_n} dispatch), fallback "
+                       f"{back_ms:.2f} ms ({back_n} dispatches)")
+            report.check(f"{name}: one kernel, where the fallback launches {fallback_n}",
+                         (fused_n, back_n) == (1, fallback_n))
+            report.check(f"{name}: fused and fallback agree with the interpreter",
+                         compare(stream, expected, got).ok and compare(stream, expected,
+                                                                        back).ok)
+    finally:
+        if saved is None:
+            os.environ.pop(AUTOTUNE_ENV, None)
+        else:
+            os.environ[AUTOTUNE_ENV] = saved
 
 
 def _kernels_part(report: Any, device: Any) -> None:
