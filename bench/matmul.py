@@ -301,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         "adapter": {"summary": device.summary(), **device.info()},
         "torch_note": note, "shapes": {}, "table": [], "targets": {},
     }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     for shape in QUICK_SHAPES if args.quick else SHAPES:
         key = f"{shape[0]}x{shape[1]}"
         result = {"fuselab": fuselab_side(shape, args, device)}
@@ -310,8 +312,9 @@ def main(argv: list[str] | None = None) -> int:
         results["shapes"][key] = result
         results["table"] += rows
         results["targets"][key] = target
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+        # after each shape, so that a run cut short still leaves what it measured
+        (out / "matmul.json").write_text(json.dumps(results, indent=1, default=str))
+        print(f"measured {key}", flush=True)
     results["png_note"] = plot(results, out / "matmul.png")
     text = json.dumps(results, indent=1, default=str)
     (out / "matmul.json").write_text(text)

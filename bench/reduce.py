@@ -341,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     if note is None:
         results["torch_warmup"] = torch_warmup()
     tables: dict[str, list] = {"reductions": [], "broadcasted": []}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     for name, kind, axis, stream, shape in _workloads(args.quick):
         xs = [logical_values(spec, tid) for tid, spec in sorted(stream.inputs.items())]
         want = numpy_ref(kind, axis, xs)
@@ -356,8 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         results["table"] += rows
         results["targets"][name] = targets(name, result, rows)
         tables["reductions" if reduction else "broadcasted"] += rows
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+        # after each workload, so that a run cut short still leaves what it measured
+        (out / "reduce.json").write_text(json.dumps(results, indent=1, default=str))
+        print(f"measured {name}", flush=True)
     results["plots"] = {}
     for table, rows in tables.items():
         path = out / f"reduce_{table}.png"
