@@ -34,7 +34,10 @@ sizes and layouts are what the emulation checks):
   coordinates modulo the block's reference shape, which reads out of bounds when the op's
   output is broadcast in its block or the reference shape grew (``refimpl.planner`` keeps
   burn's ``output_is_compatible`` growing it before a refusal);
-* a ``Select``'s indices are read through their strides (burn: contiguous).
+* a ``Select``'s indices are read through their strides (burn: contiguous);
+* a view flagged ``broadcasted`` (size 1 along its last dim) replicates its first lane only
+  when the block vectorises along its last dim (``FuseBlockConfig.view_replicated``); burn
+  replicates it along any vector axis, where the view may vary across lanes.
 """
 
 from __future__ import annotations
@@ -252,10 +255,12 @@ class BlockRun:
             return self.read_global(b, arg.layout, b.broadcasted)
         if isinstance(arg, InputSwapDims):
             b = self.inputs[arg.original.pos]
-            return self.read_global(b, arg.original.layout, arg.broadcasted, swap=arg.dims)
+            return self.read_global(b, arg.original.layout,
+                                    self.config.view_replicated(arg.broadcasted), swap=arg.dims)
         if isinstance(arg, InputReshaped):
             b = self.inputs[arg.original.pos]
-            return self.read_global(b, arg.original.layout, arg.broadcasted, reshape=arg.shape)
+            return self.read_global(b, arg.original.layout,
+                                    self.config.view_replicated(arg.broadcasted), reshape=arg.shape)
         if isinstance(arg, Output):
             return self._read_output(arg)
         if isinstance(arg, BlockLocal):
@@ -357,8 +362,8 @@ def _elementwise(run: BlockRun, op: FuseOp) -> None:
 
 def _clamp(run: BlockRun, op: FuseOp) -> None:
     a, ty = op.args, op.args.out.precision()
-    value = run.read(a.input, ty)
-    run.write(a.out, np.minimum(np.maximum(value, run.read(a.min, ty)), run.read(a.max, ty)))
+    run.write(a.out, np.minimum(np.maximum(run.read(a.input, ty), run.read(a.min, ty)),
+                                run.read(a.max, ty)))
 
 
 def _conditional_assign(run: BlockRun, op: FuseOp) -> None:
@@ -434,12 +439,8 @@ def _cat(run: BlockRun, op: FuseOp) -> None:
 
 
 _OPS: Mapping[str, Callable[[BlockRun, FuseOp], None]] = MappingProxyType({
-    "Clamp": _clamp,
-    "ConditionalAssign": _conditional_assign,
-    "Gather": _gather,
-    "Select": _select,
-    "Cat": _cat,
-})
+    "Clamp": _clamp, "ConditionalAssign": _conditional_assign, "Gather": _gather,
+    "Select": _select, "Cat": _cat})
 
 
 def binding(shape: tuple[int, ...], strides: tuple[int, ...], vector_size: int,
@@ -453,9 +454,8 @@ def run_block(config: FuseBlockConfig, launch: Launch, memory: Memory,
               scalars: tuple[np.ndarray, ...], seeds: Mapping[BlockLocal, np.ndarray] = {},
               shared: Mapping = {}) -> BlockRun:
     """Run one block of a launch. ``seeds`` pre-fill locals with a logical array (broadcast
-    over the reference coordinates): the matmul result, a reduction's output. ``shared``
-    holds the multi-block values earlier blocks wrote (``shared_values``), read by their
-    coordinates."""
+    over the reference coordinates): the matmul result, a reduction's output. ``shared``:
+    the multi-block values earlier blocks wrote (``shared_values``), read by coordinates."""
     plan = launch.plan
     inputs = tuple(binding(i.shape, i.strides, i.vector_size, i.broadcasted, h, config.rank)
                    for i, h in zip(plan.inputs, launch.input_handles))

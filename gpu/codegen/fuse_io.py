@@ -256,11 +256,11 @@ class BodyWriter:
             return self.read_global(arg.pos, arg.layout, self.tensor(arg.pos).broadcasted,
                                     name), self.storage(arg.pos)
         if isinstance(arg, InputSwapDims):
-            return self.read_global(arg.original.pos, arg.original.layout, arg.broadcasted,
-                                    name, swap=arg.dims), self.storage(arg.original.pos)
+            return self.read_global(arg.original.pos, arg.original.layout,
+                                    self.config.view_replicated(arg.broadcasted), name, swap=arg.dims), self.storage(arg.original.pos)
         if isinstance(arg, InputReshaped):
-            return self.read_global(arg.original.pos, arg.original.layout, arg.broadcasted,
-                                    name, reshape=arg.shape), self.storage(arg.original.pos)
+            return self.read_global(arg.original.pos, arg.original.layout,
+                                    self.config.view_replicated(arg.broadcasted), name, reshape=arg.shape), self.storage(arg.original.pos)
         if isinstance(arg, Output):
             slot = self.slot(arg)
             return self.read_output(slot, arg.layout, name), self.storage(slot)

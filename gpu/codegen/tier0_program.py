@@ -231,12 +231,12 @@ class _Builder:
                 self.storage(arg.pos)
         if isinstance(arg, InputSwapDims):
             pos = arg.original.pos
-            return self.read_global(pos, arg.original.layout, arg.broadcasted,
-                                    swap=arg.dims), self.storage(pos)
+            return self.read_global(pos, arg.original.layout,
+                                    self.config.view_replicated(arg.broadcasted), swap=arg.dims), self.storage(pos)
         if isinstance(arg, InputReshaped):
             pos = arg.original.pos
-            return self.read_global(pos, arg.original.layout, arg.broadcasted,
-                                    reshape=arg.shape), self.storage(pos)
+            return self.read_global(pos, arg.original.layout,
+                                    self.config.view_replicated(arg.broadcasted), reshape=arg.shape), self.storage(pos)
         if isinstance(arg, Output):
             slot = self.slot(arg)
             return self.read_output(slot, arg.layout), self.storage(slot)

@@ -95,6 +95,7 @@ def assert_interp_equals_eager(stream: Stream, device: str = "metal") -> None:
 @example(pinned("broadcast_input_and_swap_view"))
 @example(pinned("cat_empty_operand"))
 @example(pinned("size1_output_in_empty_block"))
+@example(pinned("swap_view_broadcast_off_vector_axis"))
 def test_fusion_semantics_interp_equals_eager(stream):
     assert_interp_equals_eager(stream)
 

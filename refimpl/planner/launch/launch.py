@@ -97,6 +97,13 @@ class FuseBlockConfig:
     width: int
     vector_axis: int
 
+    def view_replicated(self, broadcasted: bool) -> bool:
+        """Whether a view read (``InputSwapDims``/``InputReshaped``, ``broadcasted`` when its
+        last dim is size 1) replicates its first lane. burn replicates on the flag alone, which
+        holds while the lanes run along the last dim; along another vector axis the view can
+        vary across lanes, so fuselab reads it lane by lane there."""
+        return broadcasted and self.vector_axis == self.rank - 1
+
 
 def config_id(config: FuseBlockConfig) -> str:
     """A stable kernel-cache key: sha256 of the config's repr, first 16 hex digits."""
