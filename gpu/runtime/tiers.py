@@ -6,9 +6,11 @@ burn counterpart: none (burn compiles each ``FuseBlockConfig`` before its first 
 cubecl caches the pipeline). The two-tier scheme is the "ubershader" one of game engines and
 of the Dolphin emulator: never stall on a shader compile that a generic shader can cover.
 
-``FUSELAB_TIERS`` picks the tiers: ``both`` (default), ``specialised-only`` (today's path: the
-specialised kernel compiled before its first launch) or ``tier0-only`` (tier 0 wherever it can
-express the block). A block tier 0 cannot express (``Tier0Unsupported``: an indexed op, f16,
+``FUSELAB_TIERS`` picks the tiers: ``both``, ``specialised-only`` (the specialised kernel
+compiled before its first launch) or ``tier0-only`` (tier 0 wherever it can express the
+block). Unset, a GPU gets ``both`` and a CPU adapter (lavapipe) ``specialised-only``: there a
+specialised pipeline compiles in milliseconds while the generic kernel, whose switch LLVM
+runs masked per position, is slower to compile and to run, so tier 0 would only delay. A block tier 0 cannot express (``Tier0Unsupported``: an indexed op, f16,
 too many buffers for the generic layout ...) runs on tier 1, compiled synchronously; it
 never fails for that reason. With ``FUSELAB_DEBUG_LOG=stdout`` every block says which tier
 ran it and why, and a tier-1 pipeline says when it became ready.
@@ -46,9 +48,11 @@ BLOCKS_KEPT = 1024  # tier-0 programs and tier-1 pipelines kept per device (olde
 TIER_MODES = ("both", "specialised-only", "tier0-only")
 
 
-def tiers_mode() -> str:
-    """The tiers ``FUSELAB_TIERS`` asks for (``both`` when unset)."""
-    mode = os.environ.get(TIERS_ENV, "") or "both"
+def tiers_mode(device: Any = None) -> str:
+    """The tiers ``FUSELAB_TIERS`` asks for; unset, those ``device`` runs best (``both``,
+    or ``specialised-only`` on a CPU adapter: see the module docstring)."""
+    default = "specialised-only" if getattr(device, "is_cpu", False) else "both"
+    mode = os.environ.get(TIERS_ENV, "") or default
     if mode not in TIER_MODES:
         raise GpuError(f"{TIERS_ENV}={mode!r}: expected one of {', '.join(TIER_MODES)}")
     return mode
@@ -253,7 +257,7 @@ class Tiers:
         the tier that ran it (``"tier 0"`` / ``"tier 1"``)."""
         if len(launch.plan.configs) != 1:
             raise UnsupportedOpError("a multi-block trace needs the fused reduce kernel")
-        mode = tiers_mode()
+        mode = tiers_mode(self.device)
         key = (config_id(launch.plan.configs[0]), signature_of(launch))
         if mode == "both":
             entry = self.ready(key)

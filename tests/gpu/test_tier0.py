@@ -4,6 +4,8 @@ once and agrees with the interpreter, tier 1 takes over when its pipeline is rea
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -22,7 +24,7 @@ from gpu.codegen.tier0 import OPCODES, Tier0Key, tier0_source
 from gpu.errors import GpuError, GpuLimitError
 from gpu.runtime.executor import GpuExecutor
 from gpu.runtime.pool import BufferPool, pool_for, size_class
-from gpu.runtime.tiers import tiers_for
+from gpu.runtime.tiers import tiers_for, tiers_mode
 
 pytestmark = pytest.mark.gpu
 F32_TYPE = fuse_type_of(DType.F32)
@@ -212,3 +214,13 @@ def test_common_unfused_kernels_compiled_ahead_are_cache_hits(gpu_adapter):
     s.sync((a + b * 2.0).exp())
     run_unfused(s.close(), device)
     assert device.runtime.compiled == compiled
+
+
+def test_tiers_default_follows_the_adapter(gpu_device, monkeypatch):
+    monkeypatch.delenv("FUSELAB_TIERS", raising=False)
+    assert tiers_mode(SimpleNamespace(is_cpu=False)) == "both"
+    assert tiers_mode(SimpleNamespace(is_cpu=True)) == "specialised-only"
+    expected = ["tier 1"] if gpu_device.is_cpu else ["tier 0"]
+    assert _tiers(_run(gpu_device, _chain(3, (8, 12)))) == expected
+    monkeypatch.setenv("FUSELAB_TIERS", "both")  # asked for, tier 0 runs on any adapter
+    assert _tiers(_run(gpu_device, _chain(4, (8, 12)))) == ["tier 0"]
