@@ -6,8 +6,8 @@ against the eager oracle. Each section prints what it ran and a line per fact of
 with ``ok`` or ``FAIL``; the command exits 1 if any fact fails.
 
 Two tables drive it: ``SECTIONS``, plain functions run in order (refimpl's here, then
-fastplan's, ``fuselab.demo_fastplan``, and the GPU's, ``fuselab.demo_gpu``), and
-``EXECUTORS``, what can run a whole stream (``interp``, refimpl's interpreter; ``gpu``, the
+fastplan's, ``fuselab.demo_fastplan``, the GPU's, ``fuselab.demo_gpu``, and the fuzzer's,
+``fuselab.demo_fuzz``), and ``EXECUTORS``, what can run a whole stream (``interp``, refimpl's interpreter; ``gpu``, the
 adapter found), compared with the eager oracle in every section.
 """
 
@@ -32,6 +32,7 @@ from refimpl.seed import SEED_DESCRIPTIONS, SEED_STREAMS
 from refimpl.stream import Stream
 from fuselab import demo_gpu
 from fuselab.demo_fastplan import fastplan_section
+from fuselab.demo_fuzz import fuzz_section
 
 __all__ = ["Report", "Executor", "SECTIONS", "EXECUTORS", "run_demo"]
 
@@ -296,10 +297,10 @@ def first_op_bindings(report: Report) -> None:
     check_oracle(report, "cat of 8 inputs", stream)
 
 
-# The sections, in the order they run: refimpl's, then fastplan's and the GPU's.
+# The sections, in the order they run: refimpl's, then fastplan's, the GPU's, the fuzzer's.
 SECTIONS: list[Callable[[Report], None]] = [
     five_fusers, mul_add_exp, widths_and_in_place, chain, matmul_and_reduce, independent,
-    syncs_and_views, first_op_bindings, fastplan_section, demo_gpu.gpu_section,
+    syncs_and_views, first_op_bindings, fastplan_section, demo_gpu.gpu_section, fuzz_section,
 ]
 
 
