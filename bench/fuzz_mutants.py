@@ -46,7 +46,9 @@ def run_mutant(name: str, limit: float, jobs: int, seed: int, shrink: float) -> 
                    "--max-ops", str(mutant.max_ops), "--long-chains", str(mutant.long_chains),
                    "--device", *mutant.devices,
                    "--shrink-time", f"{shrink:g}", "--out", out]
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # the checkout first, then whatever the caller's path holds (e.g. carried wheels)
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PYTHONPATH": path}
         started = time.monotonic()
         done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
         wall = time.monotonic() - started
