@@ -272,8 +272,10 @@ GOLDEN_CASES = {"batched": None, "both_transposed": "large", "outputs": "small",
 
 
 @pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
-def test_fused_matmul_golden_wgsl(gpu_device, case):
-    """The kernel each case runs on the metal profile's plan (``None``: the default form)."""
+def test_fused_matmul_golden_wgsl(gpu_device, case, monkeypatch):
+    """The kernel each case runs on the metal profile's plan (``None``: the default form, so
+    autotune is off)."""
+    monkeypatch.setenv("FUSELAB_AUTOTUNE", "off")
     stream = _stream(**CASES[case])
     profile, executed = executed_steps(stream, profile_named("metal"))
     executor = GpuExecutor(stream, gpu_device, profile)
