@@ -100,6 +100,9 @@ class Interpreter:
         if self.memory.with_values:
             run_block(launch.plan.configs[0], launch, self.memory, self._scalars(run, trace))
 
+    def matmul_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return None  # the oracle always emulates the fused kernel
+
     def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
         if not self.memory.with_values:
             return

@@ -112,7 +112,8 @@ cdef class _Step:
 
 
 # --- the fusers' paths -----------------------------------------------------------------------
-# (refimpl's ``matmul_refused`` is fastplan.launch.launch's ``walk_matmul_refused``)
+# (refimpl's ``matmul_refused`` is fastplan.launch.launch's ``walk_matmul_refused``; its layout
+# backend never refuses a launch itself: no ``matmul_refusal`` here)
 
 
 cdef int execute_elementwise(_Step run, object opt) except -1:
@@ -120,7 +121,7 @@ cdef int execute_elementwise(_Step run, object opt) except -1:
     return 0
 
 
-cdef int _matmul_fallback(_Step run, object opt) except -1:
+cdef int matmul_fallback(_Step run, object opt) except -1:
     """``fused_matmul_fallback``: the matmul alone, then the tail as one kernel."""
     run.path = "fallback"
     run.unfused(run.ops[0])
@@ -150,7 +151,7 @@ cdef int execute_matmul(_Step run, object opt) except -1:
     run.main = launch
     if refused:
         memory.undo_trial()
-        return _matmul_fallback(run, opt)
+        return matmul_fallback(run, opt)
     memory.keep_trial()
     run.launches.append(launch)
     return 0

@@ -8,18 +8,19 @@ burn counterpart: cubecl-runtime's ``tune/`` (``LocalTuner``, ``TunableSet``, ``
 The API, for any fuser:
 
 * ``Candidate(name, prepare)``: ``prepare()`` returns the dispatches one run of the candidate
-  submits (``gpu.runtime.server.Dispatched``: compiled and bound, not submitted), bound to
-  scratch buffers so timing never touches the stream's tensors; it may raise (a candidate
-  that cannot run is skipped);
+  submits (``gpu.runtime.server.Dispatched``: compiled and bound, not submitted), writing
+  fresh buffers only, so timing never touches the stream's tensors; it may raise (a
+  candidate that cannot run is skipped);
 * ``TUNER.choose(device, fuser, key, candidates, default)`` returns the winner's name: burn's
   ``default`` when autotune is off (``FUSELAB_AUTOTUNE=off``), else the cached winner of
   ``(device, fuser, key)``, else every candidate timed now (median of ``REPS`` timed reps,
   each ``ITERATIONS`` runs in one compute pass, after one warm-up), the fastest cached;
 * ``anchor(n)``: a size rounded up to a power of two (burn's anchored key fields).
 
-``gpu.runtime.autotune_reduce`` builds such candidates for a ``GpuExecutor`` step
-(``kernel_candidate``: one kernel on copies of its inputs; ``fallback_candidate``: the walk's
-fallback run once in a ``sandbox``, its dispatches recorded); any fuser can reuse them.
+``gpu.runtime.autotune_reduce`` builds such candidates for a ``GpuExecutor`` step, timed before
+the walk commits it (``kernel_candidate``: one kernel reading the step's inputs, writing fresh
+buffers; ``fallback_candidate``: the walk's fallback run once in a ``sandbox``, its dispatches
+recorded); the fused reduce and the fused matmul (``gpu.runtime.autotune_matmul``) use them.
 
 Timing reads timestamp queries around each rep's pass where the device has
 ``timestamp-query``, else a wall clock around its submission and a queue wait.

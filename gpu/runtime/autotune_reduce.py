@@ -1,5 +1,6 @@
 """Autotune of the fused reduce and ReduceBroadcasted launches: their candidates (the fused
-routines and the fallback) run on scratch buffers, and burn's anchored key.
+routines and the fallback), the trials every fuser's candidates run as, and burn's anchored
+key.
 
 burn counterpart: ``burn-cubecl-fusion/src/optim/reduce/tune.rs`` (``FusedReduceAutotuneKey``:
 cubek's ``ReduceAutotuneKey`` — element types, anchored reduce-axis length and reduce count,
@@ -10,11 +11,21 @@ whether the axis is contiguous — plus anchored fused read, write and op counts
 burn runs ``unit`` for Reduce and the fallback for ReduceBroadcasted; so does ``choose`` with
 ``FUSELAB_AUTOTUNE=off``.
 
-A candidate never touches the stream's tensors: the fused kernels are bound to copies of the
-launch's inputs and fresh outputs; the fallback runs once, through the walk's own fallback
-(``refimpl.planner.launch.execute.reduce_fallback`` / ``broadcasted_fallback``), on a fork of
-the executor's memory whose step inputs are copies, and its dispatches are recorded for the
-timed replays. The executor's state (memory, buffers, dispatch count) is restored after.
+Candidates are timed while the walk asks its refusal hook, before it commits the step: the
+step's inputs hold what they held before it, and a trial never writes a buffer a tensor lives
+in, so nothing is copied. burn runs each trial on a fork of its context whose handles are
+clones, so ``can_mut()`` is false and no trial writes in place (``tune.rs``'s
+``FusionInputGen``, ``engine/launch/input.rs``); likewise here:
+
+* a fused kernel (``kernel_candidate``) reads the launch's input buffers and writes fresh
+  ones: its outputs, and each input it writes in place (so the trial times the kernel that
+  will run, its in-place input read from a fresh buffer);
+* the fallback (``fallback_candidate``) runs once, through the walk's own fallback
+  (``refimpl.planner.launch.execute.matmul_fallback`` / ``reduce_fallback`` /
+  ``broadcasted_fallback``), in a ``sandbox``: a fork of the executor's memory that holds a
+  second handle on every live buffer, so its launches write fresh buffers only; its
+  dispatches are recorded for the timed replays. The executor's state (memory, buffers,
+  records, dispatch count) is restored after.
 """
 
 from __future__ import annotations
@@ -75,41 +86,34 @@ def reduce_key(fuser: str, opt: Any, launch: Launch, ops: Any) -> dict[str, Any]
 
 
 @contextmanager
-def sandbox(executor: Any, run: StepRun, ops: Any) -> Iterator[StepRun]:
-    """A ``StepRun`` of the executor on a fork of its memory whose ``ops``' inputs are
-    copies; everything restored after (nothing of the stream's tensors is written)."""
+def sandbox(executor: Any, run: StepRun) -> Iterator[StepRun]:
+    """A ``StepRun`` of the executor on a fork of its (uncommitted) memory in which every live
+    buffer has a second handle (burn's forked context: no launch may write one in place);
+    everything restored after, so nothing of the stream's tensors is written."""
     rt = executor.rt
-    saved = (executor.memory, executor.buffers, executor._kernels, rt.dispatched,
-             rt.observers)
+    saved = (executor.memory, executor.buffers, executor._kernels, executor._tiers,
+             rt.dispatched, rt.observers)
     memory = run.memory.fork()
-    buffers = dict(executor.buffers)
-    for op in ops:
-        for tensor in op.inputs():
-            handle = memory.handles.get(tensor.id)
-            if handle is not None and handle.buffer in buffers:
-                buffers[handle.buffer] = _copy(rt, buffers[handle.buffer])
-    executor.memory, executor.buffers, executor._kernels = memory, buffers, []
+    for tensor_id, handle in list(memory.handles.items()):
+        memory.handles[("trial", tensor_id)] = handle  # read by ``Memory.users`` only
+    executor.memory, executor.buffers = memory, dict(executor.buffers)
+    executor._kernels, executor._tiers = [], []
     try:
         yield StepRun(executor, run.device, run.context, run.ops)
     finally:
-        (executor.memory, executor.buffers, executor._kernels, rt.dispatched,
-         rt.observers) = saved
+        (executor.memory, executor.buffers, executor._kernels, executor._tiers,
+         rt.dispatched, rt.observers) = saved
 
 
-def _copy(rt: Any, buffer: Any) -> Any:
-    copy = rt.wgpu_device.create_buffer(size=buffer.size, usage=rt._usage)
-    encoder = rt.wgpu_device.create_command_encoder()
-    encoder.copy_buffer_to_buffer(buffer, 0, copy, 0, buffer.size)
-    rt.queue.submit([encoder.finish()])
-    return copy
+def _fresh(rt: Any, nbytes: int) -> Any:
+    return rt.wgpu_device.create_buffer(size=padded_size(nbytes), usage=rt._usage)
 
 
-def fallback_candidate(executor: Any, run: StepRun, ops: Any,
-                       body: Callable[[StepRun], None]) -> Candidate:
-    """The candidate that runs ``body`` (the walk's fallback of a step whose ops are
-    ``ops``) once in a ``sandbox``; its dispatches are what is timed."""
+def fallback_candidate(executor: Any, run: StepRun, body: Callable[[StepRun], None]) -> Candidate:
+    """The candidate that runs ``body`` (the walk's fallback of ``run``'s step) once in a
+    ``sandbox``; its dispatches are what is timed."""
     def prepare() -> list:
-        with sandbox(executor, run, ops) as box:
+        with sandbox(executor, run) as box:
             seen: list = []
             executor.rt.observers = [seen.append]
             body(box)
@@ -119,19 +123,20 @@ def fallback_candidate(executor: Any, run: StepRun, ops: Any,
 
 def kernel_candidate(executor: Any, name: str, ready: Any, launch: Launch) -> Candidate:
     """A one-kernel candidate (``ready``: ``kernel.source``, ``kernel.bindings``, ``words``,
-    ``workgroups`` and, optionally, its workgroup ``size``) bound to copies of ``launch``'s
-    inputs and fresh outputs."""
+    ``workgroups`` and, optionally, its workgroup ``size``) reading ``launch``'s input buffers
+    and writing fresh ones (its outputs, and the inputs it writes in place)."""
+    written = {out.input_pos for out in launch.plan.outputs if out.kind == "inplace"}
+
     def prepare() -> list:
         rt, buffers = executor.rt, []
         for side, k in ready.kernel.bindings:
             if side == "in":
-                buffers.append(_copy(rt, executor.buffer(launch.input_handles[k])))
+                buffer = executor.buffer(launch.input_handles[k])
+                buffers.append(_fresh(rt, buffer.size) if k in written else buffer)
             else:
                 handle = launch.output_handles[k]
                 elements = handle.offset + buffer_length(handle.shape, handle.strides)
-                nbytes = elements * STORAGE_NUMPY[handle.dtype].itemsize
-                buffers.append(rt.wgpu_device.create_buffer(size=padded_size(nbytes),
-                                                            usage=rt._usage))
+                buffers.append(_fresh(rt, elements * STORAGE_NUMPY[handle.dtype].itemsize))
         return [rt.prepare(ready.kernel.source, [*buffers, rt.words(ready.words)],
                            ready.workgroups,
                            workgroup_size=getattr(ready, "size", rt.workgroup_size))]
@@ -157,7 +162,7 @@ def choose(runner: Any, run: StepRun, opt: Any, launch: Launch, scalars: list,
     default = "unit" if fuser == "Reduce" else FALLBACK
     body = (lambda sandbox: reduce_fallback(sandbox, opt, ops)) if fuser == "Reduce" \
         else (lambda sandbox: broadcasted_fallback(sandbox, opt))
-    candidates = [fallback_candidate(executor, run, ops, body)]
+    candidates = [fallback_candidate(executor, run, body)]
     candidates += [kernel_candidate(executor, f"fused_{name}", prepared, launch)
                    for name, prepared in ready.items()]
     names = {f"fused_{name}": name for name in ready}

@@ -23,7 +23,8 @@ on numpy, this one dispatches kernels on the buffers ``Memory`` names:
   input's own buffer; fused outputs come from the device's ``gpu.runtime.pool``;
 * Matmul: the fused matmul kernel (``gpu.runtime.fused_matmul``: the form ``matmul_form``
   names, else autotune's pick, ``gpu.runtime.autotune_matmul``, or burn's default with
-  autotune off; a form the device cannot run falls back there);
+  autotune off, chosen before the walk commits the step; ``fallback`` sends the step to the
+  walk's fallback; a form the device cannot run falls back in ``fused_matmul``);
 * Reduce, ReduceBroadcasted: the fused reduce kernel or the one-launch ReduceBroadcasted kernel
   (``gpu.runtime.reduce_runner``: routine forced, autotuned or burn's default), or the
   fallback when it refuses the launch;
@@ -60,6 +61,7 @@ from gpu.codegen.render import scalar_word
 from gpu.errors import UnsupportedOpError
 from gpu.runtime.autotune import autotune_enabled
 from gpu.runtime.autotune_matmul import choose_matmul_form
+from gpu.runtime.autotune_reduce import FALLBACK
 from gpu.runtime.buffers import STORAGE_NUMPY, DeviceTensor
 from gpu.runtime.device import GpuDevice, default_device
 from gpu.runtime.fused_launch import KERNEL_CACHE, KernelCache, launch_words, signature_of
@@ -124,6 +126,7 @@ class GpuExecutor:
         self.records: list[GpuStepRecord] = []
         self.walk = Walk(stream, self, self.profile)
         self.reducer = ReduceRunner(self)
+        self._matmul_forms: dict[int, str] = {}  # by id(launch): the form matmul_refusal chose
         self._kernels: list[FusedKernel] = []
         self._tiers: list[str] = []
         self._capture(sorted(stream.inputs))
@@ -249,10 +252,10 @@ class GpuExecutor:
 
     fused_matmul = True  # Matmul steps run the fused matmul kernel
     fused_reduce = True  # Reduce steps: gpu.runtime.reduce_runner (fused or fallback)
-    # The fused matmul's form: a name, None (autotuned, or burn's default with
-    # ``FUSELAB_AUTOTUNE=off``), or a chooser called per launch
-    # ``(executor, run, opt, launch, scalars) -> name`` (an autotuner timing
-    # ``gpu.runtime.fused_matmul.matmul_candidates``).
+    # The fused matmul's form: a name (``"fallback"``: the walk's), None (autotuned, or
+    # burn's default with ``FUSELAB_AUTOTUNE=off``), or a chooser called per launch before
+    # the step commits, ``(executor, run, opt, launch, scalars) -> name`` (an autotuner
+    # timing ``gpu.runtime.autotune_matmul.matmul_candidates``).
     matmul_form: Any = None
     matmul_kernels = MATMUL_KERNELS
 
@@ -271,15 +274,24 @@ class GpuExecutor:
         """Record a specialised kernel the current step dispatched."""
         self._kernels.append(kernel)
 
-    def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
-        """The matmul and its epilogue as one kernel (or its fallback, see ``fused_matmul``)."""
-        scalars = scalar_words(run, opt.trace)
+    def matmul_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        """The form ``launch`` runs, chosen (tuned) before the walk commits the step; the
+        fallback is refused, so the walk runs its own."""
         form = self.matmul_form
         if form is None and autotune_enabled():
             form = choose_matmul_form
         if callable(form):
-            form = form(self, run, opt, launch, scalars)
-        self._kernels.append(run_fused_matmul(self, run, opt, launch, scalars, form))
+            form = form(self, run, opt, launch, scalar_words(run, opt.trace))
+        if form == FALLBACK:
+            return "the fallback was chosen"
+        self._matmul_forms[id(launch)] = form
+        return None
+
+    def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
+        """The matmul and its epilogue as one kernel (or its fallback, see ``fused_matmul``)."""
+        form = self._matmul_forms.pop(id(launch), None)
+        self._kernels.append(run_fused_matmul(self, run, opt, launch,
+                                              scalar_words(run, opt.trace), form))
 
     def reduce_refusal(self, run: StepRun, opt: Any, launch: Launch,
                        ops: Sequence[OperationIr]) -> str | None:
@@ -348,6 +360,9 @@ class WgslListing:
 
     def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
         self.emitted.append((len(self.records), emitted_kernel(self.kernels, launch)))
+
+    def matmul_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return None
 
     def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
         self.emitted.append((len(self.records), default_kernel(self.matmul_kernels, opt, launch)))

@@ -1,22 +1,18 @@
-"""The host side of the fused matmul: which form runs a launch, its metadata words, the
-fallback when no fused kernel fits the device, and the candidates an autotuner times.
+"""The host side of the fused matmul: which form runs a launch, its metadata words, and the
+fallback when no fused kernel fits the device.
 
 burn counterpart: ``burn-cubecl-fusion/src/optim/matmul/optimization.rs``
-(``MatmulOptimization::execute``: without autotune the default selector, burn's simple kernel;
-``tune.rs``: the candidates, the fallback among them) and cubecl's kernel cache.
+(``MatmulOptimization::execute``: without autotune the default selector, burn's simple kernel)
+and cubecl's kernel cache; the candidates autotune times are ``gpu.runtime.autotune_matmul``'s.
 
-* ``run_fused_matmul(executor, run, opt, launch, scalars, kind)``: the launch's kernel of
-  form ``kind`` (``None``: ``DEFAULT_FORM``). A form the launch cannot use falls back, said in
-  the debug log (``FUSELAB_DEBUG_LOG=stdout``), never failing the run: a tiled form whose
-  epilogue positions do not run along ``N`` or whose operands are not aligned for its vec4
-  loads, or any form past the device's bindings, workgroup storage or invocations, runs
-  ``simple``; past that (or with integer operands), the standalone matmul then the
-  ``product`` kernel (burn's fallback: two launches, fewer bindings, no workgroup memory).
-* ``matmul_candidates(executor, run, opt, launch, scalars)``: ``(name, launch callable)`` per
-  form that fits, plus ``"fallback"``: what a generic autotuner times. The callables write
-  the real outputs except where an output is written in place into an input: that input is
-  bound to a scratch copy, so timing never changes the step's values; the winner then runs
-  through ``run_fused_matmul(..., kind=name)``.
+``run_fused_matmul(executor, run, opt, launch, scalars, kind)``: the launch's kernel of form
+``kind`` (``None``: ``DEFAULT_FORM``). A form the launch cannot use falls back, said in the
+debug log (``FUSELAB_DEBUG_LOG=stdout``), never failing the run: a tiled form whose epilogue
+positions do not run along ``N`` or whose operands are not aligned for its vec4 loads, or any
+form past the device's bindings, workgroup storage or invocations, runs ``simple``; past that
+(or with integer operands), the standalone matmul then the ``product`` kernel (two launches,
+fewer bindings, no workgroup memory). The form is chosen before the walk commits the step
+(``GpuExecutor.matmul_refusal``); autotune's ``fallback`` is the walk's own fallback.
 
 Kernels are cached by ``(config_id, signature, form)`` (``MATMUL_KERNELS``), never by shape.
 """
@@ -27,7 +23,7 @@ import os
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -44,8 +40,7 @@ from gpu.runtime.server import DEBUG_LOG_ENV
 from gpu.runtime.unfused import execute as execute_op
 
 __all__ = ["DEFAULT_FORM", "CANDIDATES", "MatmulKernels", "MATMUL_KERNELS", "MatmulLaunch",
-           "plan_matmul", "default_kernel", "run_fused_matmul", "run_matmul_fallback",
-           "in_place_scratch", "matmul_candidates"]
+           "plan_matmul", "default_kernel", "run_fused_matmul", "run_matmul_fallback"]
 
 DEFAULT_FORM = "simple"  # burn without autotune: its simple kernel
 CANDIDATES = ("simple", "gemv", *TILINGS)
@@ -164,15 +159,13 @@ def plan_matmul(device: Any, kernels: MatmulKernels, run: Any, opt: Any, launch:
     return MatmulLaunch(form, kernel, words, workgroups, size), None
 
 
-def _buffers(executor: Any, kernel: FusedKernel, launch: Launch, product: Any = None,
-             scratch: dict | None = None) -> list:
+def _buffers(executor: Any, kernel: FusedKernel, launch: Launch, product: Any = None) -> list:
     found = []
     for side, k in kernel.bindings:
         if side == "product":
             found.append(product)
         elif side == "in":
-            buffer = executor.buffer(launch.input_handles[k])
-            found.append(scratch.get(k, buffer) if scratch else buffer)
+            found.append(executor.buffer(launch.input_handles[k]))
         else:
             found.append(executor.buffer(launch.output_handles[k]))
     return found
@@ -185,8 +178,8 @@ def _dispatch(executor: Any, planned: MatmulLaunch, buffers: list) -> None:
                     planned.workgroups, workgroup_size=planned.size)
 
 
-def run_matmul_fallback(executor: Any, run: Any, opt: Any, launch: Launch, scalars: list,
-              scratch: dict | None = None) -> FusedKernel:
+def run_matmul_fallback(executor: Any, run: Any, opt: Any, launch: Launch,
+                        scalars: list) -> FusedKernel:
     """The standalone matmul, then the ``product`` kernel (the epilogue reading its output)."""
     handles = launch.input_handles
     op = run.ops[0]
@@ -198,8 +191,7 @@ def run_matmul_fallback(executor: Any, run: Any, opt: Any, launch: Launch, scala
     if planned is None:
         raise GpuLimitError(f"fused matmul: even the fallback's epilogue kernel cannot run: "
                             f"{why} (the plan was made for another device profile)")
-    _dispatch(executor, planned, _buffers(executor, planned.kernel, launch, product.buffer,
-                                          scratch))
+    _dispatch(executor, planned, _buffers(executor, planned.kernel, launch, product.buffer))
     return planned.kernel
 
 
@@ -217,39 +209,9 @@ def run_fused_matmul(executor: Any, run: Any, opt: Any, launch: Launch, scalars:
     kind = kind or DEFAULT_FORM
     device, kernels = executor.device, executor.matmul_kernels
     for attempt in dict.fromkeys((kind, DEFAULT_FORM)):
-        if attempt == "fallback":
-            break
         planned, why = plan_matmul(device, kernels, run, opt, launch, attempt, scalars)
         if planned is not None:
             _dispatch(executor, planned, _buffers(executor, planned.kernel, launch))
             return planned.kernel
         _log(f"{attempt} does not fit: {why}; falling back")
     return run_matmul_fallback(executor, run, opt, launch, scalars)
-
-
-def in_place_scratch(executor: Any, launch: Launch) -> dict:
-    """A scratch copy of each input an output is written into in place, by input position
-    (bound instead of the input when a candidate runs for timing)."""
-    scratch = {}
-    for out in launch.plan.outputs:
-        if out.kind != "owned":
-            handle = launch.input_handles[out.input_pos]
-            scratch[out.input_pos] = executor.rt.copy(executor.device_tensor(handle)).buffer
-    return scratch
-
-
-def matmul_candidates(executor: Any, run: Any, opt: Any, launch: Launch,
-                      scalars: list) -> list[tuple[str, Callable[[], None]]]:
-    """``(name, callable)`` per candidate that fits, ``"fallback"`` last (see the module
-    docstring: in-place inputs are bound to scratch copies); ``scalars`` as for
-    ``run_fused_matmul``."""
-    scratch = in_place_scratch(executor, launch)
-    found = []
-    for kind in CANDIDATES:
-        planned, _ = plan_matmul(executor.device, executor.matmul_kernels, run, opt, launch,
-                                 kind, scalars)
-        if planned is not None:
-            buffers = _buffers(executor, planned.kernel, launch, scratch=scratch)
-            found.append((kind, lambda p=planned, b=buffers: _dispatch(executor, p, b)))
-    found.append(("fallback", lambda: run_matmul_fallback(executor, run, opt, launch, scalars, scratch)))
-    return found

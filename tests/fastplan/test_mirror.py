@@ -307,9 +307,9 @@ def test_mirror_execute_has_refimpl_fuser_paths_in_order():
     twin = importlib.import_module("fastplan.launch.execute")
     ref_source = Path(reference.__file__).read_text()
     fast_source = (ROOT / "fastplan" / "launch" / "execute.pyx").read_text()
-    ref_paths = _execute_functions(ref_source, r"^def (execute_\w+|_matmul_fallback|_reduce_\w+)\(")
+    ref_paths = _execute_functions(ref_source, r"^def (execute_\w+|matmul_fallback|_reduce_\w+)\(")
     fast_paths = _execute_functions(
-        fast_source, r"^cdef \w+ (execute_\w+|_matmul_fallback|_reduce_\w+)\(")
+        fast_source, r"^cdef \w+ (execute_\w+|matmul_fallback|_reduce_\w+)\(")
     assert fast_paths == ref_paths
     assert list(twin.FUSERS) == list(reference.FUSERS)
     table = dict(re.findall(r"^_EXECUTE\[(\d+)\] = (\w+)$", fast_source, re.MULTILINE))

@@ -2,7 +2,8 @@
 ``2K·ε·|A||B|`` bound chained through the epilogue): batched, broadcast batch, transposed
 operands, epilogues with several outputs, f16 where the adapter has it, every form forced;
 one kernel per step, the kernel cache by config identity, fallbacks that never fail the run,
-the candidates an autotuner times, and golden sources.
+the candidates an autotuner times before the step commits (an in-place epilogue's input never
+written by them, nothing copied), and golden sources.
 
 Golden files: ``tests/gpu/golden_matmul/<case>.wgsl``; regenerate deliberately with
 ``FUSELAB_RECORD_GOLDEN=1 pytest tests/gpu/test_fused_matmul.py`` and review the diff.
@@ -11,6 +12,7 @@ Golden files: ``tests/gpu/golden_matmul/<case>.wgsl``; regenerate deliberately w
 from __future__ import annotations
 
 import io
+import json
 import os
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -23,8 +25,10 @@ from refimpl.interpreter import Interpreter, executed_steps
 from gpu.check.agreement import compare
 from gpu.codegen import matmul_tiled
 from gpu.codegen.matmul_tiled import Tiling
-from gpu.runtime.executor import GpuExecutor, WgslListing, scalar_words
-from gpu.runtime.fused_matmul import CANDIDATES, MatmulKernels, matmul_candidates
+from gpu.runtime import autotune
+from gpu.runtime.autotune_matmul import matmul_candidates
+from gpu.runtime.executor import GpuExecutor, WgslListing
+from gpu.runtime.fused_matmul import CANDIDATES, MatmulKernels
 
 GOLDEN = Path(__file__).resolve().parent / "golden_matmul"
 RECORD = os.environ.get("FUSELAB_RECORD_GOLDEN", "") not in ("", "0")
@@ -96,8 +100,10 @@ CASES = {
 def test_fused_matmul_matches_interpreter(gpu_device, case, form):
     executor = _run(gpu_device, _stream(**CASES[case]), form)
     record = _matmul_record(executor)
-    if record.path == "fused":
-        assert record.dispatches == (2 if form == "fallback" else 1)
+    if form == "fallback":  # the walk's fallback: the matmul, then the tail
+        assert (record.path, record.dispatches) == ("fallback", 2)
+    elif record.path == "fused":
+        assert record.dispatches == 1
 
 
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f or "default")
@@ -106,7 +112,8 @@ def test_fused_matmul_f16(gpu_device, form):
         pytest.skip("the adapter has no shader-f16")
     executor = _run(gpu_device, _stream((2, 20, 32), (2, 32, 24), (1, 1, 24), dtype="f16"),
                     form)
-    assert _matmul_record(executor).path == "fused"
+    if form is not None:  # autotune may pick the fallback
+        assert _matmul_record(executor).path == ("fallback" if form == "fallback" else "fused")
 
 
 def test_fused_matmul_takes_the_fused_path_with_transposed_operands(gpu_device):
@@ -154,31 +161,92 @@ def test_fused_matmul_tiling_past_the_device_falls_back(gpu_device, monkeypatch)
     assert "fused matmul: large does not fit" in out.getvalue()
 
 
-def test_fused_matmul_candidates_leave_the_values_alone(gpu_device):
-    """Every candidate runs; an in-place output's input is bound to a scratch copy, so
-    timing them does not change what the step computes."""
+def _in_place_stream():
+    """``gelu(a @ b + c)``: the epilogue writes its output into the addend ``c``'s buffer."""
     s = Session(executor=None)
     a, b = s.random((2, 8, 16), seed=1), s.random((2, 16, 12), seed=2)
-    s.sync(_gelu(a @ b + s.random((2, 8, 12), seed=3)))  # the addend is written in place
-    stream = s.close()
+    s.sync(_gelu(a @ b + s.random((2, 8, 12), seed=3)))
+    return s.close()
+
+
+def _copies_in_matmul_steps(executor, monkeypatch):
+    """A list that counts the copies of a tensor's buffer encoded while the walk runs a Matmul
+    step (a synced tensor's snapshot is taken after its step, outside the count; timing's
+    own read-backs copy no tensor)."""
+    encoder = type(executor.rt.wgpu_device.create_command_encoder())
+    copies, counting = [0], [False]
+    original = encoder.copy_buffer_to_buffer
+
+    def copy_buffer_to_buffer(self, *args, **kwargs):
+        if counting[0] and any(args[0] is held for held in executor.buffers.values()):
+            copies[0] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(encoder, "copy_buffer_to_buffer", copy_buffer_to_buffer)
+    walk_step = executor.walk.execute
+
+    def execute(item):
+        counting[0] = item.step.fuser == "Matmul"
+        try:
+            return walk_step(item)
+        finally:
+            counting[0] = False
+
+    executor.walk.execute = execute
+    return copies
+
+
+@pytest.mark.parametrize("form", (*CANDIDATES, "fallback"))
+def test_fused_matmul_candidates_timed_before_commit_leave_inputs_alone(gpu_device, form,
+                                                                        monkeypatch):
+    """Every candidate is timed as the tuner times it, on the step's inputs before the walk
+    commits the step, copying nothing; whichever form then runs, an epilogue written in place
+    into its input gives the interpreter's values."""
+    stream = _in_place_stream()
+    profile, executed = executed_steps(stream, gpu_device.profile())
+    expected = Interpreter(stream, profile).run(executed)
+    names = []
+
+    def choose(executor, run, opt, launch, scalars):
+        for candidate in matmul_candidates(executor, run, opt, launch, scalars):
+            names.append(candidate.name)
+            autotune.time_candidate(gpu_device, candidate.prepare(), reps=2, iterations=2)
+        return form
+
+    executor = GpuExecutor(stream, gpu_device, profile)
+    executor.matmul_form = choose
+    copies = _copies_in_matmul_steps(executor, monkeypatch)
+    got = executor.run(executed)
+    assert names == [*CANDIDATES, "fallback"]
+    record = _matmul_record(executor)
+    assert record.path == ("fallback" if form == "fallback" else "fused")
+    assert record.aliases()  # written in place: the case this test is about
+    assert copies == [0]
+    assert compare(stream, expected, got).ok
+
+
+def test_fused_matmul_autotuned_in_place_epilogue(gpu_device, monkeypatch, tmp_path, capsys):
+    """Under autotune (an empty cache) every candidate is timed without a scratch copy of the
+    input the epilogue writes in place, and the step still gives the interpreter's values."""
+    import gpu.runtime.autotune_matmul as matmul_tuning
+
+    monkeypatch.setenv("FUSELAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSELAB_AUTOTUNE", "on")
+    monkeypatch.setenv("FUSELAB_AUTOTUNE_LOG", "stdout")
+    monkeypatch.setattr(matmul_tuning, "TUNER", autotune.Tuner())
+    stream = _in_place_stream()
     profile, executed = executed_steps(stream, gpu_device.profile())
     expected = Interpreter(stream, profile).run(executed)
     executor = GpuExecutor(stream, gpu_device, profile)
-    names = []
-
-    def tuned(run, opt, launch):
-        candidates = matmul_candidates(executor, run, opt, launch,
-                                       scalar_words(run, opt.trace))
-        names.extend(name for name, _ in candidates)
-        for _, launch_candidate in candidates:
-            launch_candidate()
-            launch_candidate()
-        GpuExecutor.run_matmul(executor, run, opt, launch)
-
-    executor.run_matmul = tuned
+    copies = _copies_in_matmul_steps(executor, monkeypatch)
     got = executor.run(executed)
-    assert names == [*CANDIDATES, "fallback"]
-    assert _matmul_record(executor).aliases()  # the case this test is about
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()
+             if line.startswith("{")]
+    (line,) = [line for line in lines if line["fuser"] == "Matmul"]
+    assert sorted(line["candidates"]) == sorted([*CANDIDATES, "fallback"])
+    assert _matmul_record(executor).path == ("fallback" if line["winner"] == "fallback"
+                                             else "fused")
+    assert copies == [0]
     assert compare(stream, expected, got).ok
 
 
@@ -188,8 +256,7 @@ def test_fused_matmul_form_chooser_is_called_per_launch(gpu_device):
     seen = []
 
     def choose(executor, run, opt, launch, scalars):
-        seen.append([name for name, _ in matmul_candidates(executor, run, opt, launch,
-                                                            scalars)])
+        seen.append([c.name for c in matmul_candidates(executor, run, opt, launch, scalars)])
         return "tile64"
 
     executor = _run(gpu_device, _stream(**CASES["outputs"]), choose)
@@ -205,8 +272,10 @@ GOLDEN_CASES = {"batched": None, "both_transposed": "large", "outputs": "small",
 
 
 @pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
-def test_fused_matmul_golden_wgsl(gpu_device, case):
-    """The kernel each case runs on the metal profile's plan (``None``: the default form)."""
+def test_fused_matmul_golden_wgsl(gpu_device, case, monkeypatch):
+    """The kernel each case runs on the metal profile's plan (``None``: the default form, so
+    autotune is off)."""
+    monkeypatch.setenv("FUSELAB_AUTOTUNE", "off")
     stream = _stream(**CASES[case])
     profile, executed = executed_steps(stream, profile_named("metal"))
     executor = GpuExecutor(stream, gpu_device, profile)

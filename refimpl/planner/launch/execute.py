@@ -18,8 +18,9 @@ Steps:
 
 * unfused: each op through ``Backend.run_op``;
 * ``ElementWise``: its trace, one block (``Backend.run_block``);
-* ``Matmul``: the fused kernel when the backend has one (``fused_matmul``) and burn's launch
-  accepts it (``matmul_refused``), else the fallback: the matmul unfused, then the tail;
+* ``Matmul``: the fused kernel when the backend has one (``fused_matmul``), burn's launch
+  accepts it (``matmul_refused``) and the backend does (``matmul_refusal``: its form chosen,
+  autotune's fallback refused), else the fallback: the matmul unfused, then the tail;
 * ``Reduce``: likewise with ``fused_reduce``; the fallback runs the read trace, the
   reduction unfused, the write trace;
 * ``ReduceBroadcasted``: the full trace as one kernel when the backend runs it
@@ -30,6 +31,11 @@ Steps:
 
 A step whose block covers no position while an output has elements (``UncoveredOutputs``)
 runs op by op from the memory state before it; the records of launch planning keep burn's.
+
+A backend decides (``matmul_refusal``, ``reduce_refusal``, ``broadcasted_refusal``) before the
+walk commits the step: the fused launch is planned on a fork of memory that nothing has run
+on yet, so an autotuner times its candidates on the step's inputs as they are (burn tunes in
+``execute`` before the winner runs on the real context).
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from refimpl.stream import Stream
 
 __all__ = ["StepRecord", "Backend", "StepRun", "Walk", "LayoutBackend", "FUSERS",
            "UncoveredOutputs", "check_covered", "matmul_refused", "launch_plan_stream",
-           "reduce_fallback", "broadcasted_fallback"]
+           "matmul_fallback", "reduce_fallback", "broadcasted_fallback"]
 
 
 class UncoveredOutputs(LaunchError):
@@ -94,8 +100,14 @@ class Backend(Protocol):
     def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
         """Run an element-wise trace's one block over ``launch``'s bindings."""
 
+    def matmul_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        """Why the backend runs this fused matmul launch through its fallback instead
+        (autotune chose the fallback); ``None`` runs it fused, in the form the backend chose
+        (asked before the step commits: nothing of it has run)."""
+
     def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
-        """The fused matmul kernel (with ``fused_matmul``)."""
+        """The fused matmul kernel (with ``fused_matmul``, when ``matmul_refusal`` gave
+        ``None``)."""
 
     def run_reduce(self, run: StepRun, opt: Any, launch: Launch,
                    ops: Sequence[OperationIr]) -> None:
@@ -178,8 +190,9 @@ def matmul_refused(launch: Launch, lhs: int, rhs: int) -> bool:
     return out == 1 and any(size > 1 for size in sizes)
 
 
-def _matmul_fallback(run: StepRun, opt: Any) -> None:
-    """``fused_matmul_fallback``: the matmul alone, then the tail as one kernel."""
+def matmul_fallback(run: StepRun, opt: Any) -> None:
+    """``fused_matmul_fallback``: the matmul alone, then the tail as one kernel (also what
+    autotune times against the fused forms)."""
     run.path = "fallback"
     run.unfused(run.ops[0])
     run.run_trace(opt.trace_fallback)
@@ -187,7 +200,7 @@ def _matmul_fallback(run: StepRun, opt: Any) -> None:
 
 def execute_matmul(run: StepRun, opt: Any) -> None:
     if not run.backend.fused_matmul:
-        _matmul_fallback(run, opt)
+        matmul_fallback(run, opt)
         return
     fork = run.memory.fork()
     try:
@@ -195,9 +208,10 @@ def execute_matmul(run: StepRun, opt: Any) -> None:
     except LaunchError:
         launch = None
     run.main = None if launch is None else launch.plan
-    if launch is None or (not launch.plan.skipped and
-                          matmul_refused(launch, opt.matmul.lhs.pos, opt.matmul.rhs.pos)):
-        _matmul_fallback(run, opt)
+    if launch is None or (not launch.plan.skipped and (
+            matmul_refused(launch, opt.matmul.lhs.pos, opt.matmul.rhs.pos) or
+            run.backend.matmul_refusal(run, opt, launch) is not None)):
+        matmul_fallback(run, opt)
         return
     run.memory.adopt(fork)
     run.commit(launch)
@@ -346,6 +360,9 @@ class LayoutBackend:
 
     def run_block(self, run: StepRun, trace: FuseTrace, launch: Launch) -> None:
         return
+
+    def matmul_refusal(self, run: StepRun, opt: Any, launch: Launch) -> str | None:
+        return None
 
     def run_matmul(self, run: StepRun, opt: Any, launch: Launch) -> None:
         return
