@@ -18,17 +18,22 @@ A strided buffer is a flat array of ``1 + sum((shape[i] - 1) * strides[i])`` ele
 the tensor is empty). Element ``idx`` of the logical tensor lives at ``sum(idx[i] *
 strides[i])``; every other position holds a sentinel (NaN for floats, the dtype's maximum for
 ints, ``True`` for bool) so that wrong index math shows up in results.
+
+numpy is imported by the functions that make values, not with the module: ``InputSpec`` and
+the layout arithmetic serve the planner, which needs no values.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Sequence
 
 from refimpl.dtypes import DType, DTypeClass
 from refimpl.errors import InputDataError, StrideError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "InputSpec",
@@ -85,6 +90,8 @@ _GENERATORS = {"f": _random_float, "i": _random_int, "u": _random_uint, "b": _ra
 
 def random_values(shape: Sequence[int], dtype: DType, seed: int) -> np.ndarray:
     """The documented deterministic generator: same (shape, dtype, seed) → same bits."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     raw = _GENERATORS[dtype.numpy.kind](rng, tuple(shape))
     return np.array(raw.astype(dtype.numpy), order="C", copy=None)
@@ -105,6 +112,8 @@ def _field(tensor_id: int | None, key: str) -> str:
 
 
 def _data_values(spec: InputSpec, tensor_id: int | None) -> np.ndarray:
+    import numpy as np
+
     field = _field(tensor_id, "data")
     try:
         raw = np.array(spec.data)
@@ -167,6 +176,8 @@ def buffer_length(shape: Sequence[int], strides: Sequence[int]) -> int:
 
 def element_offsets(shape: Sequence[int], strides: Sequence[int]) -> np.ndarray:
     """An int64 array of ``shape``: the buffer offset of every logical element."""
+    import numpy as np
+
     if len(shape) != len(strides):
         raise StrideError(f"{len(strides)} strides for a rank-{len(shape)} tensor",
                           field="strides")
@@ -181,21 +192,25 @@ def element_offsets(shape: Sequence[int], strides: Sequence[int]) -> np.ndarray:
 
 def sentinel(dtype: DType) -> Any:
     """The value padding positions hold: NaN, the int maximum, or True."""
-    return _SENTINELS[dtype.cls](dtype)
+    import numpy as np
+
+    if dtype.cls is DTypeClass.FLOAT:
+        return np.nan
+    if dtype.cls is DTypeClass.INT:
+        return np.iinfo(dtype.numpy).max
+    return True
 
 
-_SENTINELS = {
-    DTypeClass.FLOAT: lambda dtype: np.nan,
-    DTypeClass.INT: lambda dtype: np.iinfo(dtype.numpy).max,
-    DTypeClass.BOOL: lambda dtype: True,
-}
-_DTYPE_BY_NUMPY = {dtype.numpy: dtype for dtype in DType}
+@functools.cache
+def _dtype_by_numpy() -> dict:
+    """numpy dtype -> the stream dtype it holds."""
+    return {dtype.numpy: dtype for dtype in DType}
 
 
 def _dtype_of(values: np.ndarray) -> DType:
-    if values.dtype not in _DTYPE_BY_NUMPY:
+    if values.dtype not in _dtype_by_numpy():
         raise InputDataError(f"no stream dtype holds numpy {values.dtype}")
-    return _DTYPE_BY_NUMPY[values.dtype]
+    return _dtype_by_numpy()[values.dtype]
 
 
 def strided_buffer(values: np.ndarray, strides: Sequence[int] | None = None) -> np.ndarray:
@@ -204,6 +219,8 @@ def strided_buffer(values: np.ndarray, strides: Sequence[int] | None = None) -> 
     Positions no element maps to hold ``sentinel(dtype)``. Strides that make two elements
     share a position raise ``StrideError``.
     """
+    import numpy as np
+
     shape = values.shape
     strides = contiguous_strides(shape) if strides is None else tuple(strides)
     offsets = element_offsets(shape, strides)
@@ -239,6 +256,8 @@ def _disjoint_by_strides(shape: Sequence[int], strides: Sequence[int]) -> bool:
 def read_strided(buffer: np.ndarray, shape: Sequence[int],
                  strides: Sequence[int] | None = None) -> np.ndarray:
     """The logical (contiguous) tensor a strided ``buffer`` holds."""
+    import numpy as np
+
     shape = tuple(shape)
     strides = contiguous_strides(shape) if strides is None else tuple(strides)
     needed = buffer_length(shape, strides)

@@ -3,13 +3,19 @@
 Only the types numpy can hold exactly are modelled. ``bool`` is stored as ``u32`` by the
 wgpu runtime (burn's ``BoolStore::Native`` on cubecl-wgpu), which is why its
 ``storage_bytes`` is 4: vector-width selection (notes §6.1) uses the storage size.
+
+numpy is imported when a numpy dtype is first asked for (``DType.numpy``), not with this
+module: the widths come from the type names, and the planner needs nothing else.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["DType", "DTypeClass"]
 
@@ -41,7 +47,7 @@ class DType(enum.Enum):
     @property
     def numpy(self) -> np.dtype:
         """The numpy dtype that holds this type's logical values."""
-        return _NUMPY[self]
+        return _numpy_dtype(self)
 
     @property
     def cls(self) -> DTypeClass:
@@ -67,12 +73,12 @@ class DType(enum.Enum):
     @property
     def bits(self) -> int:
         """Width of the logical value (bool counts as 8, numpy's size)."""
-        return self.numpy.itemsize * 8
+        return 8 if self is DType.BOOL else int(self.value[1:])
 
     @property
     def storage_bytes(self) -> int:
         """Bytes one element occupies in a GPU buffer (bool is stored as u32)."""
-        return 4 if self is DType.BOOL else self.numpy.itemsize
+        return 4 if self is DType.BOOL else self.bits // 8
 
     @classmethod
     def parse(cls, text: str) -> DType:
@@ -80,17 +86,13 @@ class DType(enum.Enum):
         return cls(text)
 
 
-_NUMPY = {
-    DType.F64: np.dtype(np.float64),
-    DType.F32: np.dtype(np.float32),
-    DType.F16: np.dtype(np.float16),
-    DType.I64: np.dtype(np.int64),
-    DType.I32: np.dtype(np.int32),
-    DType.I16: np.dtype(np.int16),
-    DType.I8: np.dtype(np.int8),
-    DType.U64: np.dtype(np.uint64),
-    DType.U32: np.dtype(np.uint32),
-    DType.U16: np.dtype(np.uint16),
-    DType.U8: np.dtype(np.uint8),
-    DType.BOOL: np.dtype(np.bool_),
-}
+@functools.cache
+def _numpy_dtype(dtype: DType) -> np.dtype:
+    """numpy's dtype of the same kind and width (``f32``: ``float32``), numpy imported on first
+    use."""
+    import numpy as np
+
+    if dtype is DType.BOOL:
+        return np.dtype(np.bool_)
+    kind = {"f": "float", "i": "int", "u": "uint"}[dtype.value[0]]
+    return np.dtype(f"{kind}{dtype.bits}")

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from refimpl.data import InputSpec  # there so that validate needs no stream; public here too
 from refimpl.dtypes import DType, DTypeClass
 from refimpl.errors import (DTypeError, FieldTypeError, MissingFieldError, StatusError,
@@ -373,6 +371,8 @@ def _input_json(spec: InputSpec) -> dict:
 
 def _data_json(data: Any, dtype: DType) -> Any:
     """Inline data with every value spelt in the dtype's family (``1`` → ``1.0`` for f32)."""
+    import numpy as np
+
     try:
         values = np.asarray(data)
     except (ValueError, TypeError, OverflowError):
@@ -401,6 +401,8 @@ def _tensor_json(t: TensorIr) -> dict:
 
 
 def _scalar_json(value: Any, op: Op) -> Any:
+    import numpy as np
+
     if isinstance(value, bool | np.bool_):
         return bool(value)
     if not isinstance(value, int | float | np.number):

@@ -27,8 +27,6 @@ import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
-
 from refimpl.data import InputSpec
 from refimpl.dtypes import DType, DTypeClass
 from refimpl.errors import (DTypeError, FieldTypeError, InputDataError, ShapeError, StatusError,
@@ -153,6 +151,8 @@ def _nested(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 
 
 def _check_no_alias(shape: tuple[int, ...], strides: tuple[int, ...], where: str) -> None:
+    import numpy as np
+
     offsets = np.zeros(shape, dtype=np.int64)
     for axis, (size, stride) in enumerate(zip(shape, strides)):
         offsets += (np.arange(size, dtype=np.int64) * stride).reshape(
@@ -186,6 +186,8 @@ def _check_source(spec: InputSpec, where: str) -> None:
 
 
 def _check_data(spec: InputSpec, where: str) -> None:
+    import numpy as np
+
     try:
         values = np.array(spec.data)
     except (ValueError, OverflowError, TypeError):
@@ -413,6 +415,8 @@ def _check_scalars(op: OperationIr, index: int) -> None:
 
 def _scalar_problem(value: Any, family: DTypeClass | None, dtype: DType) -> str | None:
     """Why ``value`` cannot be a scalar of an op of ``family`` at precision ``dtype``."""
+    import numpy as np
+
     is_bool = isinstance(value, bool | np.bool_)
     if family is DTypeClass.BOOL:
         return None if is_bool else "a bool op takes true or false"

@@ -250,7 +250,8 @@ _FIXED_DTYPE = {"mask": (lambda d: d is DType.BOOL, "bool"),
 
 def check_dtypes(item: OperationIr, index: int) -> None:
     """Every input has the first one's dtype, except masks (bool) and indices (ints)."""
-    main = item.inputs()[0].dtype if item.inputs() else None
+    inputs = item.inputs()
+    main = inputs[0].dtype if inputs else None
     for name, kind in item.desc.SCHEMA:
         if name == "out" or kind not in (FieldKind.TENSOR, FieldKind.TENSORS):
             continue

@@ -205,9 +205,8 @@ class Session:
             form = _form(key, main, len(operands), index)
         op, fields, rule, rule_build = form
         states = [usable(h, self, index, f) for h, f in zip(operands, fields)]
-        uses = statuses(path, counts, [st.id for st in states], [st.handles for st in states],
-                        held)
-        ins = tuple(st.ir(status) for st, status in zip(states, uses))
+        uses = statuses(path, counts, states, held)
+        ins = tuple([st.ir(status) for st, status in zip(states, uses)])
         out_type = out_dtype(op, main, dtype, index)
         if build is rule_build and dtype is None and not shape:
             item = self._typed(op, rule, ins, out_type, scalars, index)

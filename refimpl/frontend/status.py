@@ -26,7 +26,7 @@ from __future__ import annotations
 import gc
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from refimpl.ir import TensorStatus
 
@@ -47,22 +47,33 @@ def refcount_calibration() -> dict[str, tuple[int, int]]:
     return dict(_MEASURED)
 
 
-def statuses(path: str, counts: Sequence[int], ids: Sequence[int], handles: Sequence[int],
+class Operand(Protocol):
+    """An operand's tensor as the status inference sees it (``TensorState``)."""
+
+    id: int
+    handles: int
+
+
+def statuses(path: str, counts: Sequence[int], tensors: Sequence[Operand],
              held: bool) -> list[TensorStatus]:
     """The status of each operand of one op reached through ``path``.
 
-    ``counts`` are the operands' reference counts as read by the recording function, ``ids``
-    their tensor ids and ``handles`` how many handles their tensors have (``clone``). A use
-    is ``ReadWrite`` only when nothing holds the operand (``held``: the caller keeps the
-    operand list), its tensor has one handle and the op uses that tensor once.
+    ``counts`` are the operands' reference counts as read by the recording function,
+    ``tensors`` their tensors (``id``, and ``handles``: how many handles the tensor has,
+    ``clone``). A use is ``ReadWrite`` only when nothing holds the operand (``held``: the
+    caller keeps the operand list), its tensor has one handle and the op uses that tensor
+    once.
     """
     limit = _TEMPORARY.get(path)
+    if held or limit is None:
+        return [RO] * len(tensors)
+    if len(tensors) == 1:  # the common case: one operand is used once
+        return [RW if counts[0] <= limit and tensors[0].handles == 1 else RO]
     uses: dict[int, int] = {}
-    for tid in ids:
-        uses[tid] = uses.get(tid, 0) + 1
-    return [RW if (not held and limit is not None and count <= limit and handle_count == 1
-                   and uses[tid] == 1) else RO
-            for count, tid, handle_count in zip(counts, ids, handles)]
+    for tensor in tensors:
+        uses[tensor.id] = uses.get(tensor.id, 0) + 1
+    return [RW if count <= limit and tensor.handles == 1 and uses[tensor.id] == 1 else RO
+            for count, tensor in zip(counts, tensors)]
 
 
 def list_is_held(count: int) -> bool:

@@ -19,20 +19,25 @@ builds for a device (``fusion/registry.rs``); notes §9.
 ``executed_steps`` stops after step 3: the executed steps with their contexts, which every
 backend of the walk runs (the interpreter, the GPU).
 
-The fusers' modules are imported inside ``plan`` (not at package import): they import
-``refimpl.planner.*`` themselves, and importing them here would make every
-``import refimpl.planner.x`` load all five fusers first.
+Importing the package loads nothing of the planner: every ``import refimpl.planner.x``
+(fastplan's compiled twins import refimpl's plain-data modules) runs this file first, and
+loading the whole planner here would make each such import pay for all of it. The names in
+``__all__`` other than ``plan`` are loaded when first asked for (``__getattr__``); ``plan``
+and ``executed_steps`` import the planner when called.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from refimpl.devices import resolve_device
-from refimpl.planner.log import FusionLog
-from refimpl.planner.stream.plan import Plan, PlanBlock, PlanStep, plan_from_json, plan_to_json
-from refimpl.planner.stream.processor import StreamPlanner
-from refimpl.stream import Stream
+
+if TYPE_CHECKING:
+    from refimpl.planner.log import FusionLog
+    from refimpl.planner.stream.plan import Plan, PlanBlock, PlanStep, plan_from_json, plan_to_json
+    from refimpl.planner.stream.processor import StreamPlanner
+    from refimpl.stream import Stream
 
 __all__ = [
     "plan",
@@ -45,6 +50,21 @@ __all__ = [
     "StreamPlanner",
 ]
 
+# the names of __all__ loaded on first use, and the module each is defined in
+_LAZY = {"Plan": "refimpl.planner.stream.plan", "PlanStep": "refimpl.planner.stream.plan",
+         "PlanBlock": "refimpl.planner.stream.plan", "plan_to_json": "refimpl.planner.stream.plan",
+         "plan_from_json": "refimpl.planner.stream.plan",
+         "StreamPlanner": "refimpl.planner.stream.processor"}
+
+
+def __getattr__(name: str) -> Any:
+    """A name of ``_LAZY``, imported from its module on first use (then kept here)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 
 def plan(stream: Stream, device: Any = "metal", registry: Any = None,
          log: FusionLog | None = None) -> Plan:
@@ -53,6 +73,9 @@ def plan(stream: Stream, device: Any = "metal", registry: Any = None,
     ``registry`` defaults to a fresh ``FusionRegistry`` (the five built-in fusers); ``log``
     to what ``FUSELAB_LOG`` asks for."""
     from refimpl.planner.fusers.registry import FusionRegistry
+    from refimpl.planner.log import FusionLog
+    from refimpl.planner.stream.plan import Plan
+    from refimpl.planner.stream.processor import StreamPlanner
 
     profile = resolve_device(device)
     fusers = (registry if registry is not None else FusionRegistry()).fusers(profile)
@@ -66,6 +89,7 @@ def plan(stream: Stream, device: Any = "metal", registry: Any = None,
 def executed_steps(stream: Stream, device: Any = "metal") -> tuple[Any, tuple]:
     """Plan ``stream``: the device profile and the executed steps with their contexts."""
     from refimpl.planner.fusers.registry import FusionRegistry
+    from refimpl.planner.stream.processor import StreamPlanner
 
     profile = resolve_device(device)
     planner = StreamPlanner(FusionRegistry().fusers(profile))

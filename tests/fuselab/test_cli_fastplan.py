@@ -118,3 +118,39 @@ def test_cli_bench_planner_front_door_table(capsys):
     for name in ("elementwise", "chains"):
         for stage in ("load + validate", "record", "plan", "to JSON", "total", "incremental"):
             assert re.search(rf"^\| {name} \| \d+ \| {re.escape(stage)} \|", out, re.MULTILINE)
+
+
+_LOADED_BY_PLAN = r"""
+import contextlib, io, json, sys
+from fuselab import cli
+with contextlib.redirect_stdout(io.StringIO()):
+    code = cli.main(["plan", sys.argv[1], "--planner", sys.argv[2]])
+print(json.dumps({"code": code, "loaded": sorted(sys.modules)}))
+"""
+
+
+def _loaded_by_plan(planner: str) -> set[str]:
+    """The modules a fresh ``fuselab plan --planner PLANNER`` process has loaded at the end."""
+    import json
+    import subprocess
+    import sys
+
+    stream = str(GOLDEN / "streams" / "search_softmax.json")
+    done = subprocess.run([sys.executable, "-c", _LOADED_BY_PLAN, stream, planner],
+                          capture_output=True, text=True, check=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["code"] == 0
+    return set(found["loaded"])
+
+
+def test_cli_plan_fast_loads_no_numpy():
+    """The compiled path plans without numpy, the interpreter or the ops' numpy semantics:
+    what it imports is its start-up cost, and planning needs no values."""
+    import fastplan
+
+    if not fastplan.COMPILED:
+        pytest.skip("fastplan is not compiled: its path is refimpl's")
+    fast = _loaded_by_plan("fast")
+    assert {"numpy", "refimpl.interpreter", "refimpl.semantics"} & fast == set()
+    assert "fastplan.planner" in fast

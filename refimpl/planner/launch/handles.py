@@ -18,14 +18,15 @@ strides, ``Expand`` gives broadcast dims stride 0, ``Reshape`` keeps the buffer 
 ``reshape_action`` allows and copies otherwise, ``Slice`` is an offset view when both byte
 offsets are multiples of the memory alignment and a copy otherwise; every other op writes a
 fresh contiguous buffer. ``Drop`` and ``ReadWrite`` uses release handles.
+
+numpy and the ops' numpy semantics are imported where values are made: launch planning
+(``with_values=False``) uses this module without them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from refimpl.data import buffer_length, element_offsets, logical_values, sentinel
 from refimpl.dtypes import DType
@@ -33,8 +34,10 @@ from refimpl.errors import TensorIdError
 from refimpl.ir import OperationIr, TensorIr, TensorStatus
 from refimpl.ops import OpKind
 from refimpl.planner.launch.layout import contiguous_strides, reshape_action
-from refimpl.semantics import NUMPY_IMPL
 from refimpl.stream import InputSpec, Stream
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "MEMORY_ALIGNMENT_BYTES",
@@ -107,6 +110,8 @@ class Memory:
         self.next_buffer += 1
         self.sizes[buffer] = size
         if self.with_values:
+            import numpy as np
+
             self.data[buffer] = np.full(size, sentinel(dtype), dtype=dtype.numpy)
         return Handle(buffer, tuple(shape), strides, 0, dtype)
 
@@ -138,6 +143,8 @@ class Memory:
 
     def read(self, handle: Handle) -> np.ndarray:
         """The logical (contiguous) values a handle sees."""
+        import numpy as np
+
         return np.array(self.data[handle.buffer][handle.positions()], order="C")
 
     def write(self, handle: Handle, values: np.ndarray) -> None:
@@ -179,6 +186,10 @@ class Memory:
         else:
             handle = self.alloc(out.shape, out.dtype)
             if self.with_values:
+                import numpy as np
+
+                from refimpl.semantics import NUMPY_IMPL
+
                 env = {tid: self.read(h) for tid, h in handles.items()}
                 with np.errstate(all="ignore"):
                     result = np.asarray(NUMPY_IMPL[op.name](op.desc, env))
