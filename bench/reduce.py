@@ -23,7 +23,7 @@ compute pass, timed by pass timestamps (``bench.gpu_timing``); ``fuselab autotun
 candidate autotune picked in a fresh cache (its tuning time per key, and its time over the
 best row's: winner-vs-best); torch eager / torch.compile / torch copy (``bench.torch_rows``,
 CUDA events; skipped with a note without torch and CUDA); a hand-written WGSL vec4 copy.
-GB/s = bytes / median, bytes = the input read once (reductions: the issue's roofline
+GB/s = bytes / median, bytes = the input read once (reductions: the target's roofline
 convention) or the inputs read once + the output written once (softmax, layer norm); the copy
 roofline is a copy's own read + write. Median of ``--reps`` reps (≥ 20). Results go to
 ``DIR/reduce.json``, one PNG per table (``DIR/reduce_reductions.png``,

@@ -1,6 +1,6 @@
 """The libraries import no application code: ``refimpl`` imports neither ``argparse``, ``gpu``,
 ``fastplan`` nor ``fuselab``; ``gpu`` and ``fastplan`` import neither ``fuselab`` nor
-``argparse`` (issue 41 item 3). The command line, the demo and the benchmarks are ``fuselab``'s.
+``argparse``. The command line, the demo and the benchmarks are ``fuselab``'s.
 
 Each import runs in a fresh interpreter, where nothing else has loaded anything. hypothesis
 (``refimpl.strategies``) imports ``argparse`` itself, through ``unittest``: there the probe

@@ -1,6 +1,6 @@
 """No module under tests/ imports a test module: shared helpers live in ``tests/<area>/helpers.py``
 (or another helper module of the area, such as ``tests/planner/burn_mocks.py``), never in a
-``test_*.py`` that other modules import (issue 41).
+``test_*.py`` that other modules import.
 
 Imports are read with ``ast``: at module level or inside a function, ``import`` or ``from``.
 """
