@@ -11,7 +11,8 @@ and returns the id of its last tensor, so the ops drawn after it chain on it.
   every dtype (bool included) and shapes whose last dim makes widths 1 to 8.
 * ``view_reread``: an input read plainly, then again through a swap_dims (identity swaps
   included), a permute or a rank-keeping reshape whose shape fits the block, the two reads
-  combined and the view maybe read once more. Block shapes repeat dims so that views fit
+  combined, maybe beside a fresh operand of the block's shape (whose in-place output then
+  leaves the width to the reads). Block shapes repeat dims so that views fit
   often; inputs may be strided, so a view's vector width can differ from its original's and a
   swapped dim can be strided.
 * ``reduce_broadcast``: a per-axis reduction broadcast back onto its input (``x - max(x)``,
@@ -131,11 +132,15 @@ def view_reread(draw, b: StreamBuilder) -> int:
     original, perm = _fitting_view(draw, block, block, kind)
     if draw(st.integers(0, 2)) == 0:  # the plain read broadcast along one more dim
         axis = draw(st.integers(0, len(block) - 1))
-        original = tuple(1 if i == axis and kind != "reshape" else d
-                         for i, d in enumerate(original))
+        original = tuple(1 if i == axis else d for i, d in enumerate(original))
     out = tuple(original[a] for a in perm)
     x = draw(input_specs(b, original, dtype))
     first = _plain(draw, b, x)
+    if draw(st.booleans()):  # a fresh operand of the block's shape: the block's outputs may
+        # then all be written in place, so only its reads vote on the width
+        other = draw(input_specs(b, block, dtype))
+        first = b.op(f"Numeric{CATEGORY[family(dtype)]}.Add", block, dtype, lhs=first,
+                     rhs=other)
     if kind == "swap":
         moved = [i for i, a in enumerate(perm) if a != i] or [draw(st.integers(0, len(perm) - 1))]
         d1, d2 = moved[0], moved[-1]
@@ -147,11 +152,7 @@ def view_reread(draw, b: StreamBuilder) -> int:
     lhs, rhs = (first, view) if draw(st.booleans()) else (view, first)
     shape = tuple(max(p, q) for p, q in zip(b.live[lhs][0], b.live[rhs][0]))
     name = "Add" if dtype.is_float or draw(st.booleans()) else "Mul"
-    result = b.op(f"Numeric{CATEGORY[family(dtype)]}.{name}", shape, dtype, lhs=lhs, rhs=rhs)
-    if draw(st.booleans()):  # the view read a second time (several reads of one binding)
-        result = b.op(f"Numeric{CATEGORY[family(dtype)]}.Sub", shape, dtype, lhs=result,
-                      rhs=view)
-    return result
+    return b.op(f"Numeric{CATEGORY[family(dtype)]}.{name}", shape, dtype, lhs=lhs, rhs=rhs)
 
 
 # --- a reduction broadcast back onto its input (softmax, normalization) ---------------------
