@@ -172,14 +172,13 @@ def reduce_broadcast(draw, b: StreamBuilder) -> int:
     first = _plain(draw, b, x)  # a reduction opening a trace closes the fuser
     name = draw(st.sampled_from(("MaxDim", "SumDim", "MeanDim")))
     reduced = b.op(f"NumericFloat.{name}", kept, dtype, input=first, axis=axis)
-    shifted = draw(st.booleans())
-    if shifted:  # an op on the reduced values before they broadcast back
-        reduced = b.op("NumericFloat.AddScalar", kept, dtype, lhs=reduced, rhs=1.0)
     source = x if draw(st.booleans()) else first
     lhs, rhs = (source, reduced) if draw(st.booleans()) else (reduced, source)
     out = b.op(f"NumericFloat.{draw(st.sampled_from(('Sub', 'Mul', 'Add')))}", shape, dtype,
                lhs=lhs, rhs=rhs)
-    if not shifted and draw(st.booleans()):  # a second reduction, broadcast back too
+    if draw(st.booleans()):  # softmax's exp between the broadcast and the next reduction
+        out = b.op("Float.Exp" if name == "MaxDim" else "Float.Tanh", shape, dtype, input=out)
+    if draw(st.integers(0, 3)):  # a second reduction, broadcast back too (softmax's sum)
         total = b.op("NumericFloat.SumDim", kept, dtype, input=out, axis=axis)
         out = b.op(f"NumericFloat.{draw(st.sampled_from(('Mul', 'Sub')))}", shape, dtype,
                    lhs=out, rhs=total)
@@ -274,4 +273,4 @@ def inplace_strided(draw, b: StreamBuilder) -> int:
 
 TEMPLATES = (broadcast_view, broadcast_view, view_reread, view_reread, reduce_broadcast,
              matmul_broadcast_epilogue, nchw_module, inplace_strided)
-TEMPLATE_OPS = 5  # the most ops one template adds
+TEMPLATE_OPS = 6  # the most ops one template adds
