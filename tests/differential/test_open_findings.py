@@ -20,3 +20,14 @@ def test_clamp_in_place_into_swapped_broadcast_input():
     expected, got = run_stream(stream), run_planned(stream)
     for tid, want in expected.items():
         np.testing.assert_array_equal(got[tid], want)
+
+
+@pytest.mark.xfail(strict=True, reason="interp differs from eager: an input transposed but "
+                   "for a trailing size-1 dim ([8, 8, 1], strides [1, 8, 1]) read plainly and "
+                   "through swap_dims(0, 1) in one block (fuselab fuzz --count 1000 --seed 0, "
+                   "stream 920)")
+def test_swap_view_of_transposed_input_with_trailing_unit_dim():
+    stream = pinned("swap_view_of_transposed_trailing_unit")
+    expected, got = run_stream(stream), run_planned(stream)
+    for tid, want in expected.items():
+        np.testing.assert_array_equal(got[tid], want)
