@@ -88,8 +88,8 @@ def test_strategies_reach(label, condition):
 
 
 def _fusers(stream: Stream) -> set:
-    from refimpl.planner import executed_steps
     from refimpl.devices import profile_named
+    from refimpl.planner import executed_steps
 
     return {e.step.fuser for e in executed_steps(stream, profile_named("metal"))[1]}
 
