@@ -51,7 +51,7 @@ def test_a_planner_mutant_is_found_shrunk_and_replayed(tmp_path):
 
 @pytest.mark.gpu
 def test_the_reverted_broadcast_view_fix_is_found_on_the_gpu(gpu_adapter, tmp_path):
-    summary = _fuzz(tmp_path, "broadcast-view-strides-reverted", 30)
+    summary = _fuzz(tmp_path, "broadcast-view-strides-reverted", 60)
     bucket = min(summary["buckets"].values(), key=lambda b: b["index"])
     assert bucket["failure"]["check"] == "gpu"
     assert bucket["repro"]["ops_after"] <= 5
