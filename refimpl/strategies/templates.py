@@ -15,17 +15,18 @@ and returns the id of its last tensor, so the ops drawn after it chain on it.
   leaves the width to the reads). Block shapes repeat dims so that views fit
   often; inputs may be strided, so a view's vector width can differ from its original's and a
   swapped dim can be strided.
-* ``reduce_broadcast``: a per-axis reduction broadcast back onto its input (``x - max(x)``,
-  softmax): one input read by a reduce block and by the element-wise block after it, the
-  last of them maybe in place (the ReduceBroadcasted fuser's domain).
+* ``reduce_broadcast``: ``f(x)`` reduced along an axis and broadcast back onto ``x`` or
+  ``f(x)``, maybe through an exp and a second reduction (``x - max(x)``, softmax): one input
+  read by a reduce block and by an element-wise block after it (the Reduce and
+  ReduceBroadcasted fusers' domain).
 * ``matmul_broadcast_epilogue``: a matmul with a size-1 dim, then an epilogue op whose other
   operand is larger along that dim: the Matmul fuser must not grow its output.
 * ``nchw_module``: element-wise ops on a rank-4 NCHW tensor consumed by a pooling or
   interpolate op (the NHWCRelayout fuser's domain).
 * ``inplace_strided``: a non-idempotent update of a permuted input read for the last time
-  (written in place) beside a contiguous operand, in sizes rarely a multiple of the vector
-  width or the workgroup: an invocation past the end that wrapped around would re-read an
-  element already updated.
+  (written in place, so the block's reference becomes that permuted layout) beside a
+  contiguous operand then read through an index remap, in sizes rarely a multiple of the
+  vector width or the workgroup (positions past the end must do nothing).
 """
 
 from __future__ import annotations
@@ -248,9 +249,9 @@ def nchw_module(draw, b: StreamBuilder) -> int:
 
 
 def inplace_strided(draw, b: StreamBuilder) -> int:
-    """A non-idempotent element-wise update of a permuted or padded input read for the last
-    time, beside a contiguous operand the block may take as its reference; sizes rarely a
-    multiple of the workgroup or the vector width."""
+    """A non-idempotent element-wise update of a permuted input read for the last time (the
+    in-place target, whose layout the block then iterates in) beside a contiguous operand;
+    sizes rarely a multiple of the workgroup or the vector width."""
     shape = draw(st.sampled_from(((3, 5), (5, 7), (7, 10), (9, 9), (3, 5, 7), (2, 11, 3),
                                   (13, 6))))
     dtype = draw(st.sampled_from((DType.F32, DType.F32, DType.I32, DType.F16)))
