@@ -11,6 +11,8 @@ reason, first diverging op).
 * ``interp`` — refimpl's plan run by the interpreter equals the eager oracle bit for bit;
 * ``gpu`` — the same plan run on the WebGPU adapter agrees with the interpreter within the
   chained WGSL accuracy bounds (``gpu.check.agreement``), on the stream mapped to WGSL dtypes;
+  run as a first run picks its tiers, then again with every element-wise block on its
+  specialised kernel (``GPU_TIERS``) unless it ran there already;
 * ``plan-space`` — other legal plans (``fuselab.fuzz.plans``) equal the eager oracle;
 * ``cache`` — the stream replayed with new ids is served from the plan cache without a new
   search, with the steps a fresh planner gives the replay, and those steps compute the oracle's
@@ -43,6 +45,10 @@ from refimpl.stream import Stream
 
 __all__ = ["CHECKS", "DEFAULT_CHECKS", "Case", "Failure", "Harness", "run_checks"]
 
+# The gpu check's tiers (``gpu.runtime.tiers``): what a first run picks (tier 0 for most
+# element-wise blocks), then the blocks' specialised kernels, which a campaign would otherwise
+# run only for a block seen before or one tier 0 cannot express.
+GPU_TIERS = ("both", "specialised-only")
 PLAN_SPACE_SAMPLE = 3  # variants tried per stream
 VARIANT_PLAN_ITEMS = 40  # longer streams (the long chains) skip the plan check's variant
 MISALIGNED = "misaligned vector"
@@ -326,6 +332,7 @@ def check_cache(case: Case, h: Harness) -> Failure | None:
 def check_gpu(case: Case, h: Harness) -> Failure | None:
     from gpu.check.agreement import compare, wgsl_stream
     from gpu.runtime.executor import GpuExecutor
+    from gpu.runtime.tiers import use_tiers
 
     device = h.gpu()
     stream = wgsl_stream(case.stream, device.has_f16)
@@ -336,17 +343,25 @@ def check_gpu(case: Case, h: Harness) -> Failure | None:
     if exc is not None:
         h.notes[f"gpu: interpreter refused ({str(exc).split(':')[0]})"] += 1
         return None
-    got, index, exc = run_steps(GpuExecutor(stream, device, profile), executed)
-    if exc is not None:
-        return located("gpu", f"raised {type(exc).__name__}", stream, executed, index, ref,
-                       "default", profile, str(exc).splitlines()[0] if str(exc) else "")
-    agreement = compare(stream, expected, got, nonfinite=case.nonfinite)
-    if agreement.ok:
-        return None
-    bad = [t.tensor for t in agreement.tensors if not t.ok]
-    index = min((_producer(stream, t) for t in bad), key=lambda i: -1 if i is None else i)
-    return located("gpu", "mismatch", stream, executed, index, ref, "default", profile,
-                   agreement.summary().splitlines()[0])
+    for mode in GPU_TIERS:
+        with use_tiers(mode):
+            executor = GpuExecutor(stream, device, profile)
+            got, index, exc = run_steps(executor, executed)
+        symptom = "" if mode == GPU_TIERS[0] else " (specialised kernel)"
+        if exc is not None:
+            return located("gpu", f"raised {type(exc).__name__}{symptom}", stream, executed,
+                           index, ref, "default", profile,
+                           str(exc).splitlines()[0] if str(exc) else "")
+        agreement = compare(stream, expected, got, nonfinite=case.nonfinite)
+        if not agreement.ok:
+            bad = [t.tensor for t in agreement.tensors if not t.ok]
+            index = min((_producer(stream, t) for t in bad),
+                        key=lambda i: -1 if i is None else i)
+            return located("gpu", f"mismatch{symptom}", stream, executed, index, ref,
+                           "default", profile, agreement.summary().splitlines()[0])
+        if "tier 0" not in (t for r in executor.records for t in r.tiers):
+            break  # every block already ran its specialised kernel
+    return None
 
 
 def _gpu_steps(stream: Stream, profile: Any) -> tuple:

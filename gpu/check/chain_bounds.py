@@ -24,6 +24,8 @@ element (float64):
   own result (the whole chain rounded once, or its own rounding moved);
 * movement and indexing: the error arrays move like the values;
 * reductions and matmul: summed errors plus the reordering bounds of ``gpu.check.tolerance``;
+* pooling and interpolation: the largest error of the input's ``(n, c)`` plane, plus a
+  summation's rounding over the plane for the averaging ones;
   ``ArgMax``/``ArgMin`` are unbounded where the two best candidates lie within the error.
 
 Encoding: ``inf`` = unbounded (no WGSL guarantee: outside an op's domain, or a rounding-
@@ -282,8 +284,23 @@ def _matmul(op: OperationIr, env: dict[int, _Tensor], result: np.ndarray) -> _Te
     return _Tensor(result, _finish(result, err, tainted))
 
 
-def _unbounded(op: OperationIr, env: dict[int, _Tensor], result: np.ndarray) -> _Tensor:
-    return _Tensor(result, np.full(result.shape, np.inf))
+def _module(op: OperationIr, env: dict[int, _Tensor], result: np.ndarray) -> _Tensor:
+    """Pooling and interpolation: each output element is a maximum, a selection or a mean
+    weighted at most 1 in all of its ``(n, c)`` plane, so it is off by the plane's largest
+    input error at most, plus (but for a maximum) a summation's rounding over the plane."""
+    source = env[op.desc.x.id]
+    values, err, plane = source.value, source.err, (2, 3)
+    tainted = np.any(np.isnan(err), axis=plane, keepdims=True)
+    unbounded = np.any(np.isinf(err), axis=plane, keepdims=True)
+    out = np.max(np.nan_to_num(err, nan=0.0, posinf=0.0), axis=plane, keepdims=True,
+                 initial=0.0)
+    if op.op.variant != "MaxPool2d":
+        terms = values.shape[2] * values.shape[3]
+        mags = np.max(np.abs(values.astype(np.float64)), axis=plane, keepdims=True, initial=0.0)
+        out = out + (terms + 2) * float(np.finfo(values.dtype).eps) * mags
+    out = np.where(unbounded, np.inf, out)
+    return _Tensor(result, _finish(result, np.broadcast_to(out, result.shape),
+                                   np.broadcast_to(tainted, result.shape)))
 
 
 _BY_KIND: Mapping[OpKind, Callable] = MappingProxyType({
@@ -295,7 +312,7 @@ _BY_KIND: Mapping[OpKind, Callable] = MappingProxyType({
     OpKind.REDUCE_DIM: _reduce,
     OpKind.REDUCE_FULL: _reduce,
     OpKind.MATMUL: _matmul,
-    OpKind.MODULE: _unbounded,
+    OpKind.MODULE: _module,
 })
 
 

@@ -69,7 +69,7 @@ def _stream(draw, generators: tuple, templates: tuple, max_ops: int, max_rank: i
             builder.sync((draw(st.sampled_from(sorted(builder.live))),))
         elif event == 1 and len(builder.live) > 1:
             builder.drop(draw(st.sampled_from(sorted(builder.live))))
-        elif event == 2 and templates and max_rank >= 2 and ops + TEMPLATE_OPS <= max_ops:
+        elif event in (2, 3) and templates and max_rank >= 2 and ops + TEMPLATE_OPS <= max_ops:
             draw(st.sampled_from(templates))(draw, builder)
         elif ops < max_ops:
             draw(st.sampled_from(generators))(draw, builder)

@@ -96,6 +96,7 @@ def assert_interp_equals_eager(stream: Stream, device: str = "metal") -> None:
 @example(pinned("cat_empty_operand"))
 @example(pinned("size1_output_in_empty_block"))
 @example(pinned("swap_view_broadcast_off_vector_axis"))
+@example(pinned("swap_view_of_transposed_trailing_unit"))
 def test_fusion_semantics_interp_equals_eager(stream):
     assert_interp_equals_eager(stream)
 

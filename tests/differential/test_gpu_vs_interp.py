@@ -127,6 +127,7 @@ def _check(device, stream: Stream, nonfinite: bool = False, matmul_form: str | N
 @example(stream=pinned("cat_empty_operand"))
 @example(stream=pinned("size1_output_in_empty_block"))
 @example(stream=pinned("swap_view_broadcast_off_vector_axis"))
+@example(stream=pinned("swap_view_of_transposed_trailing_unit"))
 @pytest.mark.parametrize("tiers", TIERS)
 def test_gpu_matches_interpreter_on_random_streams(device, tiers, stream):
     with _tiers(tiers):

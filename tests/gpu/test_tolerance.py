@@ -170,3 +170,29 @@ def test_chain_bounds_of_reductions_over_an_empty_axis():
     for name, out in zip(names, outs):
         value, err = bounds[out]
         assert np.isnan(err).all() if name.endswith("Dim") else not err.any(), name
+
+
+def test_pooling_outputs_are_bounded_by_their_plane_not_left_unchecked():
+    """A max pool adds no rounding of its own; an average pool its summation's; both carry the
+    largest input error of their (n, c) plane (here the exp's before them)."""
+    shape, out = (1, 2, 4, 4), (1, 2, 2, 2)
+    for name, extra in (("Module.MaxPool2d", {"dilation": (1, 1)}),
+                        ("Module.AvgPool2d", {"count_include_pad": True})):
+        builder = StreamBuilder()
+        x = builder.add_input(shape, DType.F32, seed=3)
+        fields = dict(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), **extra)
+        pooled = builder.op(name, out, DType.F32, x=x, **fields)
+        exp = builder.op("Float.Exp", shape, DType.F32, input=x)
+        pooled_exp = builder.op(name, out, DType.F32, x=exp, **fields)
+        builder.sync((pooled, exp, pooled_exp))
+        bounds = chain_bounds(builder.build())
+        exp_err = bounds[exp][1].reshape(2, -1).max(axis=1)
+        for tid in (pooled, pooled_exp):
+            value, err = bounds[tid]
+            assert np.isfinite(err).all() and value.shape == out
+        if name == "Module.MaxPool2d":
+            assert not bounds[pooled][1].any()
+            assert np.allclose(bounds[pooled_exp][1], exp_err[None, :, None, None])
+        else:
+            assert (bounds[pooled][1] > 0).all()
+            assert (bounds[pooled_exp][1] > exp_err[None, :, None, None]).all()

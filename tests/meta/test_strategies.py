@@ -69,6 +69,9 @@ def _has_op(*names: str):
     ("bitwise", _has_op("Int.BitwiseXor", "Int.BitwiseNot")),
     ("cast", _has_op("BaseFloat.Cast", "BaseInt.Cast")),
     ("drop", _has_op("Drop")),
+    ("pooling or interpolate", _has_op("Module.MaxPool2d", "Module.AvgPool2d",
+                                       "Module.AdaptiveAvgPool2d", "Module.Interpolate")),
+    ("permute", _has_op("BaseFloat.Permute", "BaseInt.Permute")),
     ("transposed input", lambda s: any(
         spec.strides is not None and spec.strides[-1] != 1 for spec in s.inputs.values())),
     ("padded input", lambda s: any(
@@ -82,3 +85,15 @@ def _has_op(*names: str):
 ])
 def test_strategies_reach(label, condition):
     assert condition(find(streams(), condition, settings=_SEARCH))
+
+
+def _fusers(stream: Stream) -> set:
+    from refimpl.devices import profile_named
+    from refimpl.planner import executed_steps
+
+    return {e.step.fuser for e in executed_steps(stream, profile_named("metal"))[1]}
+
+
+@pytest.mark.parametrize("fuser", ["NHWCRelayout", "ReduceBroadcasted", "Matmul", "Reduce"])
+def test_strategies_reach_every_fuser(fuser):
+    assert fuser in _fusers(find(streams(), lambda s: fuser in _fusers(s), settings=_SEARCH))
