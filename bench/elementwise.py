@@ -13,7 +13,8 @@ with the lazy frontend. Rows:
   (``gpu.runtime.tiers``); fuselab unfused: every op its own kernel (``run_unfused``). Their
   dispatches are recorded from a real run and replayed ``--iterations`` times inside one
   compute pass, timed by pass timestamps (``bench.gpu_timing``); the same dispatches one pass
-  each, tier 0 at 1, 2, 4 and 8 positions per invocation (not with ``--quick``), the emitted
+  each, tier 0 at 1, 2, 4 and 8 positions per invocation and with the indexed register file
+  (``TIER0_VARIANTS``, not with ``--quick``), the emitted
   kernel at other workgroup sizes, two edits of its source and hand-written vec4 kernels (the
   same work, a copy) are diagnostic rows in the JSON;
 * torch eager, torch.compile (default mode), torch copy (``x.clone()``: the roofline): CUDA
@@ -57,6 +58,9 @@ from refimpl.interpreter import executed_steps  # noqa: E402
 from torch_rows import max_errors, torch_available, torch_side, torch_warmup  # noqa: E402
 
 GELU_C = (0.7978845608, 0.044715)
+# Diagnostic tier-0 kernels: (positions per invocation, register file).
+TIER0_VARIANTS = ((1, "switch"), (2, "switch"), (4, "switch"), (8, "switch"), (1, "array"),
+                  (2, "array"), (4, "array"))
 
 HAND_HEADER = """override WG_SIZE: u32 = 256u;
 @group(0) @binding(0) var<storage, read> in0: array<vec4<f32>>;
@@ -230,17 +234,17 @@ def fuselab_side(name: str, shape: tuple, new_shapes: tuple, args: argparse.Name
             continue
         rows[f"fuselab {mode}, one pass per dispatch"] = time_dispatches(
             device, seen, passes="each", **timing).to_dict()
-    if not args.quick:  # diagnostic: tier 0 at other positions per invocation
-        kept = tiers.unroll
-        for unroll in (1, 2, 4, 8):
-            if unroll == kept:
+    if not args.quick:  # diagnostic: tier 0 at other positions per invocation, other files
+        kept = tiers.unroll, tiers.registers
+        for unroll, registers in TIER0_VARIANTS:
+            if (unroll, registers) == kept:
                 continue
-            tiers.unroll = unroll
+            tiers.unroll, tiers.registers = unroll, registers
             with recording(rt) as seen, tiers_env("tier0-only"):
                 GpuExecutor(stream, device, profile, KERNEL_CACHE, uploaded).run(executed)
-            rows[f"fuselab tier 0, {unroll} positions per invocation"] = time_dispatches(
-                device, list(seen), **timing).to_dict()
-        tiers.unroll = kept
+            rows[f"fuselab tier 0, {unroll} positions per invocation, {registers} registers"] = \
+                time_dispatches(device, list(seen), **timing).to_dict()
+        tiers.unroll, tiers.registers = kept
     kernel = runs["fused"][0]
     for size in (64, 128, 256, 512, 1024):
         if size <= device.max_workgroup_size and size != kernel.workgroup_size:

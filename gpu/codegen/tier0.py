@@ -12,9 +12,9 @@ One kernel per ``Tier0Key``: the compute dtypes in use (a subset of f32/i32/u32;
 which matters where a branch is run masked, as on lavapipe), the vector width ``W`` (a
 position covers ``W`` reference elements, as in the specialised kernel) and the generic
 binding layout (``ro`` read-only and ``rw`` read-write storage slots, then ``prog``). Every
-value lives in one of ``MAX_REGISTERS`` registers of ``vecW<u32>`` bit patterns, separate
-variables reached through switches on the (uniform) register number rather than an indexed
-array, which GPUs would keep in local memory; an op bitcasts its operands to its type. Each
+value lives in one of ``MAX_REGISTERS`` registers of ``vecW<u32>`` bit patterns, held (one of
+``REGISTER_FILES``) either as separate variables reached through switches on the (uniform) register number (``switch``) or as one indexed private array
+(``array``, which a GPU may keep in local memory); an op bitcasts its operands to its type. Each
 op's WGSL comes from the expression table the specialised kernel uses (``FUSE_EXPR``), so
 both tiers compute the same thing.
 
@@ -57,12 +57,15 @@ from gpu.codegen.render import dedupe
 from gpu.codegen.types import value_type
 
 __all__ = ["Tier0Key", "OPCODES", "COMPUTE_DTYPES", "MAX_REGISTERS", "INSTRUCTION_WORDS",
-           "HEADER_WORDS", "UNROLL", "VIEW_KINDS", "INDEX_KINDS", "COMPARISONS", "FAMILIES",
+           "HEADER_WORDS", "UNROLL", "REGISTER_FILES",
+           "REGISTERS", "VIEW_KINDS", "INDEX_KINDS", "COMPARISONS", "FAMILIES",
            "family", "tier0_source", "opcode", "op_result"]
 
 COMPUTE_DTYPES = (DType.F32, DType.I32, DType.U32)
 MAX_REGISTERS = 8
-UNROLL = 4  # positions per invocation
+UNROLL = 1  # positions per invocation
+REGISTER_FILES = ("switch", "array")
+REGISTERS = "switch"  # the default register file
 INSTRUCTION_WORDS = 5
 HEADER_WORDS = 4  # then R reference strides
 VIEW_KINDS = MappingProxyType({"EACH": 0, "STEP": 1, "SPLAT": 2, "VEC": 3, "POS": 4})
@@ -119,6 +122,7 @@ class Tier0Key:
     # decoded once for all of them
     ro: int  # read-only storage slots
     rw: int  # read-write storage slots
+    registers: str = "switch"  # the register file, one of ``REGISTER_FILES``
 
     def holds(self, key: tuple) -> bool:
         """True when this variant has the case of instruction ``key``."""
@@ -320,16 +324,29 @@ def tier0_source(key: Tier0Key) -> str:
     def moves(target: str, source: str) -> str:
         return " ".join(f"{target}_{u} = {source}_{u};" for u in lanes)
 
-    def read(operand: str, into: str) -> list[str]:
-        picks = " ".join(f"case {r}u: {{ {moves(into, f'r{r}')} }}"
-                         for r in range(MAX_REGISTERS))
-        return [*(f"        var {into}_{u} = {v}(0u);" for u in lanes),
-                f"        switch {operand} {{ {picks} default: {{}} }}"]
-    writes = " ".join(f"case {r}u: {{ {moves(f'r{r}', 'y')} }}" for r in range(MAX_REGISTERS))
+    if key.registers == "array":  # one slot past the last: reads zero, written never
+        regs = [f"    var regs_{u} = array<{v}, {MAX_REGISTERS + 1}>();" for u in lanes]
+
+        def read(operand: str, into: str) -> list[str]:
+            return [f"        let {into}_{u} = regs_{u}[min({operand}, {MAX_REGISTERS}u)];"
+                    for u in lanes]
+        stores = " ".join(f"regs_{u}[d] = y_{u};" for u in lanes)
+        writes = f"if (d < {MAX_REGISTERS}u) {{ {stores} }}"
+    else:
+        regs = [f"    var r{r}_{u} = {v}(0u);" for r in range(MAX_REGISTERS) for u in lanes]
+
+        def read(operand: str, into: str) -> list[str]:
+            picks = " ".join(f"case {r}u: {{ {moves(into, f'r{r}')} }}"
+                             for r in range(MAX_REGISTERS))
+            return [*(f"        var {into}_{u} = {v}(0u);" for u in lanes),
+                    f"        switch {operand} {{ {picks} default: {{}} }}"]
+        picks = " ".join(f"case {r}u: {{ {moves(f'r{r}', 'y')} }}" for r in range(MAX_REGISTERS))
+        writes = f"switch d {{ {picks} default: {{}} }}"
     return "\n".join([
         f"// fuselab tier-0 element-wise interpreter: dtypes {','.join(key.dtypes)}, "
         f"families {','.join(key.families)}, width {w}, {key.unroll} positions per "
-        f"invocation, {key.ro} read-only + {key.rw} read-write slots",
+        f"invocation, {key.ro} read-only + {key.rw} read-write slots, {key.registers} "
+        "register file",
         "override WG_SIZE: u32 = 64u;", "", *_bindings(key), "",
         "\n\n".join(functions), "",
         "@compute @workgroup_size(WG_SIZE)",
@@ -340,7 +357,7 @@ def tier0_source(key: Tier0Key) -> str:
         f"    let threads = (n + {key.unroll - 1}u) / {key.unroll}u;",
         "    if (t >= threads) {", "        return;", "    }",
         *(f"    let p{u} = t + {u}u * threads;" for u in lanes),
-        *(f"    var r{r}_{u} = {v}(0u);" for r in range(MAX_REGISTERS) for u in lanes),
+        *regs,
         "    let count = prog[2];",
         "    for (var i = 0u; i < count; i++) {",
         f"        let at = prog[3] + i * {INSTRUCTION_WORDS}u;",
@@ -349,5 +366,5 @@ def tier0_source(key: Tier0Key) -> str:
         *read("a", "x0"), *read("b", "x1"), *read("c", "x2"),
         *(f"        var y_{u} = {v}(0u);" for u in lanes),
         "        switch prog[at] {", *cases, "            default: {}", "        }",
-        f"        switch d {{ {writes} default: {{}} }}",
+        f"        {writes}",
         "    }", "}", ""])

@@ -31,8 +31,10 @@ on numpy, this one dispatches kernels on the buffers ``Memory`` names:
 * NHWCRelayout: the trace, then the module op (its standalone kernel,
   ``gpu.codegen.module_ops``).
 
-A synced tensor is snapshotted on the device (a buffer copy) when its producing step ends and
-read back once at the end. ``records`` counts dispatches and compilations per step and names
+A synced tensor is snapshotted when its producing step ends: its snapshot reads the tensor's
+own buffer, which is *pinned* (kept from the pool) until the run ends; only a later step that
+touches the buffer (reads or writes a tensor in it, so may write it in place) first copies it
+away. The snapshots are read back once at the end; ``run(read=False)`` waits and drops them. ``records`` counts dispatches and compilations per step and names
 the tier of each block.
 ``WgslListing`` is the same walk's listing backend: every kernel emitted, none run.
 """
@@ -123,6 +125,7 @@ class GpuExecutor:
         self.wanted = {tid for item in stream.items if isinstance(item, Sync)
                        for tid in item.tensors}
         self.snapshots: dict[int, DeviceTensor] = {}
+        self._pinned: dict[int, list[int]] = {}  # Memory buffer → snapshots reading it
         self.records: list[GpuStepRecord] = []
         self.walk = Walk(stream, self, self.profile)
         self.reducer = ReduceRunner(self)
@@ -174,6 +177,9 @@ class GpuExecutor:
         """The results (or a wait); then the pooled buffers go back to the pool (every synced
         tensor is a snapshot by now) and the tier-1 compiles the run asked for start."""
         found = self.results() if read else self._finish()
+        if not read:
+            self.snapshots.clear()
+        self._pinned.clear()
         for key in [k for k, b in self.buffers.items() if self.pool.owns(b)]:
             self.pool.give(self.buffers.pop(key))
         tiers_for(self.device).start()  # the tier-1 compiles this run asked for
@@ -192,6 +198,7 @@ class GpuExecutor:
         return self.rt.dispatched, self.rt.compiled
 
     def _step(self, ops: list, body: Any) -> None:
+        self._unpin(ops)
         dispatched, compiled = self._counters()
         self._kernels, self._tiers = [], []
         record = body()
@@ -230,14 +237,27 @@ class GpuExecutor:
                             handle.offset)
 
     def _capture(self, ids: Sequence[int]) -> None:
-        """Snapshot wanted tensors now (a later in-place write may reuse their buffer)."""
+        """Snapshot wanted tensors now: a view of their buffer, pinned until the run ends."""
         for tid in ids:
-            if tid in self.wanted and tid in self.memory.handles:
-                self.snapshots[tid] = self.rt.copy(self.device_tensor(self.memory.handles[tid]))
+            handle = self.memory.handles.get(tid)
+            if tid in self.wanted and handle is not None:
+                self.snapshots[tid] = self.device_tensor(handle)
+                self._pinned.setdefault(handle.buffer, []).append(tid)
+
+    def _unpin(self, ops: list) -> None:
+        """Copy the snapshots of every pinned buffer the ops touch (an in-place write could
+        change it) onto buffers of their own."""
+        for op in ops:
+            for tensor in op.nodes():
+                handle = self.memory.handles.get(tensor.id)
+                if handle is not None and handle.buffer in self._pinned:
+                    for tid in self._pinned.pop(handle.buffer):
+                        self.snapshots[tid] = self.rt.copy(self.snapshots[tid])
 
     def _release(self) -> None:
-        """Forget GPU buffers no live handle uses any more (pooled ones go back)."""
-        live = {h.buffer for h in self.memory.handles.values()}
+        """Forget GPU buffers no live handle uses any more (pooled ones go back; pinned ones
+        stay until the run ends)."""
+        live = {h.buffer for h in self.memory.handles.values()} | set(self._pinned)
         for buffer in [b for b in self.buffers if b not in live]:
             self.pool.give(self.buffers.pop(buffer))
 

@@ -34,7 +34,7 @@ from typing import Any, Iterator, Sequence
 
 from refimpl.planner.launch.launch import Launch, config_id
 from gpu.codegen.emit import FusedKernel, emit_block
-from gpu.codegen.tier0 import UNROLL, Tier0Key, tier0_source
+from gpu.codegen.tier0 import REGISTERS, UNROLL, Tier0Key, tier0_source
 from gpu.codegen.tier0_program import Tier0Program, Tier0Unsupported, compile_block
 from gpu.errors import GpuError, UnsupportedOpError
 from gpu.runtime.fused_launch import launch_words, signature_of
@@ -88,9 +88,8 @@ class Tiers:
         data = min(device.max_storage_buffers, 16) - 1  # one binding holds the program
         self.rw = max(1, min(4, data // 3))
         self.ro = min(8, data - self.rw)
-        # Positions per invocation: on a CPU adapter (lavapipe) one, since its SIMD lanes
-        # are the positions and unrolled cases multiply LLVM's compile time.
-        self.unroll = 1 if device.is_cpu else UNROLL
+        self.unroll = UNROLL  # positions per invocation
+        self.registers = REGISTERS  # the register file of the tier-0 kernels
         self._tier0: dict[Tier0Key, Any] = {}
         self._programs: dict[tuple, Tier0Program | str] = {}
         self._tier1: dict[tuple, Future] = {}
@@ -140,7 +139,8 @@ class Tiers:
             for held in families:
                 for width in widths:
                     self.tier0_pipeline(Tier0Key(tuple(sorted(names)), tuple(held), width,
-                                                 self.unroll, self.ro, self.rw))
+                                                 self.unroll, self.ro, self.rw,
+                                                 self.registers))
         return time.perf_counter() - started
 
     def program(self, key: tuple, launch: Launch) -> Tier0Program | str:
@@ -159,7 +159,7 @@ class Tiers:
     def run_tier0(self, executor: Any, program: Tier0Program, launch: Launch,
                   scalars: Sequence[int]) -> None:
         key = Tier0Key(program.dtypes, program.families, program.config.width, self.unroll,
-                       self.ro, self.rw)
+                       self.ro, self.rw, self.registers)
         reads, writes, slots = tier0_bindings(program, launch, executor.buffer, self.ro,
                                               self.rw)
         words, n_pos = tier0_words(program, launch, scalars, slots.__getitem__)

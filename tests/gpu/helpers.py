@@ -98,10 +98,12 @@ def broadcasted_stream(shape, kind: str, seed: int = 3):
         y = d / ((d * d).mean_dim(axis) + 1e-5).sqrt()
     s.sync(y)
     return s.stream
-def tier0_block(device, memory, launch, scalars, unroll: int | None = None) -> dict:
+def tier0_block(device, memory, launch, scalars, unroll: int | None = None,
+                registers: str | None = None) -> dict:
     """Upload every buffer of a block's launch as ``memory`` holds it, run the block's tier-0
-    program (``unroll`` positions per invocation; default: the device's), read every buffer
-    back: ``{buffer: values}`` (test_emit's ``_gpu_block`` on tier 0)."""
+    program (``unroll`` positions per invocation, the ``registers`` file; default: the
+    device's), read every buffer back: ``{buffer: values}`` (test_emit's ``_gpu_block`` on
+    tier 0)."""
     from refimpl.dtypes import DType
     from gpu.codegen.render import scalar_word
     from gpu.codegen.tier0_program import compile_block
@@ -120,12 +122,13 @@ def tier0_block(device, memory, launch, scalars, unroll: int | None = None) -> d
         def buffer(self, handle):
             return buffers[handle.buffer]
     tiers = tiers_for(device)
-    kept = tiers.unroll
-    tiers.unroll = unroll if unroll is not None else kept
+    kept = tiers.unroll, tiers.registers
+    tiers.unroll = unroll if unroll is not None else kept[0]
+    tiers.registers = registers if registers is not None else kept[1]
     try:
         tiers.run_tier0(Bound(), program, launch, [scalar_word(v, DType.F32) for v in scalars])
     finally:
-        tiers.unroll = kept
+        tiers.unroll, tiers.registers = kept
     result = {}
     for b, buffer in buffers.items():
         dtype = next(h.dtype for h in handles if h.buffer == b)

@@ -244,11 +244,12 @@ def _block_case(config: FuseBlockConfig, inputs: list[dict], outputs: list[dict]
 
 
 # Which kernel the parity cases run (``block_tier``): the specialised one, or the tier-0
-# program (one position per invocation, or four as on GPUs).
+# program (one position per invocation and the switched register file, or four positions and
+# the indexed register file).
 _TIER = ["specialised"]
 
 
-@pytest.fixture(params=["specialised", "tier 0", "tier 0 x4"])
+@pytest.fixture(params=["specialised", "tier 0", "tier 0 x4 array"])
 def block_tier(request):
     _TIER[0] = request.param
     yield request.param
@@ -258,7 +259,9 @@ def block_tier(request):
 def _gpu_block(device, memory: Memory, launch: Launch, scalars) -> dict[int, np.ndarray]:
     """Upload every buffer as the emulation sees it before running, dispatch, read back."""
     if _TIER[0] != "specialised":
-        return tier0_block(device, memory, launch, scalars, 4 if _TIER[0] == "tier 0 x4" else 1)
+        wide = _TIER[0] == "tier 0 x4 array"
+        return tier0_block(device, memory, launch, scalars, 4 if wide else 1,
+                           "array" if wide else "switch")
     rt = device.runtime
     buffers = {b: rt.upload_buffer(memory.data[b], next(h.dtype for h in launch.input_handles
                                                        + launch.output_handles if h.buffer == b))

@@ -63,6 +63,8 @@ def test_tier0_source_is_deterministic_and_keeps_opcodes_stable():
     assert f"            case {OPCODES[('Exp', DType.F32)]}u:" in f32_only
     assert f"            case {OPCODES[('Add', DType.I32)]}u:" not in f32_only
     assert f"            case {OPCODES[('Erf', DType.F32)]}u:" not in f32_only
+    indexed = tier0_source(Tier0Key(("f32", "u32"), ("core", "math"), 4, 1, 8, 4, "array"))
+    assert "var regs_0 = array<vec4<u32>, 9>();" in indexed and "switch d" not in indexed
 
 
 # The seed streams small enough for lavapipe running the interpreter kernel (it runs every
