@@ -20,8 +20,9 @@ both tiers compute the same thing.
 
 ``prog`` (u32 words) holds a header, the instructions (5 words: opcode, result register ``d``,
 operands ``a``, ``b``, ``c``; a register number past the last one reads zero and writes
-nothing; ``Load``/``Const`` take a view / word offset in ``a``, ``Store`` its value in ``a``
-and its view in ``b``) and one descriptor per global read or write (a *view*):
+nothing, an operand from ``CONST_OPERAND`` on is the word at ``operand - CONST_OPERAND`` (a
+scalar or literal, splat; no instruction loads it); ``Load`` takes a view in ``a``, ``Store``
+its value in ``a`` and its view in ``b``) and one descriptor per global read or write (a *view*):
 
 ====================  ==================================================================
 word                  content
@@ -56,13 +57,14 @@ from gpu.codegen.ops import FUSE_EXPR
 from gpu.codegen.render import dedupe
 from gpu.codegen.types import value_type
 
-__all__ = ["Tier0Key", "OPCODES", "COMPUTE_DTYPES", "MAX_REGISTERS", "INSTRUCTION_WORDS",
+__all__ = ["Tier0Key", "OPCODES", "COMPUTE_DTYPES", "MAX_REGISTERS", "CONST_OPERAND", "INSTRUCTION_WORDS",
            "HEADER_WORDS", "UNROLL", "REGISTER_FILES",
            "REGISTERS", "VIEW_KINDS", "INDEX_KINDS", "COMPARISONS", "FAMILIES",
            "family", "tier0_source", "opcode", "op_result"]
 
 COMPUTE_DTYPES = (DType.F32, DType.I32, DType.U32)
 MAX_REGISTERS = 8
+CONST_OPERAND = 16  # operands from here on name a program word, not a register
 UNROLL = 1  # positions per invocation
 REGISTER_FILES = ("switch", "array")
 REGISTERS = "switch"  # the default register file
@@ -87,7 +89,7 @@ def family(name: str) -> str:
 def _opcode_table() -> dict[tuple, int]:
     """Every instruction the interpreter knows, numbered once (the same numbers in every
     kernel variant; a variant leaves out the cases of dtypes it does not hold)."""
-    keys: list[tuple] = [("Load",), ("Store",), ("Const",)]
+    keys: list[tuple] = [("Load",), ("Store",)]
     keys += [("Cast", src, dst) for src in COMPUTE_DTYPES for dst in COMPUTE_DTYPES
              if src is not dst]
     keys += [("NonZero", ty) for ty in COMPUTE_DTYPES]
@@ -283,8 +285,6 @@ def _case(key: tuple, width: int, u: int) -> tuple[str, tuple[str, ...]]:
         return f"{y} = load(a, p{u});", ()
     if name == "Store":
         return f"if (p{u} < n) {{ store(b, p{u}, {x[0]}); }}", ()
-    if name == "Const":
-        return f"{y} = {v}(prog[a]);", ()
     if name == "Cast":
         src, dst = key[1], key[2]
         expr, helpers = FUSE_EXPR["Assign"].render(ExprCtx(dst, dst, width, src=src), "v0")
@@ -324,12 +324,17 @@ def tier0_source(key: Tier0Key) -> str:
     def moves(target: str, source: str) -> str:
         return " ".join(f"{target}_{u} = {source}_{u};" for u in lanes)
 
+    def constant(operand: str, into: str) -> list[str]:
+        splat = " ".join(f"{into}_{u} = word;" for u in lanes)
+        return [f"        if ({operand} >= {CONST_OPERAND}u) {{ let word = "
+                f"{v}(prog[{operand} - {CONST_OPERAND}u]); {splat} }}"]
+
     if key.registers == "array":  # one slot past the last: reads zero, written never
         regs = [f"    var regs_{u} = array<{v}, {MAX_REGISTERS + 1}>();" for u in lanes]
 
         def read(operand: str, into: str) -> list[str]:
-            return [f"        let {into}_{u} = regs_{u}[min({operand}, {MAX_REGISTERS}u)];"
-                    for u in lanes]
+            return [*(f"        var {into}_{u} = regs_{u}[min({operand}, {MAX_REGISTERS}u)];"
+                      for u in lanes), *constant(operand, into)]
         stores = " ".join(f"regs_{u}[d] = y_{u};" for u in lanes)
         writes = f"if (d < {MAX_REGISTERS}u) {{ {stores} }}"
     else:
@@ -339,7 +344,8 @@ def tier0_source(key: Tier0Key) -> str:
             picks = " ".join(f"case {r}u: {{ {moves(into, f'r{r}')} }}"
                              for r in range(MAX_REGISTERS))
             return [*(f"        var {into}_{u} = {v}(0u);" for u in lanes),
-                    f"        switch {operand} {{ {picks} default: {{}} }}"]
+                    f"        switch {operand} {{ {picks} default: {{}} }}",
+                    *constant(operand, into)]
         picks = " ".join(f"case {r}u: {{ {moves(f'r{r}', 'y')} }}" for r in range(MAX_REGISTERS))
         writes = f"switch d {{ {picks} default: {{}} }}"
     return "\n".join([

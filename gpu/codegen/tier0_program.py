@@ -18,6 +18,7 @@ than ``MAX_REGISTERS`` live values.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from refimpl.dtypes import DType
 from refimpl.planner.engine.trace import (
@@ -31,8 +32,8 @@ from gpu.codegen.fused_signature import (
 )
 from gpu.codegen.render import scalar_word
 from gpu.codegen.tier0 import (
-    FAMILIES, HEADER_WORDS, INDEX_KINDS, INSTRUCTION_WORDS, MAX_REGISTERS, VIEW_KINDS, family,
-    opcode, op_result,
+    CONST_OPERAND, FAMILIES, HEADER_WORDS, INDEX_KINDS, INSTRUCTION_WORDS, MAX_REGISTERS,
+    VIEW_KINDS, family, opcode, op_result,
 )
 from gpu.errors import GpuError
 
@@ -117,9 +118,10 @@ class _Builder:
         self.code.append([code, dst, *args, *(None,) * (3 - len(args))])
         return dst
 
-    def const(self, source: tuple[str, int]) -> int:
-        """A scalar or literal word (``("scalar", k)`` / ``("literal", k)``, placed later)."""
-        return self.emit(("Const",), self.reg(), source)
+    def const(self, source: tuple[str, int]) -> Any:
+        """A scalar or literal word as an operand (``("scalar", k)`` / ``("literal", k)``,
+        placed later): no instruction, no register."""
+        return ("const", *source)
 
     def convert(self, reg: int, src: DType, dst: DType) -> int:
         if src is dst:
@@ -305,17 +307,13 @@ class _Builder:
 def _registers(code: list[list]) -> list[list]:
     """Virtual registers → at most ``MAX_REGISTERS`` physical ones, each freed after its last
     read (a case reads its operands before writing its result, so a result may take an
-    operand's register)."""
-    load, store, const = opcode(("Load",)), opcode(("Store",)), opcode(("Const",))
+    operand's register). Constant operands are no registers."""
+    load, store = opcode(("Load",)), opcode(("Store",))
     sources, results = [], []
     for ins in code:
-        if ins[0] == store:
-            sources.append((2,))
-            results.append(False)
-        else:
-            sources.append(() if ins[0] in (load, const) else
-                           tuple(k for k in (2, 3, 4) if ins[k] is not None))
-            results.append(True)
+        operands = (2,) if ins[0] == store else () if ins[0] == load else (2, 3, 4)
+        sources.append(tuple(k for k in operands if isinstance(ins[k], int)))
+        results.append(ins[0] != store)
     last: dict[int, int] = {}
     for i, ins in enumerate(code):
         for k in sources[i]:
@@ -352,7 +350,7 @@ def compile_block(config: FuseBlockConfig, signature: KernelSignature) -> Tier0P
     view_base = HEADER_WORDS + rank + n * INSTRUCTION_WORDS
     const_base = view_base + len(builder.views) * view_words(rank)
     n_scalars = builder.scalars
-    load, store, const = opcode(("Load",)), opcode(("Store",)), opcode(("Const",))
+    load, store = opcode(("Load",)), opcode(("Store",))
     words = [0, rank, n, HEADER_WORDS + rank] + [0] * rank
     for ins in code:
         ins = list(ins)
@@ -360,9 +358,11 @@ def compile_block(config: FuseBlockConfig, signature: KernelSignature) -> Tier0P
             ins[2] = view_base + ins[2] * view_words(rank)
         elif ins[0] == store:
             ins[3] = view_base + ins[3] * view_words(rank)
-        elif ins[0] == const:
-            source, k = ins[2]
-            ins[2] = const_base + k + (n_scalars if source == "literal" else 0)
+        for k in (2, 3, 4):
+            if isinstance(ins[k], tuple):  # a constant operand: its word's address
+                _, source, index = ins[k]
+                ins[k] = CONST_OPERAND + const_base + index + \
+                    (n_scalars if source == "literal" else 0)
         words += [MAX_REGISTERS if w is None else w for w in ins]  # no register
     for template in builder.views:
         words += [VIEW_KINDS[template.kind], 0, 0, 1, 1, INDEX_KINDS[template.index]]
