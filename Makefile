@@ -12,7 +12,8 @@ PYTEST_ARGS ?=
 export HYPOTHESIS_PROFILE
 
 # build tools needed by `pip install -e . --no-build-isolation`; everything else comes from
-# pyproject.toml (numpy, and the `test` extra: pytest, hypothesis, wgpu, rich)
+# pyproject.toml (numpy, and the `test` extra: pytest, hypothesis, wgpu, rich). The editable
+# install builds no extension (FASTPLAN_NO_EXTENSIONS=1): `build` compiles them once, in place.
 BUILD_REQUIREMENTS := "Cython>=3.1" "setuptools>=77" wheel
 
 EXT_SOURCES := setup.py $(wildcard fastplan/*.pyx fastplan/*.pxd fastplan/*/*.pyx fastplan/*/*.pxd)
@@ -25,7 +26,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(BUILD_REQUIREMENTS)
-	$(PY) -m pip install --quiet --no-build-isolation --editable ".[test]"
+	FASTPLAN_NO_EXTENSIONS=1 $(PY) -m pip install --quiet --no-build-isolation --editable ".[test]"
 	touch $@
 
 # A plain build by default. `make build FASTPLAN_PGO=1` builds profile-guided (setup.py,
