@@ -28,6 +28,8 @@ from refimpl.stream import Stream
 __all__ = ["LaunchCall", "Mismatch", "first_mismatch", "recorded_launches", "twin_planner"]
 
 Planner = Callable[..., Any]
+_PLURALS = ("ops", "configs", "inputs", "outputs", "aliases", "views", "sizes", "reshapes",
+            "layouts", "errors")
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,12 @@ def _replanned(call: LaunchCall, twin: Planner) -> tuple[LaunchPlan | str, tuple
     return launch.plan, _state(memory)
 
 
+def _differs(what: str, where: str, ref: Any, fast: Any) -> tuple[str, str]:
+    """(symptom, detail) of a field ``what`` at ``where`` that differs."""
+    verb = "differ" if what.split()[-1] in _PLURALS else "differs"
+    return f"{what} {verb}", f"{where}{what} refimpl {ref!r}, fastplan {fast!r}"
+
+
 def _fields(role: str, ref: tuple, fast: tuple, named: str) -> tuple[str, str] | None:
     """The first differing binding of ``ref`` and ``fast`` (``LaunchInput``s or
     ``LaunchOutput``s): (symptom, where and the two values)."""
@@ -113,12 +121,11 @@ def _fields(role: str, ref: tuple, fast: tuple, named: str) -> tuple[str, str] |
     for pos, (a, b) in enumerate(zip(ref, fast)):
         if a == b:
             continue
-        where = f"{role} binding {pos} (tensor {a.tensor})"
         for name in (named, *a.__slots__):
             if getattr(a, name) != getattr(b, name):
-                what = name.replace("_", " ")
-                return (f"{role} {what} differs", f"{where}: {what} refimpl "
-                        f"{getattr(a, name)!r}, fastplan {getattr(b, name)!r}")
+                found = _differs(name.replace("_", " "), f"{role} binding {pos} (tensor "
+                                 f"{a.tensor}): ", getattr(a, name), getattr(b, name))
+                return f"{role} {found[0]}", found[1]
     return None
 
 
@@ -130,11 +137,9 @@ def _configs(ref: LaunchPlan, fast: LaunchPlan, fast_id: Callable) -> tuple[str,
                            ("vector_axis", "vector axis"), ("rank", "block rank"),
                            ("ops", "block ops")):
             if getattr(a, name) != getattr(b, name):
-                return (f"{what} differs", f"block {k}: {what} refimpl {getattr(a, name)!r}, "
-                        f"fastplan {getattr(b, name)!r}")
+                return _differs(what, f"block {k}: ", getattr(a, name), getattr(b, name))
         if config_id(a) != fast_id(b):
-            return ("config id differs", f"block {k}: config id refimpl {config_id(a)}, "
-                    f"fastplan {fast_id(b)}")
+            return _differs("config id", f"block {k}: ", config_id(a), fast_id(b))
     return None
 
 
@@ -148,9 +153,7 @@ def _plans(ref: LaunchPlan, fast: LaunchPlan, fast_id: Callable) -> tuple[str, s
         return found
     for name in LaunchPlan.__slots__:
         if getattr(ref, name) != getattr(fast, name):
-            what = name.replace("_", " ")
-            return (f"{what} differ" if what.endswith("s") else f"{what} differs",
-                    f"{what} refimpl {getattr(ref, name)!r}, fastplan {getattr(fast, name)!r}")
+            return _differs(name.replace("_", " "), "", getattr(ref, name), getattr(fast, name))
     return None
 
 
@@ -160,10 +163,12 @@ def _mismatch(call: LaunchCall, twin: Planner, fast_id: Callable) -> tuple[str, 
     if isinstance(ref, str) or isinstance(plan, str):
         if ref == plan:
             return None
-        return ("refimpl raised LaunchError" if isinstance(ref, str) else
-                "fastplan raised LaunchError" if isinstance(plan, str) else "errors differ",
-                f"refimpl {ref if isinstance(ref, str) else 'planned'}, fastplan "
-                f"{plan if isinstance(plan, str) else 'planned'}")
+        if isinstance(ref, str) and isinstance(plan, str):
+            return _differs("errors", "", ref, plan)
+        raised = "refimpl" if isinstance(ref, str) else "fastplan"
+        detail = (f"refimpl {ref if isinstance(ref, str) else 'planned'}, fastplan "
+                  f"{plan if isinstance(plan, str) else 'planned'}")
+        return f"{raised} raised LaunchError", detail
     found = _plans(ref, plan, fast_id)
     if found is None and after != call.after:
         names = ("handles", "buffer sizes", "next buffer")
