@@ -29,7 +29,7 @@ __all__ = ["LaunchCall", "Mismatch", "first_mismatch", "recorded_launches", "twi
 
 Planner = Callable[..., Any]
 _PLURALS = ("ops", "configs", "inputs", "outputs", "aliases", "views", "sizes", "reshapes",
-            "layouts", "errors")
+            "layouts", "errors", "strides")
 
 
 @dataclass(frozen=True)
