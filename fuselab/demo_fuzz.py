@@ -26,7 +26,7 @@ from fuselab.fuzz.repro import load_repro
 
 __all__ = ["fuzz_section", "CAMPAIGN", "MUTANT"]
 
-CAMPAIGN = Config(seed=0, count=60, checks=("plan", "interp", "plan-space", "cache"))
+CAMPAIGN = Config(seed=0, count=60, checks=("plan", "launch", "interp", "plan-space", "cache"))
 MUTANT, MUTANT_STREAMS = "first-op-bindings-unchecked", 400
 
 
@@ -52,8 +52,9 @@ def fuzz_section(report) -> None:
     report.say(f"    fuselab fuzz --count {CAMPAIGN.count} --seed {CAMPAIGN.seed} --checks "
                f"{' '.join(CAMPAIGN.checks)}: {summary.streams} streams in "
                f"{time.perf_counter() - started:.1f} s, op kinds drawn: {', '.join(fusers)}")
-    report.check("ref plan == fast plan, interp == eager bit for bit, every forced plan "
-                 "computes the same values, the plan cache replays: no finding",
+    report.check("ref plan == fast plan, ref launches == fast launches, interp == eager bit "
+                 "for bit, every forced plan computes the same values, the plan cache "
+                 "replays: no finding",
                  summary.streams == CAMPAIGN.count and summary.found == 0,
                  ", ".join(summary.buckets) if summary.buckets else "")
     if not fastplan.COMPILED:  # fastplan then runs refimpl's modules, the mutant's too

@@ -1,5 +1,5 @@
-"""The fuzzer's oracles, each a named check of one stream: ``plan``, ``interp``, ``gpu``,
-``plan-space``, ``cache`` (and ``planner-cmd``, ``fuselab.fuzz.external``).
+"""The fuzzer's oracles, each a named check of one stream: ``plan``, ``launch``, ``interp``,
+``gpu``, ``plan-space``, ``cache`` (and ``planner-cmd``, ``fuselab.fuzz.external``).
 
 burn counterpart: none. A check returns ``None`` when the stream passes, else a ``Failure``
 whose ``bucket`` groups it with the failures of the same bug: (check, symptom, fuser, close
@@ -8,6 +8,11 @@ reason, first diverging op).
 * ``plan`` — refimpl's plan equals fastplan's (the dataclasses and the canonical JSON; a
   planner raising on a valid stream is a finding), and their steps agree under the case's
   first variant planning for another profile;
+* ``launch`` — every launch refimpl's walk plans for refimpl's executed steps equals the one
+  fastplan's compiled launch planner makes on the same memory: each binding's vector size,
+  each block's ``FuseBlockConfig`` (reference layout, width, vector axis, ops) and config id,
+  the aliases and the memory left behind (``fuselab.fuzz.launches``; what the plan JSON does
+  not carry). Without the compiled twin there is no second planner: noted, not checked;
 * ``interp`` — refimpl's plan run by the interpreter equals the eager oracle bit for bit;
 * ``gpu`` — the same plan run on the WebGPU adapter agrees with the interpreter within the
   chained WGSL accuracy bounds (``gpu.check.agreement``), on the stream mapped to WGSL dtypes;
@@ -33,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from fuselab.fuzz.launches import first_mismatch, twin_planner
 from fuselab.fuzz.plans import Planners, variants_for
 from fuselab.workloads import shifted
 from refimpl.compare import exact
@@ -288,6 +294,23 @@ def _variant_plans(case: Case) -> Failure | None:
                    f"{fast[first] if first < len(fast) else None}", variant)
 
 
+def check_launch(case: Case, h: Harness) -> Failure | None:
+    twin = twin_planner()
+    if twin is None:
+        h.notes["launch: fastplan is not compiled (no second launch planner)"] += 1
+        return None
+    try:
+        profile, executed, _ = _reference(case, h)
+    except Exception as exc:  # noqa: BLE001
+        return Failure("launch", f"refimpl raised {type(exc).__name__}", detail=str(exc))
+    found = first_mismatch(case.stream, executed, profile, twin)
+    if found is None:
+        return None
+    ops = executed[found.step].step.ops
+    return located("launch", found.symptom, case.stream, executed, ops[0] if ops else None,
+                   h.planners, "default", case.device, found.detail)
+
+
 def check_interp(case: Case, h: Harness) -> Failure | None:
     profile, executed, _ = _reference(case, h)
     return _values_check("interp", case, h, profile, executed, "default")
@@ -373,12 +396,13 @@ def _gpu_steps(stream: Stream, profile: Any) -> tuple:
 Check = Callable[[Case, Harness], Failure | None]
 CHECKS: dict[str, Check] = {
     "plan": check_plan,
+    "launch": check_launch,
     "interp": check_interp,
     "gpu": check_gpu,
     "plan-space": check_plan_space,
     "cache": check_cache,
 }
-DEFAULT_CHECKS = ("plan", "interp", "plan-space", "cache")
+DEFAULT_CHECKS = ("plan", "launch", "interp", "plan-space", "cache")
 
 
 def run_checks(case: Case, h: Harness, checks: tuple[str, ...]) -> Failure | None:

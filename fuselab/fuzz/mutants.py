@@ -8,7 +8,7 @@ patches the running process only. A source mutant rewrites one snippet of one fu
 function sees the change; a table mutant replaces entries of the WGSL expression tables; a
 constant mutant rebinds a module constant. Planner mutants change refimpl's planner (a
 campaign with a mutant plans with refimpl's modules, ``--planner ref``; fastplan's compiled
-twin stays the unmutated reference of the ``plan`` check).
+twin stays the unmutated reference of the ``plan`` and ``launch`` checks).
 
 Two are real bugs this project had: ``signed-rem-lowering-off`` (WGSL's ``%`` on signed ints,
 wrong on NVIDIA's driver; right on lavapipe) and ``broadcast-view-strides-reverted`` (the
@@ -47,7 +47,7 @@ class Mutant:
     new: str = ""
     patch: Callable[[], None] | None = None
     more: tuple[tuple[str, str, str], ...] = ()  # further (target, old, new) edits
-    checks: tuple[str, ...] = ("interp", "plan-space", "plan")
+    checks: tuple[str, ...] = ("launch", "interp", "plan-space", "plan")
     max_ops: int = 12
     long_chains: int = 200
     devices: tuple[str, ...] = ("metal",)
@@ -121,9 +121,10 @@ def _guard_removed() -> None:
 
 
 _GPU = ("gpu",)
-# vector widths: the interpreter computes every lane from its own coordinates, so a wrong width
-# shows in the GPU's vector loads and in the plan
-_VECTOR = ("interp", "plan", "gpu")
+# vector widths: a binding's vector size is in its launch plan (``launch``); the interpreter
+# computes every lane from its own coordinates, so a wrong width shows in the GPU's vector
+# loads, and in the plan where it changes a block's width
+_VECTOR = ("launch", "interp", "plan", "gpu")
 _TF = "refimpl.planner.engine.trace_fuser"
 _LP = "refimpl.planner.launch.launch_planners"
 _VEC = "refimpl.planner.launch.vectorization"

@@ -18,7 +18,9 @@ and returns the id of its last tensor, so the ops drawn after it chain on it.
 * ``reduce_broadcast``: ``f(x)`` reduced along an axis and broadcast back onto ``x`` or
   ``f(x)``, maybe through an exp and a second reduction (``x - max(x)``, softmax): one input
   read by a reduce block and by an element-wise block after it (the Reduce and
-  ReduceBroadcasted fusers' domain).
+  ReduceBroadcasted fusers' domain). ``f(x)`` may combine ``x`` with an operand computed at a
+  smaller shape (a scaled bias): the Reduce fuser's read block takes no output of another
+  shape, so those ops stay out of it.
 * ``matmul_broadcast_epilogue``: a matmul with a size-1 dim, then an epilogue op whose other
   operand is larger along that dim: the Matmul fuser must not grow its output.
 * ``nchw_module``: element-wise ops on a rank-4 NCHW tensor consumed by a pooling or
@@ -170,14 +172,21 @@ def reduce_broadcast(draw, b: StreamBuilder) -> int:
         x = draw(input_specs(b, shape, dtype))
     axis = draw(st.sampled_from((len(shape) - 1, draw(st.integers(0, len(shape) - 1)))))
     kept = shape[:axis] + (1,) + shape[axis + 1:]
-    first = _plain(draw, b, x)  # a reduction opening a trace closes the fuser
+    biased = draw(st.integers(0, 2)) == 0
+    if biased:  # an operand computed at a size-1 dim, broadcast onto x before the reduction
+        dims = draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))
+        small = tuple(1 if i in dims else d for i, d in enumerate(shape))
+        bias = _plain(draw, b, draw(input_specs(b, small, dtype)))
+        first = _broadcast_read(draw, b, bias, x)
+    else:
+        first = _plain(draw, b, x)  # a reduction opening a trace closes the fuser
     name = draw(st.sampled_from(("MaxDim", "SumDim", "MeanDim")))
     reduced = b.op(f"NumericFloat.{name}", kept, dtype, input=first, axis=axis)
     source = x if draw(st.booleans()) else first
     lhs, rhs = (source, reduced) if draw(st.booleans()) else (reduced, source)
     out = b.op(f"NumericFloat.{draw(st.sampled_from(('Sub', 'Mul', 'Add')))}", shape, dtype,
                lhs=lhs, rhs=rhs)
-    if draw(st.booleans()):  # softmax's exp between the broadcast and the next reduction
+    if not biased and draw(st.booleans()):  # softmax's exp before the next reduction
         out = b.op("Float.Exp" if name == "MaxDim" else "Float.Tanh", shape, dtype, input=out)
     if draw(st.integers(0, 3)):  # a second reduction, broadcast back too (softmax's sum)
         total = b.op("NumericFloat.SumDim", kept, dtype, input=out, axis=axis)

@@ -18,7 +18,7 @@ def test_generated_streams_pass_every_check_in_every_plan_variant():
     h = Harness(Planners("fast"))
     for index in range(6):
         case = Case(draw_stream(1, index).stream, "metal", VARIANTS)
-        assert run_checks(case, h, ("plan", "interp", "plan-space", "cache")) is None
+        assert run_checks(case, h, ("plan", "launch", "interp", "plan-space", "cache")) is None
 
 
 def test_a_count_campaign_is_reproducible_across_jobs():
@@ -33,7 +33,7 @@ def test_cli_json_summary_and_exit_status(capsys):
     assert main(["fuzz", "--count", "4", "--json", "--device", "metal", "cuda"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["streams"] == 4 and summary["buckets"] == {}
-    assert set(summary["check_seconds"]) == {"plan", "interp", "plan-space", "cache"}
+    assert set(summary["check_seconds"]) == {"plan", "launch", "interp", "plan-space", "cache"}
     assert sum(summary["coverage"]["values"].values()) == 4
 
 
@@ -54,4 +54,4 @@ def test_replay_of_a_directory_that_is_not_a_repro(tmp_path, capsys):
 
 
 def test_every_check_is_registered():
-    assert {"plan", "interp", "gpu", "plan-space", "cache"} <= set(CHECKS)
+    assert {"plan", "launch", "interp", "gpu", "plan-space", "cache"} <= set(CHECKS)

@@ -53,6 +53,21 @@ def test_a_planner_mutant_is_found_shrunk_and_replayed(tmp_path):
     assert _replays(str(directory)) == 1
 
 
+# a binding's vector size shows in its launch plan only: the launch check holds refimpl's
+# (mutated) launch planner to the compiled twin's
+@pytest.mark.skipif(not fastplan.COMPILED, reason="fastplan is not compiled (make build)")
+@pytest.mark.parametrize("name", ["multi-read-width-kept", "swap-view-vector-unchecked"])
+def test_a_vector_size_mutant_is_found_by_the_launch_check(tmp_path, name):
+    assert "launch" in MUTANTS[name].checks
+    summary = _fuzz(tmp_path, name, 200, "--checks", "launch")
+    bucket = min(summary["buckets"].values(), key=lambda b: b["index"])
+    assert bucket["failure"]["check"] == "launch"
+    assert bucket["failure"]["symptom"].endswith("vector size differs")
+    assert "vector size refimpl" in bucket["repro"]["failure"]["detail"]
+    assert bucket["repro"]["ops_after"] <= 5
+    assert _replays(bucket["repro_dir"]) == 1
+
+
 @pytest.mark.gpu
 def test_the_reverted_broadcast_view_fix_is_found_on_the_gpu(gpu_adapter, tmp_path):
     summary = _fuzz(tmp_path, "broadcast-view-strides-reverted", 60)

@@ -130,11 +130,13 @@ class Backend(Protocol):
 
 
 class StepRun:
-    """One fused step being executed: its context, its global ops, what it launched."""
+    """One fused step being executed: its context, its global ops, what it launched.
+    ``planner`` plans each launch (``plan_launch`` unless the walk was given another)."""
 
     def __init__(self, backend: Backend, device: Any, context: FusedContext,
-                 ops: list[OperationIr]) -> None:
+                 ops: list[OperationIr], planner: Callable[..., Launch] | None = None) -> None:
         self.backend, self.device, self.context, self.ops = backend, device, context, ops
+        self.planner = planner or plan_launch
         self.path, self.main = "fused", None
         self.launches: list[LaunchPlan] = []
 
@@ -144,7 +146,7 @@ class StepRun:
 
     def launch(self, trace: FuseTrace, memory: Memory | None = None,
                operands: tuple[int, int] | None = None) -> Launch:
-        return plan_launch(trace, self.context, memory or self.memory, self.device, operands)
+        return self.planner(trace, self.context, memory or self.memory, self.device, operands)
 
     def commit(self, launch: Launch) -> None:
         self.launches.append(launch.plan)
@@ -322,10 +324,14 @@ FUSERS: Mapping[str, Callable[[StepRun, Any], None]] = {
 
 
 class Walk:
-    """Executed steps run one by one on ``backend`` for the device profile ``device``."""
+    """Executed steps run one by one on ``backend`` for the device profile ``device``.
+    ``planner`` replaces ``plan_launch`` for every launch (same signature): the fuzzer's
+    ``launch`` check wraps it to hold each launch against fastplan's launch planner."""
 
-    def __init__(self, stream: Stream, backend: Backend, device: Any) -> None:
+    def __init__(self, stream: Stream, backend: Backend, device: Any,
+                 planner: Callable[..., Launch] | None = None) -> None:
         self.stream, self.backend, self.device = stream, backend, device
+        self.planner = planner
 
     def execute(self, item: Any) -> StepRecord:
         """Run one executed step (``refimpl.planner.stream.queue.ExecutedStep``)."""
@@ -337,7 +343,8 @@ class Walk:
             return StepRecord(step, "unfused")
         context = context_of(item.segment, item.tensors_global2relative,
                              item.shapes_relative2global, item.scalars)
-        run, before = StepRun(backend, self.device, context, ops), backend.memory.fork()
+        run = StepRun(backend, self.device, context, ops, self.planner)
+        before = backend.memory.fork()
         try:
             FUSERS.get(step.fuser, execute_opaque)(run, item.optimization)
         except UncoveredOutputs:  # no kernel of this plan writes them: op by op
