@@ -31,9 +31,9 @@ is concerned: ``FUSELAB_TIERS=specialised-only`` first (the specialised kernel c
 the run), then both tiers (tier 0 runs, tier 1 compiles behind it); the tier-0 kernels are
 compiled ahead, once per device, and that time is reported (``tier0_warm_ms``). Then the time
 until tier 1 takes over (request to a compiled pipeline), and tier 0's steady state against
-tier 1's. Also: the pipelines a new shape of a known config compiles (must be 0). Full results go to
-``DIR/elementwise.json``; a short table is printed last. ``--quick`` uses small shapes (for
-lavapipe and tests).
+tier 1's. Also: the pipelines a new shape of a known config compiles (must be 0). Full results
+go to ``DIR/elementwise.json`` (``elementwise.partial.json`` after each workload); a short table
+is printed last. ``--quick`` uses small shapes (for lavapipe and tests).
 """
 
 from __future__ import annotations
@@ -410,6 +410,12 @@ def targets(results: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+def _save_partial(results: dict[str, Any], out: Path) -> None:
+    """The workloads measured so far (a run cut short keeps them)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "elementwise.partial.json").write_text(json.dumps(results, indent=1, default=str))
+
+
 def print_table(results: dict[str, Any]) -> None:
     print(f"\nadapter: {results['adapter']['summary']}  ({results['date']})")
     print(f"compiled ahead: tier-0 kernels {results['tier0_warm_ms']:.1f} ms, common "
@@ -492,6 +498,10 @@ def main(argv: list[str] | None = None) -> int:
             result["torch"] = torch_side(torch_fn(name), xs, numpy_ref(name, xs),
                                          args.iterations, args.reps)
         results["workloads"][name] = result
+        _save_partial(results, Path(args.out))
+        print(f"{name}: " + ", ".join(f"{row} {r['median_us']:.1f} us"
+                                      for row, r in fl["rows"].items() if "tier 0" in row
+                                      or row == "fuselab fused"), flush=True)
     results["table"] = [row for name, r in results["workloads"].items()
                         for row in summarise(name, r)]
     results["targets"] = targets(results)
