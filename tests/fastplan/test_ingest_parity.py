@@ -233,3 +233,63 @@ def test_ingest_mutated_workload_streams_same_error(data):
         except errors.StreamError as exc:
             results.append((type(exc), exc.op_index, exc.field, str(exc)))
     assert results[0] == results[1]
+
+
+def _inputs_doc(inputs: dict) -> dict:
+    """A small document over ``inputs``: every input read once, then dropped."""
+    ops = [{"op": "Drop", "tensor": {"id": int(key), "shape": spec.get("shape"),
+                                     "dtype": spec.get("dtype"), "status": "ReadWrite"}}
+           for key, spec in inputs.items() if isinstance(spec, dict)]
+    return {"version": 1, "inputs": inputs, "ops": ops}
+
+
+@pytest.mark.parametrize("inputs", [
+    {"10": {"shape": [2, 3], "dtype": "f32", "random": 1},
+     "2": {"shape": [4], "dtype": "i32", "random": 0}},  # ids out of order
+    {"0": {"random": 5, "dtype": "f16", "shape": [2, 2]},  # keys in another order
+     "1": {"shape": [2, 2], "dtype": "f32", "data": [[1.0, 2.0], [3.0, 4.0]]},
+     "2": {"shape": [2, 2], "dtype": "bool", "strides": [1, 2], "random": 3}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "data": [[1, 2], [3, 4]], "random": 1}},
+    {"0": {"shape": [2, 2], "dtype": "f32"}},  # neither data nor random
+    {"0": {"shape": [2, 2], "dtype": "f32", "random": -1}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "random": 1.0}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "random": None}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "random": 2**70}},
+    {"0": {"shape": [2, -2], "dtype": "f32", "random": 0}},
+    {"0": {"shape": [2, 2], "dtype": "f33", "random": 0}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "strides": [1], "random": 0}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "random": 0, "extra": 1}},
+    {"01": {"shape": [2], "dtype": "f32", "random": 0}},
+    {"18446744073709551616": {"shape": [2], "dtype": "f32", "random": 0}},
+    {"0": [2, 2]},
+])
+def test_ingest_inputs_table_same_outcome(inputs):
+    """The typed read of ``inputs`` and its typed check: refimpl's stream or error."""
+    assert_same(json.dumps(_inputs_doc(inputs)))
+
+
+def test_ingest_inputs_duplicate_key_same_error():
+    text = ('{"version": 1, "inputs": {"0": {"shape": [2], "dtype": "f32", "random": 0}, '
+            '"0": {"shape": [2], "dtype": "f32", "random": 1}}, "ops": []}')
+    assert_same(text)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_ingest_leaves_the_collector_as_it_found_it(enabled):
+    """Reading and checking pause the cyclic collector and restore its state, errors
+    included."""
+    import gc
+
+    good = stream_to_json(build("mixed", 60))
+    bad = good.replace('"ReadWrite"', '"ReadOnly"', 1)
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        for text in (good, bad, "{"):
+            try:
+                fast_stream.stream_from_json(text)
+            except errors.StreamError:
+                pass
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
