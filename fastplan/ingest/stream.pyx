@@ -41,6 +41,7 @@ from libc.string cimport memcmp
 
 from fastplan._keys cimport (field_offset, new_instance, new_operation, new_tensor,
                              set_slot)
+from fastplan.ingest._scan cimport _position, _short_decimal
 
 from fastplan.ingest.validate import validate_stream
 from refimpl import stream as _ref
@@ -141,17 +142,6 @@ cdef tuple _IN_NAMES = tuple(name.encode() for name in InputSpec.__slots__)
 cdef Py_ssize_t _IN_OFFSETS[5]
 for _i, _name in enumerate(InputSpec.__slots__):
     _IN_OFFSETS[_i] = field_offset(InputSpec, _name)
-
-
-cdef inline Py_ssize_t _position(const char* s, Py_ssize_t n, tuple names) noexcept:
-    """The position in ``names`` (bytes) of the ``n`` bytes at ``s``; -1 if none."""
-    cdef Py_ssize_t i
-    cdef bytes name
-    for i in range(len(names)):
-        name = <bytes>names[i]
-        if PyBytes_GET_SIZE(name) == n and memcmp(PyBytes_AS_STRING(name), s, n) == 0:
-            return i
-    return -1
 
 
 # --- the scan --------------------------------------------------------------------------------
@@ -345,6 +335,8 @@ cdef class _Scan:
         if not is_float:
             self.p = start
             return self.long_int()
+        if _short_decimal(start, self.p, &d):
+            return PyFloat_FromDouble(d)
         d = PyOS_string_to_double(start, &stop, NULL)
         if stop != self.p:
             raise _Fallback()

@@ -293,3 +293,24 @@ def test_ingest_leaves_the_collector_as_it_found_it(enabled):
             assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@given(st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.tuples(st.integers(0, 10**9), st.integers(0, 10**9), st.booleans()).map(
+        lambda t: f"{'-' if t[2] else ''}{t[0]}.{t[1]}"),
+    st.sampled_from(["0.5", "-0.0", "1.0", "0.044715", "1e-05", "2.5E+3", "123456789012345.6",
+                     "0.1234567890123456789", "9007199254740993.0", "-7"])))
+def test_ingest_scalar_spellings_same_value(token):
+    """A float scalar, however spelt, is the float refimpl reads (short decimals are read
+    without CPython's dtoa)."""
+    doc = {"version": 1, "inputs": {"0": {"shape": [2], "dtype": "f32", "random": 0}},
+           "ops": [{"op": "NumericFloat.MulScalar", "lhs": {"id": 0, "shape": [2], "dtype": "f32",
+                                                            "status": "ReadWrite"},
+                    "rhs": 0.0, "out": {"id": 1, "shape": [2], "dtype": "f32",
+                                        "status": "NotInit"}}]}
+    text = json.dumps(doc).replace("0.0,", f"{token},", 1)
+    assert_same(text)
+    fast = fast_stream.stream_from_json(text, validate=False).items[0].desc.rhs
+    ref = ref_stream.stream_from_json(text, validate=False).items[0].desc.rhs
+    assert repr(fast) == repr(ref)
