@@ -38,7 +38,8 @@ MODULES = ["opinfo", "stream.relative", "engine.builder_alloc", "engine.builder_
            "launch.handles_layouts", "launch.handles_ops", "launch.handles",
            "launch.launch_planners_output", "launch.launch_planners", "launch.launch_vectorize",
            "launch.launch", "launch.launch_memo", "launch.execute",
-           "ingest.validate", "ingest.stream", "stream.incremental"]
+           "ingest.validate", "ingest.stream", "stream.incremental", "frontend.status",
+           "frontend.tensor", "frontend.session"]
 
 
 def _init_symbol(module):

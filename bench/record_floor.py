@@ -4,15 +4,17 @@ burn counterpart: none (burn records in Rust; this bounds a Python recorder of f
 
     .venv/bin/python bench/record_floor.py [--ops 20000] [--repeats 5]
 
-Both record the ``chains`` loop of ``fuselab.front_door`` (eight chains of ``x + 1.0`` on
+The frontend is timed twice, refimpl's ``Session`` and fastplan's (``fastplan.frontend``:
+refimpl's with its recording path compiled; refimpl's own when fastplan is not compiled).
+Both frontends and the bare recorder record the ``chains`` loop of ``fuselab.front_door`` (eight chains of ``x + 1.0`` on
 [64, 64]; no syncs here) and make the same objects per op: the op (an ``OperationIr`` over a
 ``ScalarOpIr`` with its two ``TensorIr`` snapshots), the result's handle (``Tensor`` and its
 state) and, when the previous handle dies, its ``Drop`` (``OperationIr``, ``DropOpIr``,
 ``TensorIr``). The bare recorder does nothing else: no op lookup, no operand, dtype or shape
 check, a status from one reference count against a constant, and it appends without a
 session's bookkeeping. Its time is what any pure-Python recorder of these objects pays; the
-frontend's minus it is what its checks and its status inference cost. The two take turns;
-thread CPU µs per op, median of the repeats
+frontend's minus it is what its checks and its status inference cost. The three take turns;
+thread CPU µs per op, median of the repeats, and each frontend's ratio to the bare recorder
 (what was recorded is freed outside the timing).
 """
 
@@ -27,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import fastplan.frontend  # noqa: E402
 from fuselab.front_door import chains  # noqa: E402
 from refimpl.dtypes import DType  # noqa: E402
 from refimpl.frontend import Session  # noqa: E402
@@ -95,10 +98,14 @@ def _bare(ops: int) -> _Bare:
     return recorder
 
 
-def _frontend(ops: int) -> Session:
-    session = Session(executor=None)
+def _frontend(ops: int, session_cls: type = Session) -> Session:
+    session = session_cls(executor=None)
     chains(session, ops, random.Random(0), sync_every=ops + 1)
     return session
+
+
+def _fast_frontend(ops: int) -> Session:
+    return _frontend(ops, fastplan.frontend.Session)
 
 
 def main() -> int:
@@ -106,17 +113,21 @@ def main() -> int:
     parser.add_argument("--ops", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    runs: dict[str, list[float]] = {"frontend": [], "bare recorder": []}
+    recorders = (("frontend (refimpl)", _frontend), ("frontend (fastplan)", _fast_frontend),
+                 ("bare recorder", _bare))
+    runs: dict[str, list[float]] = {name: [] for name, _ in recorders}
     for _ in range(args.repeats):
-        for name, record in (("frontend", _frontend), ("bare recorder", _bare)):
+        for name, record in recorders:
             start = time.thread_time()
             recorded = record(args.ops)
             runs[name].append(time.thread_time() - start)
             del recorded  # freed outside the timing
     print(f"chains loop, {args.ops} ops, thread CPU µs per op, median of {args.repeats}; "
           f"load {os.getloadavg()[0]:.2f}")
+    floor = statistics.median(runs["bare recorder"])
     for name, times in runs.items():
-        print(f"{name}: {statistics.median(times) / args.ops * 1e6:.2f}")
+        print(f"{name}: {statistics.median(times) / args.ops * 1e6:.2f} "
+              f"({statistics.median(times) / floor:.2f}× the bare recorder)")
     return 0
 
 

@@ -82,7 +82,8 @@ COMPILED_MODULES = ("opinfo", "stream.relative", "engine.builder_alloc",
                     "launch.vectorization", "launch.handles_layouts", "launch.handles_ops",
                     "launch.handles", "launch.launch_planners_output", "launch.launch_planners",
                     "launch.launch_vectorize", "launch.launch", "launch.launch_memo",
-                    "launch.execute", "ingest.validate", "ingest.stream", "stream.incremental")
+                    "launch.execute", "ingest.validate", "ingest.stream", "stream.incremental",
+                    "frontend.status", "frontend.tensor", "frontend.session")
 _BUNDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "_bundle" + importlib.machinery.EXTENSION_SUFFIXES[0])
 

@@ -10,9 +10,9 @@ and drops included), median of the runs:
 
 * ``load + validate`` — ``stream_from_json`` on the stream's canonical bytes, validating
   (refimpl: ``refimpl.stream``; fastplan: ``fastplan.ingest.stream``);
-* ``record`` — the lazy frontend (``refimpl.frontend.Session``, record only) recording the
-  stream, the workload's own Python included: there is one frontend, the same number on both
-  sides;
+* ``record`` — the lazy frontend recording the stream (record only), the workload's own
+  Python included (refimpl: ``refimpl.frontend.Session``; fastplan: ``fastplan.frontend``'s,
+  refimpl's with its recording path compiled);
 * ``plan`` — ``plan(stream, device)`` (refimpl's, fastplan's);
 * ``to JSON`` — ``plan_to_json`` of the plan (one writer, both sides);
 * ``total`` — load + validate, plan and to JSON: what ``fuselab plan`` does once it has
@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import fastplan
+import fastplan.frontend
 import refimpl.planner as ref_planner
 import refimpl.stream as ref_stream
 from fuselab.workloads import WORKLOADS, shifted
@@ -79,9 +80,10 @@ def chains(session: Session, budget: int, rng: random.Random, *, count: int = 8,
 _RECORDERS = dict(WORKLOADS, chains=chains)
 
 
-def _recorded(name: str, size: int) -> tuple[Stream, float]:
-    """The stream ``name`` records at ``size``, and the CPU seconds recording took."""
-    session = Session(executor=None)
+def _recorded(name: str, size: int, session_cls: type = Session) -> tuple[Stream, float]:
+    """The stream ``name`` records at ``size`` on a ``session_cls``, and the CPU seconds
+    recording took."""
+    session = session_cls(executor=None)
     start = time.thread_time()
     _RECORDERS[name](session, size, random.Random(0))
     took = time.thread_time() - start
@@ -127,6 +129,7 @@ def measure_front_door(streams: Sequence[tuple[str, int]], device: str, repeats:
              "fastplan": (fastplan.stream_from_json, fastplan.plan)}
     incremental = {"refimpl": RefIncremental,
                    "fastplan": fastplan.planner_module("stream.incremental").IncrementalPlanner}
+    sessions = {"refimpl": Session, "fastplan": fastplan.frontend.Session}
     rows = []
     for name, size in streams:
         stream, _ = _recorded(name, size)
@@ -135,21 +138,19 @@ def measure_front_door(streams: Sequence[tuple[str, int]], device: str, repeats:
         nxt = shifted(stream, 10 * (max(stream.inputs, default=0) + n + 1))
         if fastplan.plan(stream, device) != ref_planner.plan(stream, device):
             raise AssertionError(f"fastplan and refimpl disagree on {name} {size}")
+        if _recorded(name, size, sessions["fastplan"])[0] != stream:
+            raise AssertionError(f"fastplan's frontend records another {name} {size}")
         progress(f"front door: {name} {size} → {n} ops, {repeats} runs")
         runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
-        records = []
         for _ in range(repeats):
             for side, (read, plan) in sides.items():
                 runs[side].append(_stages(data, device, read, plan))
                 runs[side][-1]["incremental"] = _incremental(incremental[side], stream, nxt,
                                                              device)
-            records.append(_recorded(name, size)[1])
+                gc.collect()
+                runs[side][-1]["record"] = _recorded(name, size, sessions[side])[1]
         for stage in STAGES:
-            if stage == "record":
-                ref = fast = statistics.median(records)
-            else:
-                ref, fast = (statistics.median(run[stage] for run in runs[side])
-                             for side in sides)
+            ref, fast = (statistics.median(run[stage] for run in runs[side]) for side in sides)
             rows.append(FrontRow(name, n, stage, ref / n * 1e6, fast / n * 1e6))
     return rows
 

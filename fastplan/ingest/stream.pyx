@@ -12,8 +12,11 @@ Differs from refimpl:
   lists first: an op's keys are matched against its ``SCHEMA`` in place, numbers and ids are
   read in C, dtype and status names are matched to their enum members, a shape seen a moment
   ago is the same tuple again, and the frozen dataclasses are filled at their slots
-  (``fastplan._keys``). The ``inputs`` table (a handful of entries) is decoded generically
-  and handed to refimpl's own reader.
+  (``fastplan._keys``). The ``inputs`` table is read the same way into ``InputSpec``\ s; an
+  entry with inline ``data`` is decoded generically and handed to refimpl's own reader.
+* The cyclic garbage collector is paused while the stream is read and checked (its state
+  restored after): the objects made are frozen and untracked (tuples of ints included), and
+  a collection in the middle would only walk the caller's heap.
 * The scan accepts a subset of JSON (no escapes in strings, no ``NaN``/``Infinity``, ids below
   ``10**19``, ranks up to 64): anything outside it, and every malformed document, is read
   again by ``refimpl.stream.stream_from_json``, which returns the stream or raises the error.
@@ -30,12 +33,15 @@ from pathlib import Path
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_FromLongLong, PyLong_FromUnsignedLongLong
 from cpython.ref cimport PyObject
+from cpython.object cimport PyTypeObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp
 
-from fastplan._keys cimport new_operation, new_struct, new_tensor
+from fastplan._keys cimport (field_offset, new_instance, new_operation, new_tensor,
+                             set_slot)
+from fastplan.ingest._scan cimport _position, _short_decimal
 
 from fastplan.ingest.validate import validate_stream
 from refimpl import stream as _ref
@@ -61,6 +67,9 @@ cdef extern from "Python.h":
     object PyFloat_FromDouble(double v)
     object PyUnicode_DecodeUTF8(const char* s, Py_ssize_t size, const char* errors)
     object PyLong_FromString(const char* s, char** pend, int base)
+    int PyGC_Enable() noexcept
+    int PyGC_Disable() noexcept
+    void PyObject_GC_UnTrack(object op)
 
 
 class _Fallback(Exception):
@@ -99,27 +108,40 @@ cdef tuple _STATUSES = tuple(TensorStatus)
 cdef class _OpForm:
     """One op of the table as the scan reads it: its operand struct's fields in SCHEMA order."""
     cdef object op
-    cdef Py_ssize_t struct_code
     cdef Py_ssize_t n
-    cdef list names  # field names, as bytes
+    cdef tuple names  # field names, as bytes
     cdef int kinds[8]
     cdef int family  # FAM_*
+    cdef object struct  # the operand struct's class, and its fields' slot offsets
+    cdef Py_ssize_t offsets[8]
 
     def __init__(self, op):
         self.op = op
-        self.struct_code = OP_IR_STRUCTS.index(op.struct)
+        self.struct = op.struct
         schema = op.struct.SCHEMA
         assert len(schema) <= 8
+        assert tuple(name for name, _ in schema) == op.struct.__slots__
+        assert not hasattr(op.struct, "__post_init__")
         self.n = len(schema)
-        self.names = [name.encode() for name, _ in schema]
-        for i, (_, kind) in enumerate(schema):
+        self.names = tuple(name.encode() for name, _ in schema)
+        for i, (name, kind) in enumerate(schema):
             self.kinds[i] = _KIND_CODE[kind]
+            self.offsets[i] = field_offset(op.struct, name)
         family = op.family
         self.family = (FAM_FLOAT if family is DTypeClass.FLOAT
                        else FAM_INT if family is DTypeClass.INT else FAM_OTHER)
 
 
 cdef dict _FORMS = {op.name: _OpForm(op) for op in OPS}
+
+# InputSpec's fields (in slot order), filled at their slots as an entry's keys are read
+assert InputSpec.__slots__ == ("shape", "dtype", "strides", "data", "random")
+assert not hasattr(InputSpec, "__post_init__")
+cdef object _InputSpec = InputSpec
+cdef tuple _IN_NAMES = tuple(name.encode() for name in InputSpec.__slots__)
+cdef Py_ssize_t _IN_OFFSETS[5]
+for _i, _name in enumerate(InputSpec.__slots__):
+    _IN_OFFSETS[_i] = field_offset(InputSpec, _name)
 
 
 # --- the scan --------------------------------------------------------------------------------
@@ -313,6 +335,8 @@ cdef class _Scan:
         if not is_float:
             self.p = start
             return self.long_int()
+        if _short_decimal(start, self.p, &d):
+            return PyFloat_FromDouble(d)
         d = PyOS_string_to_double(start, &stop, NULL)
         if stop != self.p:
             raise _Fallback()
@@ -379,13 +403,10 @@ cdef class _Scan:
         """The position in ``names`` (bytes) of the string at the cursor (else the fallback)."""
         cdef const char* start
         cdef Py_ssize_t n = self.raw_string(&start)
-        cdef Py_ssize_t i
-        cdef bytes name
-        for i in range(len(names)):
-            name = <bytes>names[i]
-            if PyBytes_GET_SIZE(name) == n and memcmp(PyBytes_AS_STRING(name), start, n) == 0:
-                return i
-        raise _Fallback()
+        cdef Py_ssize_t i = _position(start, n, names)
+        if i < 0:
+            raise _Fallback()
+        return i
 
     cdef tuple shape(self):
         """A list of integers as a tuple; the tuple of a recent equal shape is reused."""
@@ -413,6 +434,7 @@ cdef class _Scan:
             item = PyLong_FromLongLong(dims[i])
             Py_INCREF(item)
             PyTuple_SET_ITEM(obj, i, item)
+        PyObject_GC_UnTrack(obj)  # of ints only: never in a cycle
         self.shape_rank[h] = rank
         for i in range(rank):
             self.shape_dims[h][i] = dims[i]
@@ -521,6 +543,78 @@ cdef class _Scan:
             return False
         return self.string()  # K_TEXT
 
+    cdef object input_entry(self):
+        """One entry of ``inputs`` of ``shape``, ``dtype`` and optionally ``strides`` and a
+        ``random`` seed, in any order, each once, as its ``InputSpec`` (filled at its slots,
+        untracked: of ints and an enum member); ``None`` at a ``data`` key."""
+        cdef const char* k
+        cdef Py_ssize_t i, n
+        cdef int seen = 0
+        cdef int64_t seed
+        spec = new_instance(<PyTypeObject*>_InputSpec)
+        self.expect(c'{')
+        while not seen or self.more(c'}'):
+            n = self.key(&k)
+            i = _position(k, n, _IN_NAMES)
+            if i < 0 or seen & (1 << i):
+                raise _Fallback()
+            if i == 3:
+                return None  # data: read generically
+            seen |= 1 << i
+            if i == 1:
+                value = _DTYPES[self.member(_DTYPE_NAMES)]
+            elif i == 4:
+                if not self.small_int(&seed):
+                    raise _Fallback()
+                value = PyLong_FromLongLong(seed)
+            else:
+                value = self.shape()
+            set_slot(spec, _IN_OFFSETS[i], value)
+        if seen & 3 != 3:
+            raise _Fallback()
+        for i in range(2, 5):
+            if not seen & (1 << i):
+                set_slot(spec, _IN_OFFSETS[i], None)
+        PyObject_GC_UnTrack(spec)
+        return spec
+
+    cdef dict inputs_table(self):
+        """``inputs``: keys that are ids in decimal, each once, read as ``_parse_inputs`` does
+        (by ascending id); an entry with ``data`` is decoded generically and parsed by
+        refimpl's ``_parse_input``."""
+        cdef const char* k
+        cdef const char* mark
+        cdef Py_ssize_t n, i
+        cdef int64_t tid
+        cdef dict specs = {}
+        self.expect(c'{')
+        if self.opens(c'}'):
+            return specs
+        while True:
+            n = self.key(&k)
+            if n < 1 or n > 18 or (n > 1 and k[0] == c'0'):
+                raise _Fallback()
+            tid = 0
+            for i in range(n):
+                if not c'0' <= k[i] <= c'9':
+                    raise _Fallback()
+                tid = tid * 10 + (k[i] - 48)
+            key = PyLong_FromLongLong(tid)
+            if key in specs:
+                raise _Fallback()
+            mark = self.p
+            spec = self.input_entry()
+            if spec is None:
+                self.p = mark
+                try:
+                    spec = _ref._parse_input(self.value(), f"inputs.{tid}", _ref._At())
+                except StreamError:
+                    raise _Fallback() from None
+            specs[key] = spec
+            if not self.more(c'}'):
+                break
+        return {tid: specs[tid] for tid in sorted(specs)}
+
     cdef object sync(self):
         """The rest of ``{"op": "Sync", "tensors": [...]}``."""
         cdef const char* k
@@ -569,7 +663,7 @@ cdef class _Scan:
     cdef object item(self):
         """One op: ``"op"`` first, then its SCHEMA's fields in any order, each once."""
         cdef const char* k
-        cdef Py_ssize_t n, i
+        cdef Py_ssize_t n, i, next_field
         cdef int seen = 0
         cdef _OpForm form
         cdef bytes name
@@ -580,22 +674,26 @@ cdef class _Scan:
         form = self.form()
         if form is None:
             return self.sync()
-        values = [None] * form.n
+        # the operand struct, filled at its slots field by field as they are read (a
+        # document the scan gives up on drops it half filled)
+        desc = new_instance(<PyTypeObject*>form.struct)
+        next_field = 0
         while self.more(c'}'):
             n = self.key(&k)
-            for i in range(form.n):
-                name = <bytes>form.names[i]
-                if PyBytes_GET_SIZE(name) == n and memcmp(PyBytes_AS_STRING(name), k, n) == 0:
-                    break
-            else:
-                raise _Fallback()
-            if seen & (1 << i):
+            i = next_field  # the canonical order first
+            name = <bytes>form.names[i] if i < form.n else None
+            if name is None or PyBytes_GET_SIZE(name) != n or memcmp(PyBytes_AS_STRING(name),
+                                                                      k, n) != 0:
+                i = _position(k, n, form.names)
+            if i < 0 or seen & (1 << i):
                 raise _Fallback()
             seen |= 1 << i
-            values[i] = self.field(form.kinds[i], form.family)
+            next_field = i + 1
+            set_slot(desc, form.offsets[i], self.field(form.kinds[i], form.family))
         if seen != (1 << form.n) - 1:
             raise _Fallback()
-        return new_operation(form.op, new_struct(form.struct_code, values))
+        PyObject_GC_UnTrack(desc)  # frozen, of snapshots and plain values
+        return new_operation(form.op, desc)
 
     cdef object document(self):
         """The whole document: ``version``, ``inputs`` and ``ops`` in any order, each once."""
@@ -604,7 +702,7 @@ cdef class _Scan:
         cdef int seen = 0, bit
         cdef int64_t version
         cdef list items = []
-        inputs = {}
+        cdef dict specs = {}
         self.expect(c'{')
         if self.opens(c'}'):
             raise _Fallback()
@@ -616,9 +714,7 @@ cdef class _Scan:
                     raise _Fallback()
             elif n == 6 and memcmp(k, b"inputs", 6) == 0:
                 bit = 2
-                inputs = self.value()
-                if type(inputs) is not dict:
-                    raise _Fallback()
+                specs = self.inputs_table()
             elif n == 3 and memcmp(k, b"ops", 3) == 0:
                 bit = 4
                 self.expect(c'[')
@@ -639,10 +735,6 @@ cdef class _Scan:
         self.ws()
         if self.p != self.end:
             raise _Fallback()
-        try:
-            specs = _ref._parse_inputs(inputs)
-        except StreamError:
-            raise _Fallback() from None
         return Stream(inputs=specs, items=tuple(items))
 
 
@@ -652,6 +744,16 @@ def stream_from_json(source, *, validate=True):
     """Parse a version-1 JSON stream (text, bytes or decoded object) into a ``Stream``.
 
     Mirrors refimpl.stream.stream_from_json."""
+    cdef int collecting = PyGC_Disable()
+    try:
+        return _read(source, validate)
+    finally:
+        if collecting:
+            PyGC_Enable()
+
+
+cdef object _read(object source, bint validate):
+    """``stream_from_json`` with the collector paused."""
     if isinstance(source, dict):
         stream = _ref.stream_from_json(source, validate=False)
     else:

@@ -18,7 +18,12 @@ Differs from refimpl:
   type) refimpl's ``_check_op`` / ``_check_sync`` runs on the same state, and raises its
   error or accepts. Every other op goes to refimpl's ``_check_op`` directly. The state is
   changed exactly as refimpl's ``_apply`` changes it, so the two walks cannot drift.
-* The ``inputs`` table is checked by refimpl's ``_check_inputs``.
+* The ``inputs`` table is checked in one typed pass when every entry is an exact
+  ``InputSpec`` with a seed and no strides (else by refimpl's ``_check_inputs``), and the
+  walk's start (``_start``: the ``Init`` targets, the inputs' definitions) is found in one
+  typed pass when no op is an ``Init`` (else by refimpl's ``_start``).
+* The cyclic garbage collector is paused during the walk (its state restored after): the
+  walk's dicts hold only ints, tuples and enum members.
 """
 
 from cpython.dict cimport PyDict_GetItem
@@ -27,6 +32,7 @@ from cpython.ref cimport PyObject
 from fastplan._keys cimport compact_int, slot, slots, struct_info, Slots, StructInfo
 
 from refimpl import validate as _ref
+from refimpl.data import InputSpec
 from refimpl.dtypes import DType, DTypeClass
 from refimpl.errors import FieldTypeError
 from refimpl.ir import (OP_IR_STRUCTS, BinaryOpIr, ClampOpIr, DropOpIr, FieldKind,
@@ -37,6 +43,10 @@ from refimpl.validate import MAX_DIM, MAX_NUMEL, MAX_RANK, MAX_STRIDE_CHECK, ten
 
 __all__ = ["validate_stream", "MAX_RANK", "MAX_DIM", "MAX_NUMEL", "MAX_STRIDE_CHECK",
            "tensor_fields"]
+
+cdef extern from "Python.h":
+    int PyGC_Enable() noexcept
+    int PyGC_Disable() noexcept
 
 cdef enum:
     RULE_SAME = 0
@@ -57,6 +67,7 @@ cdef enum:
 cdef object _TensorIr = TensorIr
 cdef object _OperationIr = OperationIr
 cdef object _Sync = Sync
+cdef object _InputSpec = InputSpec
 cdef object _NOT_INIT = TensorStatus.NotInit
 cdef object _READ_WRITE = TensorStatus.ReadWrite
 cdef object _STATUS_TYPE = TensorStatus
@@ -154,6 +165,8 @@ def _typed(op) -> bool:
 
 
 cdef dict _FORMS = {op: _Form(op) for op in OPS if _typed(op)}
+# Every op of the table: whether it is an ``Init`` (``_start_typed``).
+cdef dict _IS_INIT = {op: op.kind is OpKind.INIT for op in OPS}
 
 
 # --- the typed pass ----------------------------------------------------------------------------
@@ -195,10 +208,13 @@ cdef bint _dims_ok(object shape) except -1:
 
 
 cdef object _broadcast(tuple a, tuple b):
-    """``broadcast_shapes(a, b)`` (``None``: they do not broadcast)."""
+    """``broadcast_shapes(a, b)`` (``None``: they do not broadcast); ``a`` itself when the
+    two are equal."""
     cdef Py_ssize_t i, n = len(a)
     if len(b) != n:
         return None
+    if a is b or a == b:
+        return a
     out = []
     for i in range(n):
         x = a[i]
@@ -216,22 +232,22 @@ cdef object _numel(tuple shape):
     return n
 
 
-cdef object _expected(_Form form, list shapes, list ints):
-    """The output shape ``form``'s rule gives for the inputs' ``shapes`` (SCHEMA order) and
-    INT fields ``ints``, or ``None`` where refimpl's rule would raise (its axis checks
-    included); ``False`` for a rule without output."""
+cdef object _expected(_Form form, PyObject** shapes, Py_ssize_t n_shapes, PyObject** ints):
+    """The output shape ``form``'s rule gives for the inputs' ``n_shapes`` ``shapes`` (SCHEMA
+    order) and its INT fields ``ints`` (``form.n_ints``), or ``None`` where refimpl's rule
+    would raise (its axis checks included); ``False`` for a rule without output."""
     cdef int rule = form.shape_rule
-    cdef tuple first = shapes[0]
-    cdef Py_ssize_t rank = len(first)
-    for axis in ints:  # _check_axis_fields: every axis attribute of the first operand
-        if not 0 <= axis < rank:
+    cdef tuple first = <tuple>shapes[0]
+    cdef Py_ssize_t rank = len(first), i
+    for i in range(form.n_ints):  # _check_axis_fields: every axis attribute of the first one
+        if not 0 <= <object>ints[i] < rank:
             return None
     if rule == RULE_SAME:
         return first
     if rule == RULE_BROADCAST or rule == RULE_MASK:
         shape = first
-        for other in shapes[1:]:
-            shape = _broadcast(shape, other)
+        for i in range(1, n_shapes):
+            shape = _broadcast(shape, <tuple>shapes[i])
             if shape is None:
                 return None
         return shape
@@ -239,16 +255,17 @@ cdef object _expected(_Form form, list shapes, list ints):
         return False
     if rule == RULE_REDUCE_DIM:
         found = list(first)
-        found[ints[0]] = 1
+        found[<object>ints[0]] = 1
         return tuple(found)
     if rule == RULE_REDUCE_FULL:
         return (1,)
     if rule == RULE_SWAP_DIMS:
         found = list(first)
-        found[ints[0]], found[ints[1]] = found[ints[1]], found[ints[0]]
+        a, b = <object>ints[0], <object>ints[1]
+        found[a], found[b] = found[b], found[a]
         return tuple(found)
     if rule == RULE_MATMUL:  # (no negative index: the module is built without wraparound)
-        lhs, rhs = first, shapes[1]
+        lhs, rhs = first, <tuple>shapes[1]
         if rank < 2 or len(rhs) != rank or lhs[rank - 1] != rhs[rank - 2]:
             return None
         batch = _broadcast(lhs[:rank - 2], rhs[:rank - 2])
@@ -280,14 +297,16 @@ cdef bint _op_typed(object item, Py_ssize_t index, _Form form, dict defined, dic
     cdef Py_ssize_t i, pos
     cdef int fam
     cdef PyObject* found
-    cdef list shapes = [], ints = []
+    cdef PyObject* shapes[4]  # the inputs' (borrowed from their snapshots)
+    cdef PyObject* ints[2]  # the INT fields' (borrowed from desc)
+    cdef Py_ssize_t n_shapes = 0
     if type(desc) is not form.struct:
         return False
     for i in range(form.n_ints):  # _FIELD_OK: an int (exact here)
         value = slot(desc, form.int_offsets[i])
         if type(value) is not int:
             return False
-        ints.append(value)
+        ints[i] = <PyObject*>value
     for i in range(form.n_tensors):
         t = slot(desc, form.offsets[i])
         if type(t) is not _TensorIr:
@@ -319,7 +338,8 @@ cdef bint _op_typed(object item, Py_ssize_t index, _Form form, dict defined, dic
             return False
         if (<tuple>known)[1] is not dtype or (<tuple>known)[0] != shape:
             return False
-        shapes.append(shape)
+        shapes[n_shapes] = <PyObject*>shape
+        n_shapes += 1
         # dtypes: a mask is bool; every other operand of the op's family and of the first
         # one's dtype
         if form.is_mask[i]:
@@ -355,10 +375,10 @@ cdef bint _op_typed(object item, Py_ssize_t index, _Form form, dict defined, dic
                           slot(first if form.scalar_lhs else out, at.dtype)):
             return False
     if form.shape_rule == RULE_RESHAPE:
-        if _numel(shapes[0]) != _numel(slot(out, at.shape)):
+        if _numel(<tuple>shapes[0]) != _numel(slot(out, at.shape)):
             return False
     else:
-        expected = _expected(form, shapes, ints)
+        expected = _expected(form, shapes, n_shapes, ints)
         if expected is None:
             return False
         if expected is not False and slot(out, at.shape) != expected:
@@ -393,17 +413,71 @@ cdef bint _sync_typed(object item, dict defined, dict ended, dict pending) excep
     return True
 
 
+cdef bint _inputs_typed(object inputs) except -1:
+    """Whether ``_check_inputs`` passes, for the common table: exact ``InputSpec`` entries
+    under exact int ids >= 0, each with a valid shape, a ``DType``, no strides, no data and
+    an exact int seed >= 0 (False: refimpl must look at it)."""
+    if type(inputs) is not dict:
+        return False
+    for tid, spec in (<dict>inputs).items():
+        if not _exact_nonneg(tid) or type(spec) is not _InputSpec:
+            return False
+        if not _dims_ok(spec.shape) or _dtype_at(spec.dtype) < 0:
+            return False
+        if spec.strides is not None or spec.data is not None or not _exact_nonneg(
+                spec.random):
+            return False
+    return True
+
+
+cdef object _start_typed(object stream, tuple items):
+    """``_start(stream)``: refimpl's ``_State`` with every input defined, for a stream of
+    exact ops and syncs without an ``Init`` (else refimpl's ``_start``)."""
+    cdef const Slots* at = slots()
+    cdef PyObject* found
+    inputs = stream.inputs
+    if type(inputs) is not dict:
+        return _ref._start(stream)
+    for item in items:
+        if type(item) is _OperationIr:
+            found = PyDict_GetItem(_IS_INIT, slot(item, at.op))
+            if found == NULL or <object>found is True:
+                return _ref._start(stream)
+        elif type(item) is not _Sync:
+            return _ref._start(stream)
+    state = _ref._State()
+    cdef dict defined = state.defined
+    for tid in sorted(inputs):
+        spec = (<dict>inputs)[tid]
+        shape = spec.shape
+        defined[tid] = (shape if type(shape) is tuple else tuple(shape), spec.dtype)
+    return state
+
+
 def validate_stream(stream):
     """Raise the first ``StreamError`` of ``stream``; return ``None`` if it is valid.
 
     Mirrors refimpl.validate.validate_stream."""
-    _ref._check_inputs(stream)
-    state = _ref._start(stream)
+    cdef int collecting = PyGC_Disable()
+    try:
+        _walk(stream)
+    finally:
+        if collecting:
+            PyGC_Enable()
+
+
+cdef _walk(stream):
+    """``validate_stream`` with the collector paused."""
+    if not _inputs_typed(stream.inputs):
+        _ref._check_inputs(stream)
+    items = stream.items
+    state = (_start_typed(stream, <tuple>items) if type(items) is tuple
+             else _ref._start(stream))
     cdef dict defined = state.defined, ended = state.ended, pending = state.pending
     cdef const Slots* at = slots()
     cdef Py_ssize_t index = 0
     cdef PyObject* found
-    for item in stream.items:
+    for item in items:
         if type(item) is _OperationIr:
             found = PyDict_GetItem(_FORMS, slot(item, at.op))
             if found == NULL or not _op_typed(item, index, <_Form>found, defined, ended,

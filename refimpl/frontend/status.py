@@ -86,7 +86,9 @@ def list_is_held(count: int) -> bool:
 # --- calibration ----------------------------------------------------------------------------
 
 
-def _calibrate_once(probe_session: Callable[[], Any], cat: Callable[..., Any]) -> None:
+def _calibrate_once(probe_session: Callable[[], Any], cat: Callable[..., Any],
+                    temporary: dict[str, int | None],
+                    measured: dict[str, tuple[int, int]]) -> None:
     """Measure, per call path, the count of a temporary and of a named first operand."""
     probe = probe_session()
     log = probe._probe
@@ -107,25 +109,28 @@ def _calibrate_once(probe_session: Callable[[], Any], cat: Callable[..., Any]) -
         for use in (temporary_use, named_use):
             use()
             counts.append([c for p, c in log if p == path][-1][0])
-        _MEASURED[path] = (counts[0], counts[1])
-        _TEMPORARY[path] = counts[0] if counts[1] > counts[0] else None
+        measured[path] = (counts[0], counts[1])
+        temporary[path] = counts[0] if counts[1] > counts[0] else None
     probe.close()
 
 
-def calibrate(probe_session: Callable[[], Any], cat: Callable[..., Any]) -> None:
+def calibrate(probe_session: Callable[[], Any], cat: Callable[..., Any],
+              temporary: dict[str, int | None] = _TEMPORARY,
+              measured: dict[str, tuple[int, int]] = _MEASURED) -> None:
     """Measure the temporary's count of every call path.
 
     ``probe_session()`` gives a record-only session whose ``_probe`` list logs ``(path,
     counts)`` for every op it records; ``cat`` is the frontend's ``cat``. An interpreter event
     during import (a tracer, a collection) can blur one measurement, so a blind path is
-    measured again before giving up on it.
+    measured again before giving up on it. The counts go to ``temporary`` and ``measured``
+    (this module's tables unless a recorder that reads its counts elsewhere keeps its own).
     """
     for _ in range(3):
-        _calibrate_once(probe_session, cat)
-        if all(limit is not None for limit in _TEMPORARY.values()):
+        _calibrate_once(probe_session, cat, temporary, measured)
+        if all(limit is not None for limit in temporary.values()):
             return
         gc.collect()
-    blind = [path for path, limit in _TEMPORARY.items() if limit is None]
+    blind = [path for path, limit in temporary.items() if limit is None]
     if blind:
         warnings.warn(f"refimpl.frontend: reference counts cannot tell temporaries on this "
                       f"interpreter (paths {blind}); those uses are recorded ReadOnly",

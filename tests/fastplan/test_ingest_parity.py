@@ -233,3 +233,84 @@ def test_ingest_mutated_workload_streams_same_error(data):
         except errors.StreamError as exc:
             results.append((type(exc), exc.op_index, exc.field, str(exc)))
     assert results[0] == results[1]
+
+
+def _inputs_doc(inputs: dict) -> dict:
+    """A small document over ``inputs``: every input read once, then dropped."""
+    ops = [{"op": "Drop", "tensor": {"id": int(key), "shape": spec.get("shape"),
+                                     "dtype": spec.get("dtype"), "status": "ReadWrite"}}
+           for key, spec in inputs.items() if isinstance(spec, dict)]
+    return {"version": 1, "inputs": inputs, "ops": ops}
+
+
+@pytest.mark.parametrize("inputs", [
+    {"10": {"shape": [2, 3], "dtype": "f32", "random": 1},
+     "2": {"shape": [4], "dtype": "i32", "random": 0}},  # ids out of order
+    {"0": {"random": 5, "dtype": "f16", "shape": [2, 2]},  # keys in another order
+     "1": {"shape": [2, 2], "dtype": "f32", "data": [[1.0, 2.0], [3.0, 4.0]]},
+     "2": {"shape": [2, 2], "dtype": "bool", "strides": [1, 2], "random": 3}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "data": [[1, 2], [3, 4]], "random": 1}},
+    {"0": {"shape": [2, 2], "dtype": "f32"}},  # neither data nor random
+    {"0": {"shape": [2, 2], "dtype": "f32", "random": -1}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "random": 1.0}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "random": None}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "random": 2**70}},
+    {"0": {"shape": [2, -2], "dtype": "f32", "random": 0}},
+    {"0": {"shape": [2, 2], "dtype": "f33", "random": 0}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "strides": [1], "random": 0}},
+    {"0": {"shape": [2, 2], "dtype": "f32", "random": 0, "extra": 1}},
+    {"01": {"shape": [2], "dtype": "f32", "random": 0}},
+    {"18446744073709551616": {"shape": [2], "dtype": "f32", "random": 0}},
+    {"0": [2, 2]},
+])
+def test_ingest_inputs_table_same_outcome(inputs):
+    """The typed read of ``inputs`` and its typed check: refimpl's stream or error."""
+    assert_same(json.dumps(_inputs_doc(inputs)))
+
+
+def test_ingest_inputs_duplicate_key_same_error():
+    text = ('{"version": 1, "inputs": {"0": {"shape": [2], "dtype": "f32", "random": 0}, '
+            '"0": {"shape": [2], "dtype": "f32", "random": 1}}, "ops": []}')
+    assert_same(text)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_ingest_leaves_the_collector_as_it_found_it(enabled):
+    """Reading and checking pause the cyclic collector and restore its state, errors
+    included."""
+    import gc
+
+    good = stream_to_json(build("mixed", 60))
+    bad = good.replace('"ReadWrite"', '"ReadOnly"', 1)
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        for text in (good, bad, "{"):
+            try:
+                fast_stream.stream_from_json(text)
+            except errors.StreamError:
+                pass
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@given(st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.tuples(st.integers(0, 10**9), st.integers(0, 10**9), st.booleans()).map(
+        lambda t: f"{'-' if t[2] else ''}{t[0]}.{t[1]}"),
+    st.sampled_from(["0.5", "-0.0", "1.0", "0.044715", "1e-05", "2.5E+3", "123456789012345.6",
+                     "0.1234567890123456789", "9007199254740993.0", "-7"])))
+def test_ingest_scalar_spellings_same_value(token):
+    """A float scalar, however spelt, is the float refimpl reads (short decimals are read
+    without CPython's dtoa)."""
+    doc = {"version": 1, "inputs": {"0": {"shape": [2], "dtype": "f32", "random": 0}},
+           "ops": [{"op": "NumericFloat.MulScalar", "lhs": {"id": 0, "shape": [2], "dtype": "f32",
+                                                            "status": "ReadWrite"},
+                    "rhs": 0.0, "out": {"id": 1, "shape": [2], "dtype": "f32",
+                                        "status": "NotInit"}}]}
+    text = json.dumps(doc).replace("0.0,", f"{token},", 1)
+    assert_same(text)
+    fast = fast_stream.stream_from_json(text, validate=False).items[0].desc.rhs
+    ref = ref_stream.stream_from_json(text, validate=False).items[0].desc.rhs
+    assert repr(fast) == repr(ref)

@@ -261,10 +261,16 @@ def test_mirror_every_twin_module_is_built():
     # refimpl/planner/launch/handles.py; launch.execute: the walk of
     # refimpl.planner.launch.execute.launch_plan_stream (test_mirror_execute_*), with its memo
     # launch.launch_memo (no refimpl counterpart); ingest.*: the twins of refimpl.stream and
-    # refimpl.validate (fastplan.INGEST_TWINS, tests/fastplan/test_ingest_parity.py)
+    # refimpl.validate (fastplan.INGEST_TWINS, tests/fastplan/test_ingest_parity.py);
+    # frontend.*: the twins of refimpl.frontend's session, status and tensor
+    # (fastplan.frontend.FRONTEND_TWINS, tests/fastplan/test_frontend_parity.py)
+    import fastplan.frontend
+
     ingest = {f"ingest.{name}" for name in fastplan.INGEST_TWINS}
-    assert ingest <= twins
-    others = {"planner", "launch.handles", "launch.execute", "launch.launch_memo", *ingest}
+    frontend = {f"frontend.{name}" for name in fastplan.frontend.FRONTEND_TWINS}
+    assert ingest <= twins and frontend <= twins
+    others = {"planner", "launch.handles", "launch.execute", "launch.launch_memo", *ingest,
+              *frontend}
     # a twin split along its seams keeps refimpl's name for the part with refimpl's API and
     # names each other part "<twin>_<seam>" (engine.builder_cores)
     parts = {m for m in twins for twin in set(MODULES) | others

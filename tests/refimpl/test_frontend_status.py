@@ -7,16 +7,20 @@ keeps subexpressions alive, which would make temporaries look held.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from refimpl.dtypes import DType
 from refimpl.eager import EagerExecutor
 from refimpl.errors import TensorIdError
 from refimpl.frontend import Session, Tensor, cat, refcount_calibration, status
 from refimpl.ir import OperationIr, TensorStatus
 from refimpl.validate import validate_stream
-from tests.refimpl.helpers import input_uses, item_names, recorded_ops
+from tests.refimpl.helpers import (
+    ENTRY_POINTS,
+    entry_point_others,
+    input_uses,
+    item_names,
+    recorded_ops,
+)
 
 RO, RW = TensorStatus.ReadOnly, TensorStatus.ReadWrite
 
@@ -149,118 +153,10 @@ def test_frontend_cat_statuses_follow_the_list():
 
 # --- every entry point: a temporary subject is ReadWrite, a held one ReadOnly ----------------
 
-F32, I32, BOOL = DType.F32, DType.I32, DType.BOOL
-
-
-def _others(s: Session) -> dict[str, Tensor]:
-    return {
-        "f": s.random((4, 4), seed=50), "i": s.random((4, 4), I32, seed=51),
-        "b": s.random((4, 4), BOOL, seed=52), "idx": s.tensor([[0, 1, 2, 3]] * 4),
-        "row": s.tensor([2, 0]), "m": s.random((4, 4), seed=53),
-    }
-
-
-# (name, subject dtype, subject shape, call(make, others)); make() returns the subject.
-ENTRY_POINTS = [
-    ("add", F32, (4, 4), lambda m, o: m() + o["f"]),
-    ("add_scalar", F32, (4, 4), lambda m, o: m() + 2.0),
-    ("radd", F32, (4, 4), lambda m, o: 2.0 + m()),
-    ("sub", F32, (4, 4), lambda m, o: m() - o["f"]),
-    ("rsub", F32, (4, 4), lambda m, o: 2.0 - m()),
-    ("mul", F32, (4, 4), lambda m, o: m() * o["f"]),
-    ("rmul", F32, (4, 4), lambda m, o: 3 * m()),
-    ("rmul_numpy_scalar", F32, (4, 4), lambda m, o: np.float32(3) * m()),
-    ("div", F32, (4, 4), lambda m, o: m() / o["f"]),
-    ("rtruediv", F32, (4, 4), lambda m, o: 1.0 / m()),
-    ("rem", I32, (4, 4), lambda m, o: m() % 3),
-    ("rem_tensor", F32, (4, 4), lambda m, o: m() % o["f"]),
-    ("div_int", I32, (4, 4), lambda m, o: m() / 2),
-    ("neg", F32, (4, 4), lambda m, o: -m()),
-    ("abs_builtin", F32, (4, 4), lambda m, o: abs(m())),
-    ("abs", I32, (4, 4), lambda m, o: m().abs()),
-    ("clamp", F32, (4, 4), lambda m, o: m().clamp(-1.0, 1.0)),
-    ("clamp_min", F32, (4, 4), lambda m, o: m().clamp_min(0.0)),
-    ("clamp_max", I32, (4, 4), lambda m, o: m().clamp_max(2)),
-    ("lt", F32, (4, 4), lambda m, o: m() < o["f"]),
-    ("gt_scalar", F32, (4, 4), lambda m, o: m() > 0.5),
-    ("le", I32, (4, 4), lambda m, o: m() <= o["i"]),
-    ("ge_reflected", F32, (4, 4), lambda m, o: 0.5 <= m()),  # reflected: float <= Tensor
-    ("equal", BOOL, (4, 4), lambda m, o: m().equal(o["b"])),
-    ("not_equal", F32, (4, 4), lambda m, o: m().not_equal(0.0)),
-    ("exp", F32, (4, 4), lambda m, o: m().exp()),
-    ("log", F32, (4, 4), lambda m, o: m().log()),
-    ("log1p", F32, (4, 4), lambda m, o: m().log1p()),
-    ("sin", F32, (4, 4), lambda m, o: m().sin()),
-    ("cos", F32, (4, 4), lambda m, o: m().cos()),
-    ("tanh", F32, (4, 4), lambda m, o: m().tanh()),
-    ("erf", F32, (4, 4), lambda m, o: m().erf()),
-    ("sqrt", F32, (4, 4), lambda m, o: m().sqrt()),
-    ("recip", F32, (4, 4), lambda m, o: m().recip()),
-    ("tan", F32, (4, 4), lambda m, o: m().tan()),
-    ("sign", F32, (4, 4), lambda m, o: m().sign()),
-    ("sign_int", I32, (4, 4), lambda m, o: m().sign()),
-    ("round", F32, (4, 4), lambda m, o: m().round()),
-    ("floor", F32, (4, 4), lambda m, o: m().floor()),
-    ("ceil", F32, (4, 4), lambda m, o: m().ceil()),
-    ("is_nan", F32, (4, 4), lambda m, o: m().is_nan()),
-    ("is_inf", F32, (4, 4), lambda m, o: m().is_inf()),
-    ("powf", F32, (4, 4), lambda m, o: m().powf(o["f"])),
-    ("powf_scalar", F32, (4, 4), lambda m, o: m().powf(2.0)),
-    ("pow_operator", F32, (4, 4), lambda m, o: m() ** 2),
-    ("matmul", F32, (4, 4), lambda m, o: m().matmul(o["f"])),
-    ("matmul_operator", F32, (4, 4), lambda m, o: m() @ o["f"]),
-    ("bitwise_and", I32, (4, 4), lambda m, o: m() & o["i"]),
-    ("bitwise_or_scalar", I32, (4, 4), lambda m, o: m() | 5),
-    ("bitwise_xor", I32, (4, 4), lambda m, o: m() ^ o["i"]),
-    ("shift_left", I32, (4, 4), lambda m, o: m() << 1),
-    ("shift_right", I32, (4, 4), lambda m, o: m() >> o["i"].abs().clamp(0, 3)),
-    ("bitwise_not", I32, (4, 4), lambda m, o: ~m()),
-    ("bool_and", BOOL, (4, 4), lambda m, o: m() & o["b"]),
-    ("bool_not", BOOL, (4, 4), lambda m, o: ~m()),
-    ("sum_dim", F32, (4, 4), lambda m, o: m().sum_dim(1)),
-    ("mean_dim", F32, (4, 4), lambda m, o: m().mean_dim(-1)),
-    ("prod_dim", F32, (4, 4), lambda m, o: m().prod_dim(0)),
-    ("max_dim", I32, (4, 4), lambda m, o: m().max_dim(1)),
-    ("min_dim", F32, (4, 4), lambda m, o: m().min_dim(1)),
-    ("argmax", F32, (4, 4), lambda m, o: m().argmax(1)),
-    ("argmin", I32, (4, 4), lambda m, o: m().argmin(0)),
-    ("any_dim", BOOL, (4, 4), lambda m, o: m().any_dim(1)),
-    ("all_dim", F32, (4, 4), lambda m, o: m().all_dim(0)),
-    ("sum", F32, (4, 4), lambda m, o: m().sum()),
-    ("mean", F32, (4, 4), lambda m, o: m().mean()),
-    ("prod", I32, (4, 4), lambda m, o: m().prod()),
-    ("max", F32, (4, 4), lambda m, o: m().max()),
-    ("min", F32, (4, 4), lambda m, o: m().min()),
-    ("any", BOOL, (4, 4), lambda m, o: m().any()),
-    ("all", I32, (4, 4), lambda m, o: m().all()),
-    ("reshape", F32, (4, 4), lambda m, o: m().reshape((2, -1))),
-    ("swap_dims", F32, (4, 4), lambda m, o: m().swap_dims(0, 1)),
-    ("transpose", F32, (4, 4), lambda m, o: m().transpose()),
-    ("permute", F32, (4, 4), lambda m, o: m().permute((1, 0))),
-    ("flip", F32, (4, 4), lambda m, o: m().flip((0,))),
-    ("expand", F32, (1, 4), lambda m, o: m().expand((3, 4))),
-    ("slice", F32, (4, 4), lambda m, o: m().slice([(1, 3), slice(None, -1)])),
-    ("gather", F32, (4, 4), lambda m, o: m().gather(1, o["idx"])),
-    ("select", F32, (4, 4), lambda m, o: m().select(0, o["row"])),
-    ("mask_where", F32, (4, 4), lambda m, o: m().mask_where(o["b"], o["m"])),
-    ("mask_fill", F32, (4, 4), lambda m, o: m().mask_fill(o["b"], 0.5)),
-    ("cast", F32, (4, 4), lambda m, o: m().cast("f16")),
-    ("int", F32, (4, 4), lambda m, o: m().int()),
-    ("float", I32, (4, 4), lambda m, o: m().float()),
-    ("bool_float", BOOL, (4, 4), lambda m, o: m().float()),
-    ("max_pool2d", F32, (1, 2, 4, 4), lambda m, o: m().max_pool2d(2)),
-    ("avg_pool2d", F32, (1, 2, 4, 4), lambda m, o: m().avg_pool2d(2, stride=1, padding=1)),
-    ("adaptive_avg_pool2d", F32, (1, 2, 4, 4), lambda m, o: m().adaptive_avg_pool2d(2)),
-    ("interpolate", F32, (1, 2, 4, 4), lambda m, o: m().interpolate((8, 8))),
-    ("cat", F32, (4, 4), lambda m, o: cat([m(), o["f"]], 1)),
-    ("session_cat", F32, (4, 4), lambda m, o: o["f"].session.cat((m(), o["f"]), 0)),
-]
-
-
 @pytest.mark.parametrize("name,dtype,shape,call", ENTRY_POINTS, ids=[e[0] for e in ENTRY_POINTS])
 def test_frontend_entry_point_status_follows_references(name, dtype, shape, call):
     s = Session(executor=None)
-    others = _others(s)
+    others = entry_point_others(s)
     held = s.random(shape, dtype, seed=1)
     made: list[int] = []
 
