@@ -49,7 +49,7 @@ def _elementwise_step(x, k: int):
 
 def _elementwise(session: Session, budget: int, rng: random.Random) -> None:
     shapes = [(64, 128), (32, 32), (128, 64, 4), (256,)]
-    while len(session.stream.items) < budget:
+    while session.recorded < budget:
         exprs = [session.random(shapes[(i + rng.randrange(4)) % 4], seed=i) for i in range(3)]
         for step in range(rng.randrange(2, 6)):
             exprs = [_elementwise_step(x, step + i) for i, x in enumerate(exprs)]
@@ -85,7 +85,7 @@ def _transformer(session: Session, budget: int, rng: random.Random) -> None:
         [(width, width), (width, width), (width, 4 * width), (4 * width, width)])]
     gain = session.random((1, width), seed=9)
     blocks = 0
-    while len(session.stream.items) < budget:
+    while session.recorded < budget:
         x = _transformer_block(x, *weights, gain, heads=4)
         blocks += 1
         if blocks % 4 == 0:
@@ -94,7 +94,7 @@ def _transformer(session: Session, budget: int, rng: random.Random) -> None:
 
 
 def _mixed(session: Session, budget: int, rng: random.Random) -> None:
-    while len(session.stream.items) < budget:
+    while session.recorded < budget:
         n = rng.randrange(2, 5)
         xs = [session.random((rng.choice([8, 16, 32]), rng.choice([16, 24, 48])), seed=i)
               for i in range(n)]

@@ -150,6 +150,12 @@ class Session:
         """The stream recorded so far."""
         return Stream(inputs=dict(self._inputs), items=tuple(self._items))
 
+    @property
+    def recorded(self) -> int:
+        """How many stream items (ops, drops, syncs) are recorded so far, without building
+        the stream."""
+        return len(self._items)
+
     def to_json(self) -> str:
         """The recorded stream's canonical JSON text (``stream_to_json``)."""
         return stream_to_json(self.stream)
