@@ -8,8 +8,9 @@ Mirrors ``refimpl/frontend/tensor.py``: ``Tensor`` is a subclass of refimpl's, w
 of its own; every method is refimpl's but ``__del__``, which does what refimpl's does (one
 handle less; the last one of a tensor never consumed asks its session for ``Drop``). A handle
 dies at every op a program records, so its finaliser runs as often as ops are recorded.
-``fastplan.frontend.session.Session`` makes its ops' handles of this class; ``clone`` and
-``move`` make refimpl's (the same behaviour).
+``fastplan.frontend.session.Session`` makes its ops' handles of this class, and ``clone`` and
+``move`` keep a handle's class: a session never mixes the two classes, whose comparisons
+Python would otherwise dispatch to the subclass first (``a < b`` recorded as ``b > a``).
 """
 
 from refimpl.frontend import tensor as _ref

@@ -144,17 +144,19 @@ class Tensor(DimMethods):
         raise TypeError("a lazy Tensor has no truth value; read it with .numpy()")
 
     def clone(self) -> Tensor:
-        """Another handle to the same tensor id (burn ``clone``): uses become ``ReadOnly``."""
+        """Another handle to the same tensor id (burn ``clone``): uses become ``ReadOnly``.
+        The handle is of this handle's class, so that every handle of a session compares
+        through the same methods."""
         usable(self, self._state.session, None, "tensor")
         self._state.handles += 1
-        return Tensor(self._state)
+        return type(self)(self._state)
 
     def move(self) -> Tensor:
         """Hand the tensor to a new handle and invalidate this one (Rust's move), so that
         ``(a.move() * b)`` reads ``a`` ``ReadWrite`` when ``a`` has no other handle."""
         usable(self, self._state.session, None, "tensor")
         self._moved = True
-        return Tensor(self._state)
+        return type(self)(self._state)
 
     def numpy(self) -> np.ndarray:
         """Read the values back: appends ``Sync([id])`` and runs the pending items."""

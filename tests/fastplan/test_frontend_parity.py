@@ -141,6 +141,22 @@ def test_frontend_twin_records_random_programs_as_refimpl(shapes, steps):
     assert fast == ref
 
 
+@pytest.mark.parametrize("make", ["clone", "move"])
+def test_frontend_twin_handles_keep_their_class(make):
+    """A clone or a moved handle is of its session's handle class: a comparison with the
+    original records the same op, operands in order, on both sides (a subclass handle on the
+    right would take Python's reflected comparison first)."""
+    texts = []
+    for session_cls in SIDES:
+        s = session_cls(executor=None)
+        a = s.random((4, 4), seed=0)
+        b = getattr(a.exp(), make)()
+        assert type(b) is type(a)
+        s.sync(b < a)
+        texts.append(stream_to_json(s.close()))
+    assert texts[0] == texts[1] and "NumericFloat.Lower" in texts[0]
+
+
 def test_frontend_twin_errors_leave_the_same_stream():
     """A closed session, a foreign tensor, a moved handle, bad inputs: the same errors."""
     outcomes = []
