@@ -33,6 +33,7 @@ from cpython.ref cimport PyObject
 
 from fastplan._keys cimport field_offset, new_instance, new_operation, new_struct, new_tensor
 from fastplan._keys cimport set_slot
+from fastplan._shapes cimport broadcast_pair
 from fastplan.frontend.status cimport statuses
 
 from fastplan.frontend.status import calibrate
@@ -160,23 +161,6 @@ cdef object _snapshot(object st, object status):
     return st.ir(status)
 
 
-cdef object _broadcast(tuple a, tuple b):
-    """``broadcast_shapes(a, b)`` (``None``: they do not broadcast); ``a`` when equal."""
-    cdef Py_ssize_t i, n = len(a)
-    if len(b) != n:
-        return None
-    if a is b or a == b:
-        return a
-    out = []
-    for i in range(n):
-        x = a[i]
-        y = b[i]
-        if x != y and x != 1 and y != 1:
-            return None
-        out.append(y if x == 1 else x)
-    return tuple(out)
-
-
 cdef object _typed(object session, object op, object rule, tuple ins, object out_type,
                    object scalars, object index):
     """refimpl's ``Session._typed``: the item of a unary, binary or scalar element-wise op in
@@ -187,7 +171,7 @@ cdef object _typed(object session, object op, object rule, tuple ins, object out
             return None
     shape = ins[0].shape
     if rule is _BROADCAST:
-        shape = _broadcast(shape, ins[1].shape)
+        shape = broadcast_pair(shape, ins[1].shape)
         if shape is None:
             return None
     out = new_tensor(session._next_id, shape, out_type, _NOT_INIT)
@@ -258,7 +242,7 @@ cdef object _settled_shape(object op, object desc):
         rank = len(a)
         if rank < 2 or len(b) != rank or a[rank - 1] != b[rank - 2]:
             return None
-        batch = _broadcast(a[:rank - 2], b[:rank - 2])
+        batch = broadcast_pair(a[:rank - 2], b[:rank - 2])
         if batch is None:
             return None
         return batch + (a[rank - 2], b[rank - 1])
@@ -268,12 +252,12 @@ cdef object _settled_shape(object op, object desc):
         tensor, mask = desc.tensor, desc.mask
         if not _is_tensor(tensor) or not _is_tensor(mask) or mask.dtype is not _BOOL:
             return None
-        shape = _broadcast(tensor.shape, mask.shape)
+        shape = broadcast_pair(tensor.shape, mask.shape)
         if cls is _MaskWhereOpIr and shape is not None:
             value = desc.value
             if not _is_tensor(value) or value.dtype is not tensor.dtype:
                 return None
-            shape = _broadcast(shape, value.shape)
+            shape = broadcast_pair(shape, value.shape)
         return shape
     return None
 

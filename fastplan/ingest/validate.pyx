@@ -30,6 +30,7 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 
 from fastplan._keys cimport compact_int, slot, slots, struct_info, Slots, StructInfo
+from fastplan._shapes cimport broadcast_pair
 
 from refimpl import validate as _ref
 from refimpl.data import InputSpec
@@ -207,24 +208,6 @@ cdef bint _dims_ok(object shape) except -1:
     return zero or numel <= _MAX_NUMEL
 
 
-cdef object _broadcast(tuple a, tuple b):
-    """``broadcast_shapes(a, b)`` (``None``: they do not broadcast); ``a`` itself when the
-    two are equal."""
-    cdef Py_ssize_t i, n = len(a)
-    if len(b) != n:
-        return None
-    if a is b or a == b:
-        return a
-    out = []
-    for i in range(n):
-        x = a[i]
-        y = b[i]
-        if x != y and x != 1 and y != 1:
-            return None
-        out.append(y if x == 1 else x)
-    return tuple(out)
-
-
 cdef object _numel(tuple shape):
     n = 1
     for d in shape:
@@ -247,7 +230,7 @@ cdef object _expected(_Form form, PyObject** shapes, Py_ssize_t n_shapes, PyObje
     if rule == RULE_BROADCAST or rule == RULE_MASK:
         shape = first
         for i in range(1, n_shapes):
-            shape = _broadcast(shape, <tuple>shapes[i])
+            shape = broadcast_pair(shape, <tuple>shapes[i])
             if shape is None:
                 return None
         return shape
@@ -268,7 +251,7 @@ cdef object _expected(_Form form, PyObject** shapes, Py_ssize_t n_shapes, PyObje
         lhs, rhs = first, <tuple>shapes[1]
         if rank < 2 or len(rhs) != rank or lhs[rank - 1] != rhs[rank - 2]:
             return None
-        batch = _broadcast(lhs[:rank - 2], rhs[:rank - 2])
+        batch = broadcast_pair(lhs[:rank - 2], rhs[:rank - 2])
         if batch is None:
             return None
         return batch + (lhs[rank - 2], rhs[rank - 1])
